@@ -1,0 +1,41 @@
+# Two commands: `make lab` opens the workbench, `make test` runs every test. Both create .venv when missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The install is redone when the project's requirements change.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
+PYTEST_ARGS ?=
+
+.PHONY: lab test test-fast report browser-deps clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP_INSTALL) --upgrade pip setuptools
+	$(PIP_INSTALL) -e ".[lab,test,reference]"
+	rm -f $(VENV)/.installed-*; touch $@
+
+install: $(STAMP)
+
+# Debian's Chromium for the browser test (root on this machine, CI and containers; sudo elsewhere).
+browser-deps:
+	@test -x /usr/bin/chromium || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+test: $(STAMP) browser-deps
+	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - that is a failure here" >&2; exit 1; fi; exit $$rc
+
+# The unit tests alone (no notebooks, no browser): the quick loop while developing.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not browser" -p no:nbval tests
+
+report: $(STAMP)
+	mkdir -p report
+	$(BIN)/jupyter nbconvert --to html --execute --output-dir report notebooks/*.ipynb
+
+clean:
+	rm -rf $(VENV) report test-artifacts

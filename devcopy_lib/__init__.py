@@ -1,0 +1,59 @@
+"""devcopy: the et_copy device-copy ops, their registration in portable and ATen-mode runtimes, device placement
+over exported PyTorch programs, and copy timing.
+
+The public names load lazily, so `import devcopy_lib` is cheap and imports neither ipywidgets nor matplotlib.
+Start reading at `devcopy_lib.devices` (allocators), then `ops`, `kernels`, `runtime`, `passes`.
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (DESIGN.md's public contract)
+_EXPORTS = {
+    "DeviceType": "devices.device",
+    "Device": "devices.device",
+    "DeviceAllocator": "devices.allocator",
+    "DevicePtr": "devices.allocator",
+    "register_device_allocator": "devices.registry",
+    "get_device_allocator": "devices.registry",
+    "scoped_allocators": "devices.registry",
+    "SimulatedCudaAllocator": "devices.simulated",
+    "CupyCudaAllocator": "devices.cupy_cuda",
+    "select_backend": "devices.backend",
+    "PortableTensor": "runtime.tensor",
+    "TensorShapeDynamism": "runtime.tensor",
+    "KernelRuntimeContext": "runtime.context",
+    "Error": "runtime.error",
+    "MissingOperatorError": "runtime.resolve",
+    "resolve_operators": "runtime.resolve",
+    "portable_lib": "runtime.libs",
+    "aten_lib": "runtime.libs",
+    "native_lib": "runtime.libs",
+    "lib_by_name": "runtime.libs",
+    "registration_status": "runtime.libs",
+    "load_method": "runtime.method",
+    "export_and_lower": "passes.lower",
+    "DEFAULT_DELEGATE_OPS": "passes.lower",
+    "place_devices": "passes.placement",
+    "PlacementReport": "passes.report",
+}
+
+__all__ = sorted([*_EXPORTS, "models"])
+
+
+def __getattr__(name: str):
+    if name == "models":
+        return importlib.import_module(".models", __name__)
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'devcopy_lib' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

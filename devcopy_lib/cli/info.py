@@ -1,0 +1,49 @@
+"""`devcopy info`: which backend runs, which devices it sees, which library versions."""
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+
+from ..devices.backend import make_allocator, select_backend
+from .common import add_backend, add_json, emit
+
+_PACKAGES = ("devcopy", "torch", "numpy", "cupy-cuda13x", "cupy-cuda12x", "cupy", "executorch", "ipywidgets",
+             "jupyterlab")
+
+
+def collect(backend: str | None = None) -> dict:
+    name = select_backend(backend)
+    allocator = make_allocator(name)
+    versions = {}
+    for package in _PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return {
+        "ok": True,
+        "backend": name,
+        "simulated": name == "simulated",
+        "devices": allocator.describe_devices(),
+        "python": platform.python_version(),
+        "versions": versions,
+    }
+
+
+def _render(info: dict) -> str:
+    lines = [f"backend: {info['backend']}" + ("  (simulated accelerator: host memory, no GPU)" if info["simulated"] else "")]
+    lines += [f"  {d['device']}: {d['name']}" for d in info["devices"]]
+    lines.append(f"python {info['python']}; " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    emit(collect(args.backend), args.json, _render)
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("info", help="backend, devices and library versions")
+    add_backend(parser)
+    add_json(parser)
+    parser.set_defaults(handler=run)

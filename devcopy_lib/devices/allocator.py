@@ -1,0 +1,280 @@
+"""`DeviceAllocator`: the interface ExecuTorch's runtime uses to reach device memory.
+
+The public methods validate once (sizes, alignment, index, null pointers, bounds), keep the statistics, and retry
+an allocation once after flushing caches; a backend implements four small hooks: `_allocate`, `_free`, `_copy_in`,
+`_copy_out` (and optionally `_trim`).
+"""
+from __future__ import annotations
+
+import abc
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from .device import Device, DeviceType
+
+MAX_ALIGNMENT = 256
+CURRENT_DEVICE = -1
+
+
+class DeviceBlock:
+    """One device allocation. `handle` is the backend's object that owns the memory (kept alive by the block)."""
+
+    __slots__ = ("index", "nbytes", "address", "handle", "freed", "serial")
+    _serials = itertools.count(1)
+
+    def __init__(self, index: int, nbytes: int, address: int, handle: Any) -> None:
+        self.index, self.nbytes, self.address, self.handle = index, nbytes, address, handle
+        self.freed = False
+        self.serial = next(self._serials)
+
+    def __array__(self, *args, **kwargs):
+        from .errors import DeviceMemoryAccessError
+
+        raise DeviceMemoryAccessError(
+            f"Host code tried to read device memory (cuda:{self.index}, {self.nbytes} bytes) directly. "
+            "Device memory reaches the host only through a D2H copy (et_copy::_d2h_copy.out)."
+        )
+
+
+@dataclass(frozen=True)
+class DevicePtr:
+    """A pointer into a device allocation: the block plus a byte offset. `ptr + n` advances it."""
+
+    block: DeviceBlock
+    offset: int = 0
+
+    @property
+    def index(self) -> int:
+        return self.block.index
+
+    @property
+    def address(self) -> int:
+        return self.block.address + self.offset
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes from this pointer to the end of its allocation."""
+        return self.block.nbytes - self.offset
+
+    def __add__(self, n: int) -> "DevicePtr":
+        if not 0 <= self.offset + n <= self.block.nbytes:
+            raise ValueError(
+                f"Pointer offset {self.offset + n} is outside its allocation of {self.block.nbytes} bytes"
+            )
+        return DevicePtr(self.block, self.offset + n)
+
+    def __array__(self, *args, **kwargs):
+        return self.block.__array__()
+
+    def __repr__(self) -> str:
+        return f"DevicePtr(cuda:{self.index}, 0x{self.address:x}, {self.nbytes} bytes left)"
+
+
+HostBuffer = Union[int, memoryview, bytearray, np.ndarray, Any]
+
+
+@dataclass
+class CopyRecord:
+    """The last copy in one direction, like ExecuTorch's mock allocator records it."""
+
+    dst: Any = None
+    src: Any = None
+    size: int = 0
+    index: int = 0
+
+
+@dataclass
+class AllocatorStats:
+    """Counters kept by every allocator (names follow ExecuTorch's mock CUDA allocator)."""
+
+    allocate_count: int = 0
+    deallocate_count: int = 0
+    h2d_count: int = 0
+    d2h_count: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    live_bytes: int = 0
+    peak_bytes: int = 0
+    last_h2d: CopyRecord = field(default_factory=CopyRecord)
+    last_d2h: CopyRecord = field(default_factory=CopyRecord)
+
+
+def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> int:
+    """The address of a host buffer (buffer-protocol object or int address), checking size and writability."""
+    if isinstance(buf, bool) or buf is None:
+        raise ValueError(f"{what}: null host pointer. Pass a buffer-protocol object (a NumPy array) or an address")
+    if isinstance(buf, int):
+        if buf == 0:
+            raise ValueError(f"{what}: null host pointer (address 0)")
+        return buf
+    try:
+        view = memoryview(buf)
+    except TypeError:
+        raise ValueError(
+            f"{what}: host memory must be a buffer-protocol object (NumPy array, bytearray) or an int address, "
+            f"got {type(buf).__name__}"
+        ) from None
+    if not view.c_contiguous:
+        raise ValueError(f"{what}: host buffer is not contiguous; copy it into a contiguous array first")
+    if writable and view.readonly:
+        raise ValueError(f"{what}: host destination is read-only; pass a writable buffer")
+    if nbytes > view.nbytes:
+        raise ValueError(f"{what}: {nbytes} bytes requested but the host buffer holds {view.nbytes} bytes")
+    if view.nbytes == 0:
+        return 1  # a valid, never-dereferenced address for an empty buffer
+    return np.frombuffer(view.cast("B"), dtype=np.uint8).ctypes.data
+
+
+class DeviceAllocator(abc.ABC):
+    """Allocates device memory and copies between host and device; one per device type."""
+
+    def __init__(self) -> None:
+        self.stats = AllocatorStats()
+        self._live: dict[int, DeviceBlock] = {}
+
+    # ---- hooks a backend implements -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def device_type(self) -> DeviceType: ...
+
+    @abc.abstractmethod
+    def device_count(self) -> int | None:
+        """How many device indices exist; None for any number (the simulated accelerator)."""
+
+    @abc.abstractmethod
+    def current_index(self) -> int: ...
+
+    @abc.abstractmethod
+    def _allocate(self, nbytes: int, index: int, alignment: int) -> DeviceBlock: ...
+
+    @abc.abstractmethod
+    def _free(self, block: DeviceBlock) -> None: ...
+
+    @abc.abstractmethod
+    def _copy_in(self, dst: DevicePtr, src_address: int, nbytes: int, index: int) -> None: ...
+
+    @abc.abstractmethod
+    def _copy_out(self, dst_address: int, src: DevicePtr, nbytes: int, index: int) -> None: ...
+
+    def _trim(self, index: int) -> None:
+        """Release cached memory before the one retry of a failed allocation (pools override this)."""
+
+    def describe_devices(self) -> list[dict]:
+        """One row per device this backend sees: `{"device": "cuda:0", "name": ...}`."""
+        count = self.device_count() or 1
+        return [{"device": str(self.device(i)), "name": self.backend} for i in range(count)]
+
+    # ---- public interface -----------------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        return type(self).__name__
+
+    def device(self, index: int = CURRENT_DEVICE) -> Device:
+        return Device(self.device_type(), self._resolve_index(index))
+
+    def allocate(self, nbytes: int, index: int = 0, alignment: int = 64) -> DevicePtr:
+        """Allocate `nbytes` on device `index` (-1: current), aligned to `alignment`; 0 bytes gives a valid handle."""
+        _check_count("nbytes", nbytes)
+        if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1) or alignment > MAX_ALIGNMENT:
+            raise ValueError(
+                f"alignment must be a power of two no larger than {MAX_ALIGNMENT}, got {alignment!r}"
+            )
+        index = self._resolve_index(index)
+        try:
+            block = self._allocate(nbytes, index, alignment)
+        except MemoryError:
+            self._trim(index)
+            try:
+                block = self._allocate(nbytes, index, alignment)
+            except MemoryError:
+                raise MemoryError(
+                    f"Out of device memory: could not allocate {nbytes} bytes on {self.device(index)} "
+                    f"({self.stats.live_bytes} bytes live through {self.backend}). Free buffers or use smaller sizes."
+                ) from None
+        self._live[block.serial] = block
+        s = self.stats
+        s.allocate_count += 1
+        s.live_bytes += nbytes
+        s.peak_bytes = max(s.peak_bytes, s.live_bytes)
+        return DevicePtr(block)
+
+    def deallocate(self, ptr: DevicePtr, index: int = CURRENT_DEVICE) -> None:
+        """Free an allocation returned by `allocate` (the pointer at offset 0)."""
+        block = self._own_block(ptr, "deallocate")
+        if ptr.offset:
+            raise ValueError(f"deallocate: pointer is {ptr.offset} bytes into its allocation; pass the allocated pointer")
+        del self._live[block.serial]
+        block.freed = True
+        self._free(block)
+        self.stats.deallocate_count += 1
+        self.stats.live_bytes -= block.nbytes
+
+    def copy_host_to_device(self, dst: DevicePtr, src: HostBuffer, nbytes: int, index: int = CURRENT_DEVICE) -> None:
+        """Copy `nbytes` from host `src` to device `dst`; `index` >= 0 selects the device, -1 the current one."""
+        if dst is None or src is None or (isinstance(src, int) and src == 0):
+            raise ValueError("copy_host_to_device: null pointer (dst or src)")
+        _check_count("nbytes", nbytes)
+        index = self._resolve_index(index)
+        s = self.stats
+        s.h2d_count += 1
+        s.last_h2d = CopyRecord(dst, src, nbytes, index)
+        if nbytes == 0:
+            return
+        self._check_span(dst, nbytes, "copy_host_to_device")
+        self._copy_in(dst, host_address(src, nbytes, writable=False, what="copy_host_to_device"), nbytes, index)
+        s.h2d_bytes += nbytes
+
+    def copy_device_to_host(self, dst: HostBuffer, src: DevicePtr, nbytes: int, index: int = CURRENT_DEVICE) -> None:
+        """Copy `nbytes` from device `src` to host `dst`; `index` >= 0 selects the device, -1 the current one."""
+        if src is None or dst is None or (isinstance(dst, int) and dst == 0):
+            raise ValueError("copy_device_to_host: null pointer (dst or src)")
+        _check_count("nbytes", nbytes)
+        index = self._resolve_index(index)
+        s = self.stats
+        s.d2h_count += 1
+        s.last_d2h = CopyRecord(dst, src, nbytes, index)
+        if nbytes == 0:
+            return
+        self._check_span(src, nbytes, "copy_device_to_host")
+        self._copy_out(host_address(dst, nbytes, writable=True, what="copy_device_to_host"), src, nbytes, index)
+        s.d2h_bytes += nbytes
+
+    def live_allocations(self) -> int:
+        return len(self._live)
+
+    # ---- validation helpers ---------------------------------------------------------------------------------
+    def _resolve_index(self, index: int) -> int:
+        if not isinstance(index, int) or isinstance(index, bool) or index < CURRENT_DEVICE:
+            raise ValueError(f"device index must be an int >= -1 (-1: the current device), got {index!r}")
+        if index == CURRENT_DEVICE:
+            return self.current_index()
+        count = self.device_count()
+        if count is not None and index >= count:
+            raise ValueError(
+                f"device index {index} is out of range: {self.backend} sees {count} device(s), valid 0..{count - 1}"
+            )
+        return index
+
+    def _own_block(self, ptr: DevicePtr, what: str) -> DeviceBlock:
+        if not isinstance(ptr, DevicePtr):
+            raise ValueError(f"{what}: expected a DevicePtr from allocate(), got {type(ptr).__name__}")
+        if ptr.block.freed:
+            raise ValueError(f"{what}: {ptr!r} was already freed (use after free or double free)")
+        if self._live.get(ptr.block.serial) is not ptr.block:
+            raise ValueError(f"{what}: {ptr!r} was not allocated by this {self.backend}")
+        return ptr.block
+
+    def _check_span(self, ptr: DevicePtr, nbytes: int, what: str) -> None:
+        self._own_block(ptr, what)
+        if nbytes > ptr.nbytes:
+            raise ValueError(
+                f"{what}: {nbytes} bytes do not fit in the device allocation ({ptr.nbytes} bytes from offset "
+                f"{ptr.offset} of {ptr.block.nbytes})"
+            )
+
+
+def _check_count(name: str, value: int) -> None:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")

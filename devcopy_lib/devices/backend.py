@@ -1,0 +1,66 @@
+"""Backend selection: `cupy` where CUDA is available, else the `simulated` accelerator; overridable."""
+from __future__ import annotations
+
+import os
+
+from .allocator import DeviceAllocator
+from .device import DeviceType
+from .registry import get_device_allocator, register_device_allocator
+
+BACKENDS = ("cupy", "simulated")
+ENV_VAR = "DEVCOPY_BACKEND"
+
+
+def cuda_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    try:
+        import cupy
+    except Exception:
+        return False
+    try:
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+def select_backend(backend: str | None = None) -> str:
+    """Resolve `backend` (None/'auto' reads DEVCOPY_BACKEND, then picks cupy when CUDA is available)."""
+    choice = backend if backend not in (None, "auto") else os.environ.get(ENV_VAR, "auto") or "auto"
+    choice = choice.strip().lower()
+    if choice == "auto":
+        return "cupy" if cuda_available() else "simulated"
+    if choice not in BACKENDS:
+        raise ValueError(f"Unknown backend {choice!r}. Valid: auto, {', '.join(BACKENDS)} (argument or ${ENV_VAR})")
+    if choice == "cupy" and not cuda_available():
+        raise RuntimeError(
+            "Backend 'cupy' was asked for but CUDA is not available (CuPy missing or no GPU). "
+            "Install the gpu extra on a CUDA machine, or use --backend simulated."
+        )
+    return choice
+
+
+def make_allocator(backend: str | None = None) -> DeviceAllocator:
+    """A new CUDA allocator of the selected backend."""
+    name = select_backend(backend)
+    if name == "cupy":
+        from .cupy_cuda import CupyCudaAllocator
+
+        return CupyCudaAllocator()
+    from .simulated import SimulatedCudaAllocator
+
+    return SimulatedCudaAllocator()
+
+
+def ensure_cuda_allocator(backend: str | None = None) -> DeviceAllocator:
+    """The registered CUDA allocator, registering one of the selected backend if none is; a mismatch is an error."""
+    current = get_device_allocator(DeviceType.CUDA)
+    wanted = select_backend(backend)
+    if current is None:
+        current = make_allocator(wanted)
+        register_device_allocator(current)
+    elif current.backend != wanted and backend not in (None, "auto"):
+        raise RuntimeError(
+            f"Backend {wanted!r} was asked for but a {current.backend!r} CUDA allocator is registered. "
+            "Use scoped_allocators(...) to run with another backend."
+        )
+    return current

@@ -1,0 +1,30 @@
+"""Shared fixtures: a scoped simulated accelerator, and the skip rules for GPU and reference tests."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.devices.backend import cuda_available
+
+HAS_CUDA = cuda_available()
+HAS_EXECUTORCH = importlib.util.find_spec("executorch") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    no_gpu = pytest.mark.skip(reason="needs CUDA + CuPy: run `pytest -m gpu` on the H200 (device tool)")
+    no_et = pytest.mark.skip(reason="needs ExecuTorch 1.5.1: install the `reference` extra (not on the CUDA machine)")
+    for item in items:
+        if "gpu" in item.keywords and not HAS_CUDA:
+            item.add_marker(no_gpu)
+        if "reference" in item.keywords and not HAS_EXECUTORCH:
+            item.add_marker(no_et)
+
+
+@pytest.fixture
+def sim():
+    """A fresh simulated CUDA allocator, registered only for the test's duration."""
+    allocator = SimulatedCudaAllocator()
+    with scoped_allocators(allocator):
+        yield allocator
