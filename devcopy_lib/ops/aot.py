@@ -1,0 +1,73 @@
+"""The ahead-of-time `et_copy` namespace in `torch.library`: the one module that defines the device-copy ops.
+
+- `et_copy::_h2d_copy(Tensor self) -> Tensor`: host -> device. At trace time everything is on CPU, so it is a
+  clone; at run time the planned `out` lives on the device and the kernel copies through the DeviceAllocator.
+- `et_copy::_d2h_copy(Tensor self) -> Tensor`: device -> host, the mirror.
+- `.out` overloads (`Tensor(a!) out`): what the runtime calls; at trace time `out.copy_(self)`.
+
+ExecuTorch's Python package defines the same namespace with `Library("et_copy", "DEF")`, and a second `DEF` in one
+process fails. So: if the ops already exist (ExecuTorch imported first), they are reused; if ExecuTorch is installed
+but not yet imported, its op-definition module is imported so that a later `import executorch.exir` finds them
+defined; only without ExecuTorch does devcopy define the namespace itself. Import this module for its side effect.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+NAMESPACE = "et_copy"
+SCHEMAS = {
+    "_h2d_copy": "_h2d_copy(Tensor self) -> Tensor",
+    "_h2d_copy.out": "_h2d_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    "_d2h_copy": "_d2h_copy(Tensor self) -> Tensor",
+    "_d2h_copy.out": "_d2h_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+}
+EXECUTORCH_REGISTRY = "executorch.exir.passes._device_copy_ops_registry"
+
+_own_library = None  # kept alive: dropping a torch.library.Library unregisters its definitions
+
+
+def _defined() -> bool:
+    try:
+        torch.ops.et_copy._h2d_copy.default  # noqa: B018 - existence check
+        torch.ops.et_copy._d2h_copy.out  # noqa: B018
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def _define_own() -> None:
+    """devcopy's own definitions, identical to ExecuTorch's (used when ExecuTorch is not installed)."""
+    global _own_library
+    lib = torch.library.Library(NAMESPACE, "DEF")
+    for schema in SCHEMAS.values():
+        lib.define(schema)
+
+    def functional(self: torch.Tensor) -> torch.Tensor:
+        return self.clone()
+
+    def out_variant(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        out.copy_(self)
+        return out
+
+    for name in ("_h2d_copy", "_d2h_copy"):
+        lib.impl(name, functional, "CompositeImplicitAutograd")
+        lib.impl(f"{name}.out", out_variant, "CompositeImplicitAutograd")
+    _own_library = lib
+
+
+def ensure_defined() -> str:
+    """Make sure `torch.ops.et_copy` exists; returns who defined it: 'existing', 'executorch' or 'devcopy'."""
+    if _defined():
+        return "existing"
+    if importlib.util.find_spec("executorch") is not None:
+        importlib.import_module(EXECUTORCH_REGISTRY)
+        return "executorch"
+    _define_own()
+    return "devcopy"
+
+
+DEFINED_BY = ensure_defined()
+h2d_copy = torch.ops.et_copy._h2d_copy
+d2h_copy = torch.ops.et_copy._d2h_copy
