@@ -13,6 +13,8 @@ defined; only without ExecuTorch does devcopy define the namespace itself. Impor
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 
 import torch
 
@@ -57,12 +59,27 @@ def _define_own() -> None:
     _own_library = lib
 
 
+def _load_executorch_registry(package_dir: str) -> None:
+    """Run ExecuTorch's op-definition module alone (it needs only torch), under its own module name, so that
+    `import executorch.exir` later finds it in sys.modules instead of defining the namespace a second time."""
+    path = os.path.join(package_dir, "exir", "passes", "_device_copy_ops_registry.py")
+    spec = importlib.util.spec_from_file_location(EXECUTORCH_REGISTRY, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[EXECUTORCH_REGISTRY] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[EXECUTORCH_REGISTRY]
+        raise
+
+
 def ensure_defined() -> str:
     """Make sure `torch.ops.et_copy` exists; returns who defined it: 'existing', 'executorch' or 'devcopy'."""
     if _defined():
         return "existing"
-    if importlib.util.find_spec("executorch") is not None:
-        importlib.import_module(EXECUTORCH_REGISTRY)
+    executorch = importlib.util.find_spec("executorch")
+    if executorch is not None and executorch.submodule_search_locations:
+        _load_executorch_registry(executorch.submodule_search_locations[0])
         return "executorch"
     _define_own()
     return "devcopy"
