@@ -161,6 +161,13 @@ class DeviceAllocator(abc.ABC):
     def _trim(self, index: int) -> None:
         """Release cached memory before the one retry of a failed allocation (pools override this)."""
 
+    def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
+        """Host memory for planned CPU buffers and staging: a uint8 array (CUDA backends return pinned memory)."""
+        _check_count("nbytes", nbytes)
+        raw = np.empty(nbytes + alignment, dtype=np.uint8)
+        start = (-raw.ctypes.data) % alignment
+        return raw[start : start + nbytes]
+
     def describe_devices(self) -> list[dict]:
         """One row per device this backend sees: `{"device": "cuda:0", "name": ...}`."""
         count = self.device_count() or 1
