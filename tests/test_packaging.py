@@ -1,0 +1,54 @@
+"""Packaging stays consistent: environment.yml mirrors pyproject.toml, torch is pinned exactly."""
+import pathlib
+import re
+import tomllib
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", requirement, maxsplit=1)[0].lower()
+
+
+def _pyproject():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _conda_pip_requirements():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    return {_name(r): r for r in pip if not r.startswith("-e")}
+
+
+def test_environment_yml_lists_every_pyproject_requirement_but_gpu():
+    project = _pyproject()
+    wanted = {_name(r) for r in project["dependencies"]}
+    for extra, requirements in project["optional-dependencies"].items():
+        if extra != "gpu":  # CuPy's wheel depends on the CUDA version: the README says which to pick
+            wanted |= {_name(r) for r in requirements}
+    assert wanted == set(_conda_pip_requirements())
+
+
+def test_versions_match_where_both_pin():
+    project = _pyproject()
+    declared = {_name(r): r for r in project["dependencies"]}
+    for requirements in project["optional-dependencies"].values():
+        declared.update({_name(r): r for r in requirements})
+    conda = _conda_pip_requirements()
+    for name, requirement in declared.items():
+        if name == "torch":
+            continue
+        assert conda[name].replace(" ", "") == requirement.replace(" ", ""), name
+
+
+def test_torch_is_pinned_exactly_for_installs():
+    constraints = (ROOT / "constraints.txt").read_text().split()
+    assert "torch==2.13.0" in constraints
+    assert _conda_pip_requirements()["torch"] == "torch==2.13.0"
+    assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
+
+
+def test_ci_runs_make_test():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
