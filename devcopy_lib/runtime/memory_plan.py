@@ -1,0 +1,126 @@
+"""Memory planning with devices (SPEC 7): one arena per (device type, index), planned independently, CPU first.
+
+Inside a device, tensors whose lifetimes (closed instruction intervals) do not overlap may share bytes: a greedy
+by size, first-fit offset search. Buffer 0 is reserved for constants, as in ExecuTorch; a buffer never mixes devices.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Hashable, Iterable
+
+from ..devices.device import CPU, Device
+from .program import Program, TensorValue
+
+DEFAULT_ALIGNMENT = 64
+CONSTANT_BUFFER = 0
+
+
+@dataclass(frozen=True)
+class Request:
+    """One tensor to place: its key, device, size and lifetime (first and last instruction, inclusive)."""
+
+    key: Hashable
+    device: Device
+    nbytes: int
+    lifetime: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Allocation:
+    buffer: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Buffer:
+    device: Device
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Buffers (index 0: constants) and where each planned key lives."""
+
+    buffers: tuple[Buffer, ...]
+    allocations: dict
+    requests: tuple[Request, ...] = ()
+
+    def arena_sizes(self) -> dict[str, int]:
+        """Planned bytes per device, `{"cpu": n, "cuda:0": m}` (the constants buffer excluded)."""
+        sizes: dict[str, int] = {}
+        for buffer in self.buffers[CONSTANT_BUFFER + 1:]:
+            sizes[str(buffer.device)] = sizes.get(str(buffer.device), 0) + buffer.nbytes
+        return sizes
+
+
+def _aligned(nbytes: int, alignment: int) -> int:
+    return -(-nbytes // alignment) * alignment
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return not (a[1] < b[0] or b[1] < a[0])
+
+
+def _plan_device(requests: list[Request], alignment: int) -> tuple[int, dict[Hashable, int]]:
+    """Greedy by size: largest first, each at the lowest offset clear of every placed, lifetime-overlapping one."""
+    placed: list[tuple[int, int, Request]] = []  # (offset, aligned size, request)
+    offsets: dict[Hashable, int] = {}
+    order = sorted(range(len(requests)), key=lambda i: (-requests[i].nbytes, requests[i].lifetime, i))
+    for i in order:
+        request = requests[i]
+        size = _aligned(request.nbytes, alignment)
+        busy = sorted((off, off + sz) for off, sz, other in placed
+                      if sz and _overlaps(other.lifetime, request.lifetime))
+        offset = 0
+        for start, end in busy:
+            if offset + size <= start:
+                break
+            offset = max(offset, end)
+        placed.append((offset, size, request))
+        offsets[request.key] = offset
+    total = max((off + sz for off, sz, _ in placed), default=0)
+    return total, offsets
+
+
+def plan(requests: Iterable[Request], alignment: int = DEFAULT_ALIGNMENT) -> MemoryPlan:
+    """Plan `requests`: group by device (CPU first, then by type and index), one buffer per device."""
+    requests = tuple(requests)
+    by_device: dict[Device, list[Request]] = defaultdict(list)
+    for request in requests:
+        if request.nbytes < 0 or request.lifetime[0] > request.lifetime[1]:
+            raise ValueError(f"Bad planning request {request}: nbytes must be >= 0 and lifetime (first, last) ordered")
+        by_device[request.device].append(request)
+    buffers = [Buffer(CPU, 0)]
+    allocations: dict[Hashable, Allocation] = {}
+    for device in sorted(by_device, key=lambda d: (not d.is_cpu, int(d.type), d.index)):
+        total, offsets = _plan_device(by_device[device], alignment)
+        buffers.append(Buffer(device, total))
+        allocations.update({key: Allocation(len(buffers) - 1, off) for key, off in offsets.items()})
+    return MemoryPlan(tuple(buffers), allocations, requests)
+
+
+def lifetimes(program: Program) -> dict[int, tuple[int, int]]:
+    """First and last instruction touching each tensor value; inputs are live from the start, outputs to the end."""
+    spans: dict[int, list[int]] = {}
+    end = len(program.instructions)
+    for position, instruction in enumerate(program.instructions):
+        for index in program.tensor_indices(instruction):
+            span = spans.setdefault(index, [position, position])
+            span[1] = position
+    for index in program.inputs:
+        spans.setdefault(index, [0, 0])[0] = 0
+    for index in program.outputs:
+        spans.setdefault(index, [end, end])[1] = end
+    return {index: (first, last) for index, (first, last) in spans.items()}
+
+
+def plan_program(program: Program, alignment: int = DEFAULT_ALIGNMENT) -> MemoryPlan:
+    """Plan every planned, non-constant tensor of `program` (at its upper-bound size) and store the plan on it."""
+    requests = [
+        Request(index, value.spec.device, value.spec.nbytes, span)
+        for index, span in sorted(lifetimes(program).items())
+        if isinstance(value := program.values[index], TensorValue) and value.planned and not value.is_constant
+    ]
+    program.memory_plan = plan(requests, alignment)
+    return program.memory_plan

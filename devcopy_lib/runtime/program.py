@@ -1,0 +1,140 @@
+"""`Program`: what emit produces and a method loads: values, instructions, an operator table and delegates.
+
+The shape follows ExecuTorch's serialized program: instructions index into a flat value table; an operator call
+names its operator by index into the operator table (the `[i]` of `Missing operator: [i] name`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import torch
+
+from ..devices.device import CPU, Device
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor's static description: dtype, sizes (the upper bound when dynamic), device and dynamism."""
+
+    dtype: torch.dtype
+    sizes: tuple[int, ...]
+    device: Device = CPU
+    dynamic: bool = False
+
+    @property
+    def numel(self) -> int:
+        count = 1
+        for size in self.sizes:
+            count *= size
+        return count
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A tensor slot. `planned`: gets arena memory; `data`: a constant's contents (on `spec.device` after load:
+    a device constant is owned by a delegate and copied host -> device once, at load)."""
+
+    spec: TensorSpec
+    planned: bool = True
+    data: torch.Tensor | None = field(default=None, compare=False)
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+
+@dataclass(frozen=True)
+class ScalarValue:
+    """A non-tensor argument: int, float, bool, None, str, dtype, or a tuple of those (an int list)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class TensorListValue:
+    """A `Tensor[]` / `Tensor?[]` argument: value indices of its items (None for an absent optional)."""
+
+    items: tuple[int | None, ...]
+
+
+Value = Union[TensorValue, ScalarValue, TensorListValue]
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """Call operator `op` (an operator-table index) with `args`: value indices in schema order, outs last."""
+
+    op: int
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DelegateCall:
+    """Run delegate `delegate` on the device: `args` are its input value indices, `outputs` its results."""
+
+    delegate: int
+    args: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+Instruction = Union[KernelCall, DelegateCall]
+
+
+@dataclass(frozen=True)
+class Delegate:
+    """A lowered partition: a GraphModule run on `device`, called with its inputs then its owned constants."""
+
+    name: str
+    module: torch.fx.GraphModule = field(compare=False)
+    device: Device
+    constants: tuple[int, ...] = ()
+
+
+@dataclass
+class Program:
+    """An emitted program. `memory_plan` is filled by `runtime.memory_plan.plan_program`."""
+
+    values: list[Value]
+    instructions: list[Instruction]
+    operators: list[str]
+    inputs: list[int]
+    outputs: list[int]
+    delegates: list[Delegate] = field(default_factory=list)
+    memory_plan: Any = None
+
+    def tensor(self, index: int) -> TensorValue:
+        value = self.values[index]
+        if not isinstance(value, TensorValue):
+            raise TypeError(f"value {index} is a {type(value).__name__}, not a tensor")
+        return value
+
+    def tensor_indices(self, instruction: Instruction) -> list[int]:
+        """The tensor value indices an instruction reads or writes (tensor-list items included)."""
+        args = instruction.args + (instruction.outputs if isinstance(instruction, DelegateCall) else ())
+        found = []
+        for index in args:
+            value = self.values[index]
+            if isinstance(value, TensorValue):
+                found.append(index)
+            elif isinstance(value, TensorListValue):
+                found.extend(item for item in value.items if item is not None)
+        return found
+
+    def operator_of(self, call: KernelCall) -> str:
+        return self.operators[call.op]
+
+    def __str__(self) -> str:
+        lines = [f"Program: {len(self.values)} values, {len(self.instructions)} instructions, "
+                 f"operators {self.operators}, inputs {self.inputs}, outputs {self.outputs}"]
+        for i, ins in enumerate(self.instructions):
+            if isinstance(ins, KernelCall):
+                lines.append(f"  {i}: {self.operators[ins.op]}{list(ins.args)}")
+            else:
+                lines.append(f"  {i}: delegate {self.delegates[ins.delegate].name}{list(ins.args)} -> "
+                             f"{list(ins.outputs)}")
+        return "\n".join(lines)
