@@ -1,0 +1,63 @@
+"""Functional op -> its out variant, as ExecuTorch's out-variant step pairs them (SPEC 5b).
+
+A view op first becomes its `_copy` variant (`view` -> `view_copy`), as in ExecuTorch's edge dialect; then the
+out overload is the one of the same packet whose torchgen signature (out args and TensorOptions stripped) matches.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+from torchgen.model import FunctionSchema, SchemaKind
+
+
+def operator_name(op: torch._ops.OpOverload) -> str:
+    """The runtime operator name: `aten::add.out`, `et_copy::_h2d_copy.out`."""
+    schema = op._schema
+    return f"{schema.name}.{schema.overload_name or 'default'}"
+
+
+def _parse(op: torch._ops.OpOverload) -> FunctionSchema | None:
+    try:
+        return FunctionSchema.parse(str(op._schema))
+    except Exception:  # schemas torchgen cannot parse (some prim ops) never pair with an out variant
+        return None
+
+
+def _copy_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
+    """`aten.view.default` -> `aten.view_copy.default`: a view returns an alias, its `_copy` variant a new tensor."""
+    namespace, name = op._schema.name.split("::")
+    overload = op._overloadname
+    try:
+        return getattr(getattr(getattr(torch.ops, namespace), f"{name}_copy"), overload)
+    except (AttributeError, RuntimeError):
+        raise NotImplementedError(
+            f"View op {op} has no `{name}_copy.{overload}` variant, so it cannot be emitted as a copy. "
+            "Decompose it before emitting, or keep it inside a delegate."
+        ) from None
+
+
+@functools.lru_cache(maxsize=None)
+def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
+    """The out overload a runtime calls for functional `op` (views through their `_copy` variant)."""
+    if any(r.alias_info is not None and not r.alias_info.is_write for r in op._schema.returns):
+        op = _copy_variant(op)
+    functional = _parse(op)
+    if functional is not None and functional.kind() is SchemaKind.out:
+        return op
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        candidate = getattr(packet, name)
+        schema = _parse(candidate)
+        if (schema is not None and functional is not None and schema.kind() is SchemaKind.out
+                and schema.signature() == functional.signature()):
+            return candidate
+    raise NotImplementedError(
+        f"{op} has no out variant: none of {packet}'s overloads {sorted(packet.overloads())} takes the same "
+        "arguments plus `out`. The runtime calls only out variants; decompose the op or delegate it."
+    )
+
+
+def out_arguments(op: torch._ops.OpOverload) -> list[str]:
+    """The names of an out variant's out arguments, in schema order."""
+    return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write and a.kwarg_only]
