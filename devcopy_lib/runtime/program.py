@@ -86,7 +86,7 @@ Instruction = Union[KernelCall, DelegateCall]
 
 
 @dataclass(frozen=True)
-class Delegate:
+class BackendDelegate:
     """A lowered partition: a GraphModule run on `device`, called with its inputs then its owned constants."""
 
     name: str
@@ -104,7 +104,7 @@ class Program:
     operators: list[str]
     inputs: list[int]
     outputs: list[int]
-    delegates: list[Delegate] = field(default_factory=list)
+    delegates: list[BackendDelegate] = field(default_factory=list)
     memory_plan: Any = None
 
     def tensor(self, index: int) -> TensorValue:

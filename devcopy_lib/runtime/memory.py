@@ -1,0 +1,78 @@
+"""The memory a loaded method owns: planned arenas, device constants and caller buffers, freed together.
+
+Host memory comes from the CUDA allocator's `allocate_host` when one is registered (pinned on real CUDA, so copies
+run at the hardware limit), device memory from the allocator registered for the device's type.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..devices.allocator import DeviceAllocator, DevicePtr
+from ..devices.device import Device, DeviceType
+from ..devices.registry import get_device_allocator, registered_allocators
+from .error import Error
+from .failures import LoadError
+
+ALIGNMENT = 64
+
+
+def allocator_for(device: Device) -> DeviceAllocator:
+    """The allocator registered for `device`'s type, or LoadError NotFound naming what is registered."""
+    allocator = get_device_allocator(device.type)
+    if allocator is None:
+        registered = ", ".join(t.name for t in registered_allocators()) or "none"
+        raise LoadError(
+            Error.NotFound,
+            f"No DeviceAllocator registered for {device.type.name} (needed for {device}); registered: {registered}. "
+            "To fix, register one (register_device_allocator(SimulatedCudaAllocator()), or pass backend=...).",
+        )
+    return allocator
+
+
+class OwnedMemory:
+    """Every buffer a method allocated, so that `free()` returns each exactly once, in reverse order."""
+
+    def __init__(self) -> None:
+        self._device: list[tuple[DeviceAllocator, DevicePtr]] = []
+        self._host_allocator = get_device_allocator(DeviceType.CUDA)
+
+    def host(self, nbytes: int) -> np.ndarray:
+        """A host buffer (a uint8 array), pinned when a CUDA allocator can pin it."""
+        if self._host_allocator is None:
+            raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+            start = (-raw.ctypes.data) % ALIGNMENT
+            return raw[start:start + nbytes]
+        return self._guarded(lambda: self._host_allocator.allocate_host(nbytes, ALIGNMENT), nbytes, "host")
+
+    def device(self, device: Device, nbytes: int) -> DevicePtr:
+        """`nbytes` on `device` through its registered allocator."""
+        allocator = allocator_for(device)
+        ptr = self._guarded(lambda: allocator.allocate(nbytes, device.index, ALIGNMENT), nbytes, str(device))
+        self._device.append((allocator, ptr))
+        return ptr
+
+    @staticmethod
+    def _guarded(allocate, nbytes: int, where: str):
+        try:
+            return allocate()
+        except (MemoryError, ValueError, RuntimeError) as exc:
+            raise LoadError(
+                Error.MemoryAllocationFailed,
+                f"Could not allocate {nbytes} bytes on {where} while loading the method: {exc}",
+            ) from exc
+
+    def free(self) -> None:
+        """Free every device buffer (host buffers go with their arrays); safe to call twice."""
+        errors = []
+        while self._device:
+            allocator, ptr = self._device.pop()
+            try:
+                allocator.deallocate(ptr, ptr.index)
+            except Exception as exc:  # keep freeing the rest; report the first failure afterwards
+                errors.append(exc)
+        if errors:
+            raise RuntimeError(f"{len(errors)} device buffer(s) failed to free: {errors[0]}") from errors[0]
+
+    @property
+    def device_buffers(self) -> int:
+        return len(self._device)
