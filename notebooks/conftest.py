@@ -1,0 +1,38 @@
+"""Notebooks under pytest: nbval on for this folder only, on the simulated backend with CI-sized cells.
+
+Kept here rather than in addopts so `pytest -p no:nbval tests` (make test-fast) still parses its options.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+# The kernel nbval starts inherits these; they are set only while a notebook's cells run.
+NOTEBOOK_ENV = {"DEVCOPY_BACKEND": "simulated", "CI": "1"}
+
+
+def pytest_configure(config):
+    option = config.option
+    if not config.pluginmanager.has_plugin("nbval"):
+        return
+    if not option.nbval_lax:
+        option.nbval = True
+    option.nbval_current_env = option.nbval_kernel_name is None
+    option.nbval_sanitize_with = option.nbval_sanitize_with or str(HERE / "sanitize.cfg")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    saved = {key: os.environ.get(key) for key in NOTEBOOK_ENV}
+    os.environ.update(NOTEBOOK_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

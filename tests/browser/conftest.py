@@ -1,0 +1,61 @@
+"""Fixtures for the browser test: Debian's Chromium (installed on demand), a JupyterLab server, a headless page."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab_server import LabServer  # tests/ has no packages: pytest puts this folder on sys.path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+# Flags that work on machines with a closed network (no background fetches, no sandbox as root).
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Debian's Chromium, installed by `make browser-deps` when absent; skips only if that install fails."""
+    if not CHROMIUM.exists() and shutil.which("make"):
+        subprocess.run(["make", "-s", "browser-deps"], cwd=ROOT, timeout=600, check=False)
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is absent and `make browser-deps` (apt-get install chromium) could not install it")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """A JupyterLab server over a copy of notebooks/, on the simulated backend with CI-sized cells."""
+    server = LabServer(ROOT / "notebooks", tmp_path_factory.mktemp("lab"),
+                       env={"DEVCOPY_BACKEND": "simulated", "CI": "1"})
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def page(chromium, lab, tmp_path):
+    """A page of headless Chromium with a fresh profile; browser and Playwright closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000})
+        try:
+            context.set_default_timeout(60_000)
+            yield context.pages[0] if context.pages else context.new_page()
+        finally:
+            context.close()
