@@ -1,0 +1,200 @@
+"""Emit: a placed graph -> a `Program` (SPEC 5b), the step between device placement and memory planning.
+
+Every functional op becomes its out variant plus a planned `out` (the copies become `et_copy::_h2d_copy.out` /
+`_d2h_copy.out`, views their `_copy` variants); Python scalars where the schema wants a Tensor become lifted tensor
+constants; a delegate call becomes a delegate instruction whose outputs `getitem` reads; constants a delegate owns
+become device constants, copied host -> device once at load.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any
+
+import torch
+from torch import fx
+
+from ..devices.device import CPU, Device
+from ..runtime.program import (
+    BackendDelegate, DelegateCall, KernelCall, Program, ScalarValue, TensorListValue, TensorSpec, TensorValue,
+)
+from .delegate import delegate_of
+from .out_variant import operator_name, out_variant
+
+# Graph assertions carry no data; ExecuTorch removes them before emitting too.
+_SKIPPED = {
+    "aten::_assert_async.msg", "aten::_assert_scalar", "aten::_assert_tensor_metadata",
+    "aten::sym_constrain_range_for_size",
+}
+
+
+def _static_int(value: Any, where: str) -> int:
+    if isinstance(value, torch.SymInt):
+        hint = value.node.maybe_as_int()
+        if hint is None:
+            raise NotImplementedError(
+                f"{where}: a symbolic size ({value}) is a CPU-op argument; devcopy emits symbolic sizes only in "
+                "tensor metadata. Delegate that op, or export with static shapes."
+            )
+        return hint
+    return int(value)
+
+
+def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
+    """A dimension's planned size and whether it is dynamic (planned at its upper bound, DYNAMIC_BOUND)."""
+    if not isinstance(size, torch.SymInt) or size.node.maybe_as_int() is not None:
+        return int(size), False
+    bound = size.node.shape_env.bound_sympy(size.node.expr).upper
+    if not bound.is_integer or not bound.is_finite:
+        raise ValueError(
+            f"{where}: dimension {size} has no finite upper bound, so it cannot be memory planned. "
+            "Give its torch.export.Dim a max (Dim('batch', max=64))."
+        )
+    return int(bound), True
+
+
+def tensor_spec(val: torch.Tensor, device: Device, where: str) -> TensorSpec:
+    """The spec of a traced tensor: dtype, upper-bound sizes, device, dynamism."""
+    bounds = [_upper_bound(size, where) for size in val.shape]
+    return TensorSpec(val.dtype, tuple(s for s, _ in bounds), device, any(d for _, d in bounds))
+
+
+def _device_of(node: fx.Node) -> Device:
+    device = node.meta.get("device")
+    return CPU if device is None else Device.parse(device)
+
+
+class _Emitter:
+    """Walks the graph once, in order, appending values and instructions."""
+
+    def __init__(self, graph_module: fx.GraphModule) -> None:
+        self.gm = graph_module
+        self.program = Program(values=[], instructions=[], operators=[], inputs=[], outputs=[])
+        self.op_index: dict[str, int] = {}
+        self.node_value: dict[fx.Node, Any] = {}
+
+    def add(self, value) -> int:
+        self.program.values.append(value)
+        return len(self.program.values) - 1
+
+    def constant(self, tensor: torch.Tensor, device: Device = CPU) -> int:
+        spec = TensorSpec(tensor.dtype, tuple(tensor.shape), device)
+        return self.add(TensorValue(spec, planned=False, data=tensor.detach().contiguous()))
+
+    def planned(self, val: torch.Tensor, node: fx.Node) -> int:
+        return self.add(TensorValue(tensor_spec(val, _device_of(node), node.name)))
+
+    # ---- nodes ----------------------------------------------------------------------------------------------
+    def run(self) -> Program:
+        for node in self.gm.graph.nodes:
+            handler = getattr(self, f"_{node.op}")
+            handler(node)
+        return self.program
+
+    def _placeholder(self, node: fx.Node) -> None:
+        index = self.planned(node.meta["val"], node)
+        self.node_value[node] = index
+        self.program.inputs.append(index)
+
+    def _get_attr(self, node: fx.Node) -> None:
+        attr = operator.attrgetter(node.target)(self.gm)
+        if isinstance(attr, torch.Tensor):
+            self.node_value[node] = self.constant(attr)
+
+    def _call_module(self, node: fx.Node) -> None:
+        delegate = delegate_of(node)
+        if delegate is None:
+            raise NotImplementedError(f"{node.name}: call_module {node.target!r} is not a delegate call")
+        device = delegate.target_device or CPU
+        args = tuple(self.node_value[arg] for arg in node.args)
+        constants = tuple(self.constant(t, device) for t in delegate.constants.values())
+        outputs = tuple(self.add(TensorValue(tensor_spec(v, device, node.name))) for v in node.meta["val"])
+        self.program.delegates.append(BackendDelegate(delegate.name, delegate.graph_module, device, constants))
+        self.program.instructions.append(DelegateCall(len(self.program.delegates) - 1, args, outputs))
+        self.node_value[node] = outputs
+
+    def _call_function(self, node: fx.Node) -> None:
+        if node.target is operator.getitem:
+            self.node_value[node] = self.node_value[node.args[0]][node.args[1]]
+            return
+        if not isinstance(node.target, torch._ops.OpOverload):
+            raise NotImplementedError(
+                f"{node.name}: {node.target} is not an operator overload; the runtime calls only operators"
+            )
+        if node.target._schema.name.split(".")[0] in _SKIPPED:
+            return
+        self.kernel_call(node)
+
+    def kernel_call(self, node: fx.Node) -> None:
+        """`op(args)` -> `op.out(args, out=planned)`, arguments in the out variant's schema order."""
+        op = out_variant(node.target)
+        bound = dict(zip((a.name for a in node.target._schema.arguments), node.args))
+        bound.update(node.kwargs)
+        vals = node.meta["val"]
+        outs = iter(vals if isinstance(vals, (tuple, list)) else (vals,))
+        args, results = [], []
+        for arg in op._schema.arguments:
+            if arg.alias_info is not None and arg.alias_info.is_write and arg.kwarg_only:
+                if isinstance(arg.type, torch.ListType):  # `Tensor(a!)[] out`: one planned tensor per item
+                    items = tuple(self.planned(v, node) for v in outs)
+                    results.extend(items)
+                    args.append(self.add(TensorListValue(items)))
+                else:
+                    results.append(self.planned(next(outs), node))
+                    args.append(results[-1])
+            elif arg.name in bound:
+                args.append(self.argument(arg, bound[arg.name], node))
+            elif arg.has_default_value():
+                args.append(self.add(ScalarValue(arg.default_value)))
+            else:
+                raise ValueError(f"{node.name}: {op} needs argument {arg.name!r}, which {node.target} did not get")
+        name = operator_name(op)
+        index = self.op_index.setdefault(name, len(self.op_index))
+        if index == len(self.program.operators):
+            self.program.operators.append(name)
+        self.program.instructions.append(KernelCall(index, tuple(args)))
+        self.node_value[node] = tuple(results) if isinstance(vals, (tuple, list)) else results[0]
+
+    def argument(self, arg: torch._C.Argument, value: Any, node: fx.Node) -> int:
+        """One argument as a value index: tensors by their node, scalars lifted where the schema wants a Tensor."""
+        kind = arg.type
+        if isinstance(kind, torch.OptionalType):
+            kind = kind.getElementType()
+        if isinstance(value, fx.Node):
+            return self.node_value[value]
+        if isinstance(kind, torch.TensorType) and isinstance(value, (bool, int, float)):
+            return self.constant(torch.tensor(value))
+        if isinstance(kind, torch.ListType) and isinstance(kind.getElementType(), (torch.TensorType, torch.OptionalType)):
+            return self.add(TensorListValue(tuple(None if v is None else self.node_value[v] for v in value)))
+        if isinstance(value, (list, tuple)):
+            return self.add(ScalarValue(tuple(_static_int(v, node.name) if isinstance(v, torch.SymInt) else v
+                                              for v in value)))
+        if isinstance(value, torch.SymInt):
+            return self.add(ScalarValue(_static_int(value, node.name)))
+        return self.add(ScalarValue(value))
+
+    def _output(self, node: fx.Node) -> None:
+        for item in node.args[0]:
+            if isinstance(item, fx.Node):
+                self.program.outputs.append(self.node_value[item])
+            else:
+                self.program.outputs.append(self.add(ScalarValue(item)))
+
+
+def _unplanned(program: Program, indices: list[int]) -> None:
+    """Leave graph inputs/outputs to the caller (the skip switches): no arena memory for them."""
+    for index in indices:
+        value = program.values[index]
+        if isinstance(value, TensorValue) and not value.is_constant:
+            program.values[index] = dataclasses.replace(value, planned=False)
+
+
+def emit(placed: Any) -> Program:
+    """Emit the placed program (an object with `graph_module`, or a GraphModule) as a runtime `Program`."""
+    graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
+    program = _Emitter(graph_module).run()
+    if getattr(placed, "skip_h2d_for_method_inputs", False):
+        _unplanned(program, program.inputs)
+    if getattr(placed, "skip_d2h_for_method_outputs", False):
+        _unplanned(program, program.outputs)
+    return program
