@@ -67,8 +67,9 @@ def _device_of(node: fx.Node) -> Device:
 class _Emitter:
     """Walks the graph once, in order, appending values and instructions."""
 
-    def __init__(self, graph_module: fx.GraphModule) -> None:
+    def __init__(self, graph_module: fx.GraphModule, device_planning: bool) -> None:
         self.gm = graph_module
+        self.device_planning = device_planning
         self.program = Program(values=[], instructions=[], operators=[], inputs=[], outputs=[])
         self.op_index: dict[str, int] = {}
         self.node_value: dict[fx.Node, Any] = {}
@@ -81,8 +82,9 @@ class _Emitter:
         spec = TensorSpec(tensor.dtype, tuple(tensor.shape), device)
         return self.add(TensorValue(spec, planned=False, data=tensor.detach().contiguous()))
 
-    def planned(self, val: torch.Tensor, node: fx.Node) -> int:
-        return self.add(TensorValue(tensor_spec(val, _device_of(node), node.name)))
+    def planned(self, val: torch.Tensor, node: fx.Node, device: Device | None = None) -> int:
+        device = (device or _device_of(node)) if self.device_planning else CPU
+        return self.add(TensorValue(tensor_spec(val, device, node.name)))
 
     # ---- nodes ----------------------------------------------------------------------------------------------
     def run(self) -> Program:
@@ -107,8 +109,9 @@ class _Emitter:
             raise NotImplementedError(f"{node.name}: call_module {node.target!r} is not a delegate call")
         device = delegate.target_device or CPU
         args = tuple(self.node_value[arg] for arg in node.args)
-        constants = tuple(self.constant(t, device) for t in delegate.constants.values())
-        outputs = tuple(self.add(TensorValue(tensor_spec(v, device, node.name))) for v in node.meta["val"])
+        constants = tuple(self.constant(t, device if self.device_planning else CPU)
+                          for t in delegate.constants.values())
+        outputs = tuple(self.planned(v, node, device) for v in node.meta["val"])
         self.program.delegates.append(BackendDelegate(delegate.name, delegate.graph_module, device, constants))
         self.program.instructions.append(DelegateCall(len(self.program.delegates) - 1, args, outputs))
         self.node_value[node] = outputs
@@ -126,22 +129,22 @@ class _Emitter:
         self.kernel_call(node)
 
     def kernel_call(self, node: fx.Node) -> None:
-        """`op(args)` -> `op.out(args, out=planned)`, arguments in the out variant's schema order."""
+        """`op(args)` -> `op.out(args, out=planned)`; arguments in schema order with the outs last (boxed order)."""
         op = out_variant(node.target)
         bound = dict(zip((a.name for a in node.target._schema.arguments), node.args))
         bound.update(node.kwargs)
         vals = node.meta["val"]
         outs = iter(vals if isinstance(vals, (tuple, list)) else (vals,))
-        args, results = [], []
+        args, out_args, results = [], [], []
         for arg in op._schema.arguments:
             if arg.alias_info is not None and arg.alias_info.is_write and arg.kwarg_only:
                 if isinstance(arg.type, torch.ListType):  # `Tensor(a!)[] out`: one planned tensor per item
                     items = tuple(self.planned(v, node) for v in outs)
                     results.extend(items)
-                    args.append(self.add(TensorListValue(items)))
+                    out_args.append(self.add(TensorListValue(items)))
                 else:
                     results.append(self.planned(next(outs), node))
-                    args.append(results[-1])
+                    out_args.append(results[-1])
             elif arg.name in bound:
                 args.append(self.argument(arg, bound[arg.name], node))
             elif arg.has_default_value():
@@ -152,7 +155,7 @@ class _Emitter:
         index = self.op_index.setdefault(name, len(self.op_index))
         if index == len(self.program.operators):
             self.program.operators.append(name)
-        self.program.instructions.append(KernelCall(index, tuple(args)))
+        self.program.instructions.append(KernelCall(index, (*args, *out_args)))
         self.node_value[node] = tuple(results) if isinstance(vals, (tuple, list)) else results[0]
 
     def argument(self, arg: torch._C.Argument, value: Any, node: fx.Node) -> int:
@@ -190,11 +193,15 @@ def _unplanned(program: Program, indices: list[int]) -> None:
 
 
 def emit(placed: Any) -> Program:
-    """Emit the placed program (an object with `graph_module`, or a GraphModule) as a runtime `Program`."""
+    """Emit a placed program (a `PlacedProgram`, or a bare GraphModule) as a runtime `Program`.
+
+    Its placement options decide what is planned where: with a skip switch the graph inputs (outputs) are left to
+    the caller; with non-CPU memory planning off every tensor is planned on CPU (ExecuTorch's legacy planning)."""
     graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
-    program = _Emitter(graph_module).run()
-    if getattr(placed, "skip_h2d_for_method_inputs", False):
+    options = getattr(placed, "options", {})
+    program = _Emitter(graph_module, options.get("non_cpu_memory_planning", True)).run()
+    if options.get("skip_h2d_for_method_inputs"):
         _unplanned(program, program.inputs)
-    if getattr(placed, "skip_d2h_for_method_outputs", False):
+    if options.get("skip_d2h_for_method_outputs"):
         _unplanned(program, program.outputs)
     return program

@@ -1,0 +1,169 @@
+"""Sample models for notebooks, docs and tests: each a no-argument factory returning `(module, example_inputs)`.
+
+Each delegates at least one op of `DEFAULT_DELEGATE_OPS` and shows one placement situation; tensors are small and
+every factory seeds torch, so parameters and inputs are the same on every call.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Callable
+
+import torch
+from torch import nn
+
+
+def _seeded(factory: Callable[[], tuple]) -> Callable[[], tuple]:
+    """Run a factory under torch.manual_seed(0) so its weights and inputs are deterministic."""
+
+    def build():
+        torch.manual_seed(0)
+        return factory()
+
+    build.__name__, build.__doc__ = factory.__name__, factory.__doc__
+    return build
+
+
+class _Add(nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+
+class _Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class _Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return x + torch.relu(self.fc(x))
+
+
+class _SharedInput(nn.Module):
+    def forward(self, a, b):
+        t = a + b
+        u = t + a
+        w = t + b
+        return u + w
+
+
+class _BackToBack(nn.Module):
+    def forward(self, a, b, c):
+        return (a + b) + c
+
+
+class _CpuBetween(nn.Module):
+    def forward(self, a, b):
+        t = torch.sin(a + b)
+        return torch.cumsum(t, 0) * b
+
+
+class _OutputAndCpuUser(nn.Module):
+    def forward(self, a, b):
+        t = a + b
+        return t, torch.cumsum(t, 0)
+
+
+class _TransformerBlock(nn.Module):
+    def __init__(self, dim: int = 16, heads: int = 2):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.ff1, self.ff2 = nn.Linear(dim, 2 * dim), nn.Linear(2 * dim, dim)
+
+    def forward(self, x):
+        batch, seq, dim = x.shape
+        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+        q, k, v = (t.reshape(batch, seq, self.heads, dim // self.heads).transpose(1, 2) for t in (q, k, v))
+        attn = torch.softmax(q @ k.transpose(-2, -1) / (dim // self.heads) ** 0.5, dim=-1)
+        x = x + self.proj((attn @ v).transpose(1, 2).reshape(batch, seq, dim))
+        return x + self.ff2(torch.relu(self.ff1(self.norm2(x))))
+
+
+@_seeded
+def add():
+    """`a + b`: one delegate, two H2D, one D2H."""
+    return _Add(), (torch.randn(4, 4), torch.randn(4, 4))
+
+
+@_seeded
+def mlp():
+    """Linear-ReLU-Linear: one delegate owning the weights (no H2D for parameters)."""
+    return _Mlp(), (torch.randn(2, 8),)
+
+
+@_seeded
+def residual():
+    """`x + relu(linear(x))`: the input feeds the delegate once although two ops read it."""
+    return _Residual(), (torch.randn(2, 8),)
+
+
+@_seeded
+def shared_input():
+    """`t=a+b; u=t+a; w=t+b; u+w`: one delegate; per node, four delegates sharing inputs (dedupe's case)."""
+    return _SharedInput(), (torch.randn(4, 4), torch.randn(4, 4))
+
+
+@_seeded
+def back_to_back():
+    """`(a + b) + c`: per node, two delegates on one device whose round trip is elided."""
+    return _BackToBack(), (torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4))
+
+
+@_seeded
+def cpu_between():
+    """A CPU op (cumsum) between two delegated regions: D2H then H2D again."""
+    return _CpuBetween(), (torch.randn(4, 4), torch.randn(4, 4))
+
+
+@_seeded
+def output_and_cpu_user():
+    """A delegate output that is both a graph output and read by a CPU op: its D2H stays even with skip-D2H."""
+    return _OutputAndCpuUser(), (torch.randn(4, 4), torch.randn(4, 4))
+
+
+@_seeded
+def transformer_block():
+    """A pre-norm attention + feed-forward block: layer norms and views on CPU, matmuls and softmax delegated."""
+    return _TransformerBlock(), (torch.randn(1, 4, 16),)
+
+
+MODELS: dict[str, Callable[[], tuple]] = {
+    f.__name__: f for f in (add, mlp, residual, shared_input, back_to_back, cpu_between, output_and_cpu_user,
+                            transformer_block)
+}
+
+
+def load_model(spec: str) -> tuple[nn.Module, tuple]:
+    """A sample name (`mlp`) or `path/to/file.py:factory`; returns the factory's `(module, example_inputs)`."""
+    if spec in MODELS:
+        return MODELS[spec]()
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path.endswith(".py"):
+        raise ValueError(f"Unknown model {spec!r}. Give a sample name ({', '.join(MODELS)}) or "
+                         f"'path/to/file.py:factory' where factory() returns (module, example_inputs).")
+    if not os.path.isfile(path):
+        raise ValueError(f"Model file {path!r} not found (from {spec!r}). Check the path, relative to "
+                         f"{os.getcwd()!r}.")
+    module_spec = importlib.util.spec_from_file_location(f"devcopy_user_model_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        raise ValueError(f"{path!r} has no callable {name!r}. Callables there: {', '.join(found) or 'none'}.")
+    result = factory()
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)):
+        raise ValueError(f"{spec!r} returned {type(result).__name__}; a factory returns (module, example_inputs), "
+                         f"e.g. `return MyModel(), (torch.randn(2, 8),)`.")
+    module_, inputs = result
+    return module_, tuple(inputs)

@@ -1,0 +1,44 @@
+"""What a node of a lowered or placed graph is: its kind, its device, whether it is a device copy."""
+from __future__ import annotations
+
+from torch import fx
+
+from ..devices import CPU, Device
+from ..ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
+from .delegate import delegate_of, delegate_source
+
+H2D, D2H = aot.h2d_copy.default, aot.d2h_copy.default
+KINDS = ("input", "output", "cpu_op", "delegate", "getitem", "h2d", "d2h")
+
+
+def is_h2d(node: fx.Node) -> bool:
+    return node.op == "call_function" and node.target is H2D
+
+
+def is_d2h(node: fx.Node) -> bool:
+    return node.op == "call_function" and node.target is D2H
+
+
+def device_of(node: fx.Node) -> Device:
+    """The node's `meta["device"]`; CPU before placement."""
+    return node.meta.get("device", CPU)
+
+
+def call_device(node: fx.Node) -> Device | None:
+    """The device a delegate call runs on; None for a non-delegate or a delegate without a (non-CPU) device."""
+    delegate = delegate_of(node)
+    device = delegate.target_device if delegate is not None else None
+    return None if device is None or device.is_cpu else device
+
+
+def node_kind(node: fx.Node) -> str:
+    """One of KINDS; a constant (`get_attr`) counts as an input, loaded once."""
+    if node.op in ("placeholder", "get_attr"):
+        return "input"
+    if node.op == "output":
+        return "output"
+    if delegate_of(node) is not None:
+        return "delegate"
+    if delegate_source(node) is not None:
+        return "getitem"
+    return "h2d" if is_h2d(node) else "d2h" if is_d2h(node) else "cpu_op"

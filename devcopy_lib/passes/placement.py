@@ -1,0 +1,215 @@
+"""The device-placement pass: H2D/D2H copies at the boundaries of device delegates (ExecuTorch's
+`PropagateDevicePass`, SPEC section 6), plus devcopy's `dedupe` strategy.
+
+After the pass every node has `meta["device"]` (a `Device`). Copy nodes call `torch.ops.et_copy._h2d_copy.default`
+(tagged with the delegate's device) and `_d2h_copy.default` (tagged CPU); both are clones at trace time, so the placed
+graph still runs eagerly on CPU. A delegate whose `target_device` is None or CPU is left untouched (a deliberate
+difference for CPU: ExecuTorch would insert CPU->CPU copies for a `cpu` target).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import fx
+from torch.fx.passes.infra.pass_base import PassBase, PassResult
+
+from ..devices import CPU, Device
+from .delegate import delegate_source
+from .lower import LoweredProgram
+from .nodes import D2H, H2D, call_device, device_of, is_d2h, is_h2d
+from .report import PlacementReport, build_report
+
+STRATEGIES = ("executorch", "dedupe")
+
+
+class PlacementError(RuntimeError):
+    """The pass refuses the program under the requested options (the message says which option and how to fix)."""
+
+    kind = "PlacementError"
+
+
+class PlaceDevicesPass(PassBase):
+    """Insert and elide device copies in a lowered top-level graph; running it twice changes nothing."""
+
+    def __init__(self, strategy: str = "executorch", skip_h2d_for_method_inputs: bool = False,
+                 skip_d2h_for_method_outputs: bool = False, non_cpu_memory_planning: bool = True):
+        super().__init__()
+        if strategy not in STRATEGIES:
+            raise ValueError(f"Unknown placement strategy {strategy!r}. Valid: {', '.join(STRATEGIES)} "
+                             f"('executorch' reproduces PropagateDevicePass; 'dedupe' shares one H2D per value "
+                             f"and device).")
+        if (skip_h2d_for_method_inputs or skip_d2h_for_method_outputs) and not non_cpu_memory_planning:
+            raise ValueError(
+                "skip_h2d_for_method_inputs and skip_d2h_for_method_outputs are only meaningful with "
+                "non_cpu_memory_planning=True: they skip copies, and copies are inserted only when non-CPU memory "
+                "is planned. Set non_cpu_memory_planning=True, or leave both skip options False. (With skips, "
+                "graph inputs/outputs must not be memory-planned: the caller provides them on the device.)"
+            )
+        self.strategy = strategy
+        self.skip_h2d_for_method_inputs = skip_h2d_for_method_inputs
+        self.skip_d2h_for_method_outputs = skip_d2h_for_method_outputs
+        self.non_cpu_memory_planning = non_cpu_memory_planning
+
+    def call(self, graph_module: fx.GraphModule) -> PassResult:
+        graph = graph_module.graph
+        modified = self.tag_defaults(graph)
+        calls = [n for n in graph.nodes if call_device(n) is not None]
+        if self.non_cpu_memory_planning:
+            modified |= self.insert_h2d(graph, calls)
+            modified |= self.insert_d2h(graph, calls)
+            modified |= self.elide_round_trips(graph)
+        else:
+            modified |= self.tag_only(calls)
+        if modified:
+            graph.lint()
+            graph_module.recompile()
+        return PassResult(graph_module, modified)
+
+    def tag_defaults(self, graph: fx.Graph) -> bool:
+        """Always: a node without a device tag gets CPU, and a device delegate's call gets its device."""
+        changed = False
+        for node in graph.nodes:
+            changed |= _tag(node, call_device(node) or node.meta.get("device", CPU))
+        return changed
+
+    def tag_only(self, calls: list[fx.Node]) -> bool:
+        """Only with non_cpu_memory_planning=False: tag each device delegate's inputs and outputs with its device,
+        in place, and insert no copies (ExecuTorch's legacy tagging)."""
+        changed = False
+        for call in calls:
+            device = call_device(call)
+            for node in (*call.all_input_nodes, *call.users):
+                changed |= _tag(node, device)
+        return changed
+
+    def insert_h2d(self, graph: fx.Graph, calls: list[fx.Node]) -> bool:
+        """Per device delegate, per distinct input value not already on its device: an H2D right before the call,
+        rewiring only that argument. `executorch`: one copy per (delegate, value); `dedupe`: one per (value,
+        device), reused by every delegate on that device. Graph inputs skip the copy under skip_h2d_for_method_inputs."""
+        changed = False
+        shared: dict[tuple[fx.Node, Device], fx.Node] = {}
+        for call in calls:
+            device = call_device(call)
+            args = list(call.args)
+            for index, arg in enumerate(args):
+                if not isinstance(arg, fx.Node) or device_of(arg) == device:
+                    continue
+                if self.skip_h2d_for_method_inputs and arg.op == "placeholder":
+                    self._check_skippable_input(arg, device)
+                    changed |= _tag(arg, device)
+                    continue
+                copy_node = shared.get((arg, device)) if self.strategy == "dedupe" else None
+                if copy_node is None:
+                    with graph.inserting_before(call):
+                        copy_node = _copy_node(graph, H2D, arg, device)
+                    shared[(arg, device)] = copy_node
+                args[index] = copy_node
+                changed = True
+            call.args = tuple(args)
+        return changed
+
+    def insert_d2h(self, graph: fx.Graph, calls: list[fx.Node]) -> bool:
+        """Per output of a device delegate: tag the getitem with the device and, unless every user is the graph
+        output under skip_d2h_for_method_outputs, one D2H after it shared by all users not already reading on the
+        device."""
+        changed = False
+        for call in calls:
+            device = call_device(call)
+            for item in [u for u in call.users if delegate_source(u) is call]:
+                changed |= _tag(item, device)
+                readers = [u for u in item.users if not is_d2h(u) and (is_h2d(u) or device_of(u) != device)]
+                if not readers:
+                    continue
+                if self.skip_d2h_for_method_outputs and all(u.op == "output" for u in item.users):
+                    continue
+                copy_node = next((u for u in item.users if is_d2h(u)), None)
+                if copy_node is None:
+                    with graph.inserting_after(item):
+                        copy_node = _copy_node(graph, D2H, item, CPU)
+                for user in readers:
+                    user.replace_input_with(item, copy_node)
+                changed = True
+        return changed
+
+    def elide_round_trips(self, graph: fx.Graph) -> bool:
+        """An H2D whose input is a D2H of a value already on the H2D's device (same type and index) is removed and
+        its users read the device value; a D2H left without users is removed. Cross-device pairs stay."""
+        changed = False
+        for node in list(graph.nodes):
+            if is_h2d(node) and is_d2h(node.args[0]) and device_of(node.args[0].args[0]) == device_of(node):
+                node.replace_all_uses_with(node.args[0].args[0])
+                graph.erase_node(node)
+                changed = True
+        for node in list(graph.nodes):
+            if is_d2h(node) and not node.users:
+                graph.erase_node(node)
+                changed = True
+        return changed
+
+    def _check_skippable_input(self, node: fx.Node, device: Device) -> None:
+        """skip_h2d_for_method_inputs re-tags a graph input in place, so no other reader may need it elsewhere:
+        `executorch` requires exactly one user; `dedupe` allows several delegates, all on this one device."""
+        users = list(node.users)
+        if self.strategy == "dedupe" and all(call_device(u) == device for u in users):
+            return
+        if len(users) != 1:
+            names = ", ".join(u.name for u in users)
+            extra = "" if self.strategy == "dedupe" else " or use strategy='dedupe' (several delegates on one device)"
+            raise PlacementError(
+                f"skip_h2d_for_method_inputs=True requires graph input {node.name!r} to have exactly one user, but "
+                f"it has {len(users)} ({names}): a shared input cannot be re-tagged as {device} in place. Disable "
+                f"skip_h2d_for_method_inputs{extra}."
+            )
+
+
+def _tag(node: fx.Node, device: Device) -> bool:
+    """Set node.meta['device']; True when it changed."""
+    if node.meta.get("device") == device:
+        return False
+    node.meta["device"] = device
+    return True
+
+
+def _copy_node(graph: fx.Graph, op, source: fx.Node, device: Device) -> fx.Node:
+    """A copy of `source` named after it (`a_h2d`, `add_d2h`), with its value and the device it lands on."""
+    direction = "h2d" if op is H2D else "d2h"
+    node = graph.create_node("call_function", op, (source,), name=f"{source.name}_{direction}")
+    node.meta["val"] = source.meta.get("val")
+    node.meta["device"] = device
+    return node
+
+
+@dataclass
+class PlacedProgram(LoweredProgram):
+    """A LoweredProgram whose graph has passed device placement, with the options used and the PlacementReport."""
+
+    strategy: str = "executorch"
+    options: dict[str, Any] = field(default_factory=dict)
+    report: PlacementReport | None = None
+
+
+def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
+    """A new GraphModule with a copied graph (node meta copied shallowly) sharing gm's delegates and constants."""
+    return fx.GraphModule(gm, copy.deepcopy(gm.graph), class_name=type(gm).__name__)
+
+
+def place_devices(lowered: LoweredProgram, strategy: str = "executorch", skip_h2d_for_method_inputs: bool = False,
+                  skip_d2h_for_method_outputs: bool = False, non_cpu_memory_planning: bool = True,
+                  cost_model: Any = None) -> PlacedProgram:
+    """Place devices on a copy of `lowered`'s graph; the report compares with the other strategy."""
+    options = dict(skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
+                   skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
+                   non_cpu_memory_planning=non_cpu_memory_planning)
+    placed = {}
+    for name in (strategy, *(s for s in STRATEGIES if s != strategy)):
+        gm = copy_graph_module(lowered.graph_module)
+        PlaceDevicesPass(name, **options)(gm)
+        placed[name] = gm
+    base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
+    result = PlacedProgram(**{**base, "graph_module": placed[strategy]}, strategy=strategy, options=options)
+    others = {name: gm for name, gm in placed.items() if name != strategy}
+    result.report = build_report(result, cost_model, others)
+    return result

@@ -1,0 +1,148 @@
+"""PlacementReport: one row per node of a placed graph (copies included), copy counts and bytes, and what one
+strategy saves against another (copies, bytes) and what that costs (device memory held longer).
+
+Bytes are numel x itemsize at the example shapes (symbolic sizes take their example hint); constants are counted
+apart (`constant_bytes`, loaded once). A cost model, when given, is any object with
+`predict(direction: "h2d" | "d2h", nbytes: int, memory: str = "pinned") -> float` seconds.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import torch
+from torch import fx
+
+from .delegate import delegate_of, delegate_source
+from .nodes import device_of, node_kind
+from .ops import overload_name
+
+
+class CostModel(Protocol):
+    def predict(self, direction: str, nbytes: int, memory: str = "pinned") -> float: ...
+
+
+@dataclass
+class NodeRow:
+    """One node: what it is, where it runs, why, the bytes of its value, and a copy's predicted time (seconds)."""
+
+    name: str
+    kind: str
+    device: str
+    reason: str
+    bytes: int
+    predicted_s: float | None = None
+
+
+@dataclass
+class PlacementReport:
+    """What the placement pass decided and what it costs; `to_dict()` is `devcopy place --json`'s object."""
+
+    strategy: str
+    options: dict[str, Any]
+    delegate_ops: list[str]
+    delegates: int
+    rows: list[NodeRow]
+    copies: dict[str, int]
+    copy_bytes: dict[str, int]
+    constant_bytes: int
+    device_peak_bytes: int
+    predicted_copy_s: float | None = None
+    comparison: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        result = asdict(self)
+        result["nodes"] = result.pop("rows")
+        return result
+
+
+def value_bytes(value) -> int:
+    """numel x itemsize of a (fake) tensor at its example shape; 0 for non-tensors and tuples."""
+    if not isinstance(value, torch.Tensor):
+        return 0
+    numel = 1
+    for size in value.shape:
+        numel *= size.node.hint if isinstance(size, torch.SymInt) else int(size)
+    return int(numel) * value.element_size()
+
+
+def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
+    """(copies, bytes) per direction over the copy nodes of a placed graph."""
+    copies, nbytes = {"h2d": 0, "d2h": 0}, {"h2d": 0, "d2h": 0}
+    for node in gm.graph.nodes:
+        kind = node_kind(node)
+        if kind in copies:
+            copies[kind] += 1
+            nbytes[kind] += value_bytes(node.meta.get("val"))
+    return copies, nbytes
+
+
+def device_peak_bytes(gm: fx.GraphModule) -> int:
+    """Peak bytes of values resident on non-CPU devices, each live from its definition to its last use."""
+    position = {n: i for i, n in enumerate(gm.graph.nodes)}
+    live_until: list[tuple[int, int, int]] = []
+    for node in gm.graph.nodes:
+        if node.op != "output" and not device_of(node).is_cpu and delegate_of(node) is None:
+            end = max((position[u] for u in node.users), default=position[node])
+            live_until.append((position[node], end, value_bytes(node.meta.get("val"))))
+    return max((sum(b for s, e, b in live_until if s <= i <= e) for i in range(len(position))), default=0)
+
+
+def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
+    device = device_of(node)
+    users = ", ".join(u.name for u in node.users)
+    if kind == "input":
+        if node.op == "get_attr":
+            return "constant read on CPU (loaded once)"
+        return f"graph input the caller passes on {device}" + (
+            " (skip_h2d_for_method_inputs)" if not device.is_cpu else "")
+    if kind == "output":
+        return "graph outputs"
+    if kind == "delegate":
+        delegate = delegate_of(node)
+        ops = ", ".join(dict.fromkeys(delegate.ops))
+        where = f"on {delegate.target_device}" if delegate.target_device else "with no target_device: stays on CPU"
+        return f"{delegate.name}: {len(delegate.ops)} ops ({ops}) {where}"
+    if kind == "getitem":
+        stays = " (stays on device: skip_d2h_for_method_outputs)" if (
+            not device.is_cpu and all(u.op == "output" for u in node.users)) else ""
+        return f"output {node.args[1]} of {delegate_source(node).name}{stays}"
+    if kind == "h2d":
+        return f"{node.args[0].name} to {device} for {users}"
+    if kind == "d2h":
+        return f"{node.args[0].name} to cpu for {users}"
+    return f"{overload_name(node.target) or node.target} is not delegated"
+
+
+def _predict(cost_model: CostModel | None, kind: str, nbytes: int) -> float | None:
+    return float(cost_model.predict(kind, nbytes)) if cost_model is not None and kind in ("h2d", "d2h") else None
+
+
+def build_report(placed, cost_model: CostModel | None = None,
+                 others: dict[str, fx.GraphModule] | None = None) -> PlacementReport:
+    """The report of a PlacedProgram; `others` maps another strategy's name to its placed graph for comparison."""
+    gm = placed.graph_module
+    rows = []
+    for node in gm.graph.nodes:
+        kind = node_kind(node)
+        nbytes = value_bytes(node.meta.get("val"))
+        rows.append(NodeRow(node.name, kind, str(device_of(node)), _reason(node, kind, placed.options), nbytes,
+                            _predict(cost_model, kind, nbytes)))
+    copies, nbytes = copy_counts(gm)
+    peak = device_peak_bytes(gm)
+    comparison = []
+    for name, other in (others or {}).items():
+        other_copies, other_bytes = copy_counts(other)
+        comparison.append({
+            "strategy": name, "copies": other_copies, "copy_bytes": other_bytes,
+            "copies_saved": {k: other_copies[k] - copies[k] for k in copies},
+            "bytes_saved": {k: other_bytes[k] - nbytes[k] for k in nbytes},
+            "extra_device_bytes": peak - device_peak_bytes(other),
+        })
+    predicted = [r.predicted_s for r in rows if r.predicted_s is not None]
+    return PlacementReport(
+        strategy=placed.strategy, options=dict(placed.options), delegate_ops=list(placed.delegate_ops),
+        delegates=sum(r.kind == "delegate" for r in rows), rows=rows, copies=copies, copy_bytes=nbytes,
+        constant_bytes=placed.constant_bytes, device_peak_bytes=peak,
+        predicted_copy_s=sum(predicted) if cost_model is not None else None, comparison=comparison,
+    )
