@@ -1,0 +1,155 @@
+"""The et_copy kernels: `_h2d_copy.out` / `_d2h_copy.out` in the portable runtime and in the ATen-mode runtime.
+
+Portable (SPEC 3): `(ctx, self, out) -> out`; direction and device from tensor metadata; failures go on the context.
+devcopy differences: `out` is left exactly as it was on every failure (the resize is validated at step 3, applied
+once the allocator is found, undone if the copy fails), and a dtype check at step 3 (ExecuTorch copies the bytes).
+ATen mode (SPEC 4): `(self, out) -> out`; raises. Device rule `seed`: direction from the op identity, the CUDA
+allocator at index -1 (the current device), as in the PR; `tensor`: honour the device the tensor carries (SPEC 8),
+falling back to `seed` when it carries none. Every copy goes through the registered DeviceAllocator.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from ..devices.device import DeviceType
+from ..devices.errors import DeviceCopyError
+from ..devices.registry import get_device_allocator
+from ..runtime.aten_tensor import device_ptr, resize_metadata, writable_nbytes
+from ..runtime.context import KernelRuntimeContext
+from ..runtime.error import Error
+from ..runtime.tensor import PortableTensor
+
+CURRENT_DEVICE = -1
+DEVICE_RULES = ("seed", "tensor")
+_OPS = {True: "et_copy::_h2d_copy.out", False: "et_copy::_d2h_copy.out"}
+
+
+# ---- portable ---------------------------------------------------------------------------------------------------
+def _placement_problem(self: PortableTensor, out: PortableTensor, to_device: bool) -> str:
+    """Checks 1 and 2: which tensor is on the wrong side (empty when placement is right)."""
+    if to_device and not self.is_cpu:
+        return f"self must be on CPU for a host->device copy, it is on {self.device}"
+    if not to_device and self.is_cpu:
+        return "self must be on a device (not CPU) for a device->host copy, it is on cpu"
+    if to_device and out.is_cpu:
+        return "out must be on a device (not CPU) for a host->device copy, it is on cpu"
+    if not to_device and not out.is_cpu:
+        return f"out must be on CPU for a device->host copy, it is on {out.device}"
+    return ""
+
+
+def _portable_copy(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor, to_device: bool):
+    op = _OPS[to_device]
+    problem = _placement_problem(self, out, to_device)
+    if problem:
+        ctx.fail(Error.InvalidArgument, f"{op}: {problem}")
+        return out
+    problem = out.resize_problem(self.sizes)
+    if not problem and self.dtype != out.dtype:  # devcopy addition: ExecuTorch would copy the raw bytes
+        problem = f"self/out dtype mismatch ({self.dtype} vs {out.dtype})"
+    if problem:
+        ctx.fail(Error.InvalidArgument, f"{op}: cannot resize out to {list(self.sizes)}: {problem}")
+        return out
+    device = out.device if to_device else self.device
+    allocator = get_device_allocator(device.type)
+    if allocator is None:
+        ctx.fail(Error.NotFound, f"{op}: no DeviceAllocator registered for {device.type.name}; register one first")
+        return out
+    old_sizes = out.sizes
+    out.resize(self.sizes)
+    try:
+        if to_device:
+            allocator.copy_host_to_device(out.storage, self.host_buffer(), self.nbytes, device.index)
+        else:
+            allocator.copy_device_to_host(out.host_buffer(), self.storage, self.nbytes, device.index)
+    except (DeviceCopyError, ValueError) as exc:
+        out.resize(old_sizes)
+        ctx.fail(Error.Internal, f"{op}: device copy of {self.nbytes} bytes on {device} failed: {exc}")
+    return out
+
+
+def _h2d_copy_out(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor) -> PortableTensor:
+    """Portable host -> device copy; the device (and index) come from `out`."""
+    return _portable_copy(ctx, self, out, True)
+
+
+def _d2h_copy_out(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor) -> PortableTensor:
+    """Portable device -> host copy; the device (and index) come from `self`."""
+    return _portable_copy(ctx, self, out, False)
+
+
+PORTABLE_KERNELS = {"_h2d_copy_out": _h2d_copy_out, "_d2h_copy_out": _d2h_copy_out}
+
+
+# ---- ATen mode --------------------------------------------------------------------------------------------------
+def _carried_index(tensor: torch.Tensor) -> int | None:
+    """The device index a tensor carries (rule `tensor`), or None when it is labelled CPU."""
+    return (tensor.device.index or 0) if tensor.device.type == "cuda" else None
+
+
+def _aten_copy(self: torch.Tensor, out: torch.Tensor, to_device: bool, rule: str) -> torch.Tensor:
+    op = _OPS[to_device]
+    if self.dtype != out.dtype:
+        raise RuntimeError(f"{op}: self/out dtype mismatch ({self.dtype} vs {out.dtype})")
+    if not (self.is_contiguous() and out.is_contiguous()):
+        raise RuntimeError(f"{op}: self and out must be contiguous; call .contiguous() on the input first")
+    nbytes = self.numel() * self.element_size()
+    room = writable_nbytes(out)
+    if nbytes > room:
+        raise RuntimeError(
+            f"{op}: self needs {nbytes} bytes ({list(self.shape)}) but out's storage has {room} writable bytes; "
+            "plan out with at least self's size"
+        )
+    resize_metadata(out, self.shape)
+    if nbytes == 0:
+        return out
+    device_side = out if to_device else self
+    index = _carried_index(device_side) if rule == "tensor" else None
+    allocator = get_device_allocator(DeviceType.CUDA)
+    if allocator is None:
+        raise RuntimeError(f"{op}: no device allocator registered for device_type={int(DeviceType.CUDA)}")
+    ptr = device_ptr(device_side)
+    if ptr is None:
+        raise RuntimeError(f"{op}: {'out' if to_device else 'self'} is not backed by device memory from the "
+                           "registered allocator; make it with devcopy_lib.runtime.aten_tensor.device_tensor")
+    host = self if to_device else out
+    index = CURRENT_DEVICE if index is None else index
+    try:
+        if to_device:
+            allocator.copy_host_to_device(ptr, host.data_ptr(), nbytes, index)
+        else:
+            allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
+    except (DeviceCopyError, ValueError) as exc:
+        raise RuntimeError(
+            f"{op}: device copy failed ({nbytes} bytes, {'host->device' if to_device else 'device->host'}): {exc}"
+        ) from exc
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def aten_kernel_for(op: str, rule: str = "seed"):
+    """The ATen-mode kernel `(self, out) -> out` for `_h2d_copy.out` / `_d2h_copy.out` under a device rule."""
+    if rule not in DEVICE_RULES:
+        raise ValueError(f"device_rule must be one of {DEVICE_RULES}, got {rule!r}")
+    short = op.split("::")[-1]
+    if short not in ("_h2d_copy.out", "_d2h_copy.out"):
+        raise ValueError(f"no ATen-mode device-copy kernel for {op!r}; valid: {', '.join(_OPS.values())}")
+    to_device = short.startswith("_h2d")
+
+    def kernel(self: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        return _aten_copy(self, out, to_device, rule)
+
+    kernel.__name__ = kernel.__qualname__ = f"{short.replace('.', '_')}_{rule}"
+    return kernel
+
+
+def h2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
+    """ATen-mode host -> device copy (SPEC 4's seven checks, raising)."""
+    return aten_kernel_for("_h2d_copy.out", device_rule)(self, out)
+
+
+def d2h_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
+    """ATen-mode device -> host copy (SPEC 4's seven checks, raising)."""
+    return aten_kernel_for("_d2h_copy.out", device_rule)(self, out)

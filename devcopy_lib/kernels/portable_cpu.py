@@ -1,0 +1,90 @@
+"""Portable CPU kernels and ATen-mode native kernels, both computed by PyTorch's own `torch.ops.aten` kernels.
+
+`boxed_aten_kernel(name, schema, portable=True)` builds a boxed kernel (see runtime/registry.py) for an ATen op:
+- portable: PortableTensors become zero-copy host views; a DYNAMIC out is handed over empty so PyTorch resizes it
+  within the planned capacity (no copy, no resize warning), and the PortableTensor takes the sizes PyTorch chose;
+  any failure (a device tensor, a size beyond capacity, a PyTorch error) is recorded on the context.
+- ATen mode: torch.Tensors pass straight through and errors raise.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torchgen.model import FunctionSchema
+
+from ..devices.errors import DeviceMemoryAccessError
+from ..runtime.context import KernelRuntimeContext
+from ..runtime.error import Error
+from ..runtime.tensor import PortableTensor, TensorShapeDynamism
+
+
+def aten_overload(name: str):
+    """`aten::add.out` -> torch.ops.aten.add.out (`aten::relu` -> .default)."""
+    namespace, _, op = name.partition("::")
+    base, _, overload = op.partition(".")
+    return getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
+
+
+def _split(schema: FunctionSchema, args: list) -> tuple[list, dict]:
+    """Boxed args (schema order, outs last) -> positional list and keyword dict for a torch op call."""
+    arguments = schema.arguments
+    n_positional = len(arguments.flat_positional)
+    names = [a.name for a in arguments.flat_kwarg_only] + [a.name for a in arguments.out]
+    if len(args) != n_positional + len(names):
+        raise TypeError(f"{schema.name}: expected {n_positional + len(names)} boxed args in schema order "
+                        f"({', '.join(a.name for a in arguments.flat_all)}), got {len(args)}")
+    return list(args[:n_positional]), dict(zip(names, args[n_positional:]))
+
+
+def _host(value: Any) -> Any:
+    if isinstance(value, PortableTensor):
+        return value.host_view()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_host(v) for v in value)
+    return value
+
+
+def _out_view(out: PortableTensor) -> torch.Tensor:
+    view = out.host_view()
+    return view if out.dynamism is TensorShapeDynamism.STATIC else view.new_empty(0).set_(
+        view.untyped_storage(), 0, (0,))
+
+
+def _adopt_sizes(out: PortableTensor, view: torch.Tensor) -> str:
+    """Take the sizes PyTorch gave `view`; a problem message if the result does not fit `out`."""
+    problem = out.resize_problem(view.shape)
+    if problem:
+        return problem
+    out.resize(view.shape)
+    if view.numel() > 1 and tuple(view.stride()) != out.strides:
+        return f"PyTorch wrote strides {tuple(view.stride())}, out's dim order needs {out.strides}"
+    return ""
+
+
+def boxed_aten_kernel(name: str, schema: FunctionSchema, portable: bool = True):
+    """A boxed kernel `(ctx, args) -> out` running ATen op `name` through torch.ops.aten."""
+    overload = aten_overload(name)
+    n_out = len(schema.arguments.out)
+
+    def aten_mode(ctx: Any, args: list):
+        positional, keywords = _split(schema, args)
+        return overload(*positional, **keywords)
+
+    def portable_mode(ctx: KernelRuntimeContext, args: list):
+        outs = list(args[len(args) - n_out:])
+        result = outs[0] if n_out == 1 else tuple(outs)
+        try:
+            out_views = [_out_view(out) for out in outs]
+            positional, keywords = _split(schema, [_host(a) for a in args[: len(args) - n_out]] + out_views)
+            overload(*positional, **keywords)
+        except (DeviceMemoryAccessError, RuntimeError, ValueError, TypeError, IndexError) as exc:
+            ctx.fail(Error.InvalidArgument, f"{name}: {exc}")
+            return result
+        for out, view in zip(outs, out_views):
+            problem = _adopt_sizes(out, view)
+            if problem:
+                ctx.fail(Error.InvalidArgument, f"{name}: out {out}: {problem}")
+        return result
+
+    return portable_mode if portable else aten_mode

@@ -1,0 +1,118 @@
+"""ATen-mode device tensors: `torch.Tensor`s over device memory from the registered allocator.
+
+- Simulated backend: `SimulatedDeviceTensor`, a wrapper subclass labelled `cuda:i` (or `cpu` when it does not carry
+  its device, like ExecuTorch's planned ATen tensors before the device-metadata change) over a `DevicePtr`. Only
+  metadata queries work; any host read raises `DeviceMemoryAccessError` naming the missing D2H copy.
+- CUDA (CuPy backend): a real CUDA tensor sharing the allocation through DLPack, with its `DevicePtr` attached.
+Resizing is metadata-only: the storage never grows (`resize_metadata`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+from ..devices.allocator import DevicePtr
+from ..devices.errors import DeviceMemoryAccessError
+from .tensor import contiguous_strides
+
+_PTR_ATTR = "_devcopy_ptr"  # the DevicePtr attached to a real CUDA tensor made by `cuda_tensor`
+
+# Metadata queries a wrapper answers itself (everything else would read device memory from the host).
+_aten = torch.ops.aten
+_METADATA = {
+    _aten.sym_size.default: lambda t: t._sizes,
+    _aten.sym_stride.default: lambda t: contiguous_strides(t._sizes, range(len(t._sizes))),
+    _aten.sym_numel.default: lambda t: math.prod(t._sizes),
+    _aten.sym_storage_offset.default: lambda t: 0,
+    _aten.dim.default: lambda t: len(t._sizes),
+    _aten.is_contiguous.default: lambda t: True,
+    _aten.is_contiguous.memory_format: lambda t: True,
+}
+
+
+class SimulatedDeviceTensor(torch.Tensor):
+    """A torch.Tensor over simulated device memory: `ptr` (a DevicePtr) holds its bytes; host reads raise."""
+
+    ptr: DevicePtr
+
+    @staticmethod
+    def __new__(cls, ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], carry_device: bool = True):
+        device = torch.device("cuda", ptr.index) if carry_device else torch.device("cpu")
+        tensor = torch.Tensor._make_wrapper_subclass(cls, tuple(sizes), dtype=dtype, device=device,
+                                                     dispatch_sizes_strides_policy="sizes")
+        tensor._sizes = tuple(int(s) for s in sizes)
+        tensor.ptr = ptr
+        return tensor
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        if func in _METADATA:
+            return _METADATA[func](args[0])
+        if func.namespace == "et_copy":  # eager et_copy calls run devcopy's ATen-mode kernel
+            from ..kernels.device_copy import aten_kernel_for
+
+            return aten_kernel_for(func.name(), "tensor")(*args, **(kwargs or {}))
+        raise DeviceMemoryAccessError(
+            f"{func} on a tensor in simulated device memory ({describe(args[0])}): host code cannot read device "
+            "memory. A D2H copy is missing: copy it to a CPU tensor with et_copy::_d2h_copy.out first."
+        )
+
+    def __repr__(self) -> str:  # repr must not read the data
+        return f"SimulatedDeviceTensor({describe(self)})"
+
+
+def describe(tensor) -> str:
+    ptr = getattr(tensor, "ptr", None) or getattr(tensor, _PTR_ATTR, None)
+    where = f"cuda:{ptr.index}" if ptr is not None else str(tensor.device)
+    return f"{where}, {tensor.dtype}, {list(tensor.shape)}, labelled {tensor.device}"
+
+
+def device_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], *, carry_device: bool = True,
+                  backend: str = "simulated") -> torch.Tensor:
+    """An ATen-mode tensor over device memory `ptr`: simulated wrapper, or a real CUDA tensor for the CuPy backend.
+    `carry_device=False` labels a simulated one `cpu` (an ATen planned tensor that does not carry its device)."""
+    if backend == "simulated":
+        return SimulatedDeviceTensor(ptr, dtype, sizes, carry_device)
+    return cuda_tensor(ptr, dtype, sizes)
+
+
+def cuda_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int]) -> torch.Tensor:
+    """A real CUDA tensor sharing the device allocation behind `ptr` (CuPy -> DLPack, zero-copy)."""
+    import cupy
+
+    nbytes = ptr.nbytes
+    memory = cupy.cuda.UnownedMemory(ptr.address, nbytes, ptr.block, ptr.index)
+    raw = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(memory, 0))
+    flat = torch.from_dlpack(raw)
+    numel = math.prod(sizes)
+    tensor = flat[: numel * dtype.itemsize].view(dtype).view(tuple(sizes)) if nbytes else \
+        torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
+    setattr(tensor, _PTR_ATTR, ptr)
+    return tensor
+
+
+def device_ptr(tensor: torch.Tensor) -> DevicePtr | None:
+    """The DevicePtr behind an ATen-mode device tensor made here, or None for any other tensor."""
+    if isinstance(tensor, SimulatedDeviceTensor):
+        return tensor.ptr
+    return getattr(tensor, _PTR_ATTR, None)
+
+
+def writable_nbytes(tensor: torch.Tensor) -> int:
+    """Bytes from the tensor's first element to the end of its storage (what a resize may use)."""
+    ptr = device_ptr(tensor)
+    if isinstance(tensor, SimulatedDeviceTensor):
+        return ptr.nbytes
+    return tensor.untyped_storage().nbytes() - tensor.storage_offset() * tensor.element_size()
+
+
+def resize_metadata(tensor: torch.Tensor, sizes: Sequence[int]) -> None:
+    """Resize without growing storage (the caller checked the bytes fit): sizes/strides only."""
+    if isinstance(tensor, SimulatedDeviceTensor):
+        tensor._sizes = tuple(int(s) for s in sizes)
+    elif tuple(tensor.shape) != tuple(sizes):
+        tensor.resize_(tuple(sizes))

@@ -1,0 +1,162 @@
+"""The kernel libs, by name, and what they register.
+
+- `portable` (portable mode): every entry of ops/functions.yaml: the et_copy portable kernels and the portable CPU
+  ops computed through torch.ops.aten on zero-copy host views.
+- `native` (ATen mode): every op of ATen's native_functions.yaml (torchgen's packaged copy), run by PyTorch.
+- `device_copy_ops_aten_lib` (ATen mode): ops/et_copy_ops.yaml through the custom-op path, the ATen-mode et_copy
+  kernels; link it next to `native` or the et_copy ops are missing (ExecuTorch's ATen-mode bug).
+Libs are cached and lazy: kernels are built on first lookup.
+"""
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+from dataclasses import asdict, dataclass
+from typing import Iterable, Sequence
+
+from ..ops.schema import (ET_COPY_OPS_YAML, FALLBACK_KEY, FUNCTIONS_YAML, NATIVE_FUNCTIONS_YAML, load_ops_yaml,
+                          native_functions, native_schema, parse_schema)
+from .registry import KernelLib
+
+DEVICE_COPY_LIB = "device_copy_ops_aten_lib"
+LIB_NAMES = ("portable", "native", DEVICE_COPY_LIB)
+ATEN_DEFAULT_LIBS = ("native", DEVICE_COPY_LIB)
+DEVICE_RULES = ("seed", "tensor")
+
+
+def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):
+    """kernel_name -> boxed kernel: `devcopy::portable::<fn>` / `devcopy::aten::<fn>` / `devcopy::portable::aten_out`."""
+    from ..kernels import device_copy, portable_cpu
+
+    namespace, _, fn = kernel_name.rpartition("::")
+    if kernel_name == "devcopy::portable::aten_out":
+        return portable_cpu.boxed_aten_kernel(name, schema, portable=True)
+    if namespace == "devcopy::portable" and fn in device_copy.PORTABLE_KERNELS:
+        kernel = device_copy.PORTABLE_KERNELS[fn]
+        return lambda ctx, args: kernel(ctx, *args)
+    if namespace == "devcopy::aten" and fn in ("_h2d_copy_out", "_d2h_copy_out"):
+        kernel = device_copy.aten_kernel_for(name, device_rule)
+        return lambda ctx, args: kernel(*args)
+    raise LookupError(
+        f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
+        f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, devcopy::aten::{{_h2d_copy_out,_d2h_copy_out}}"
+    )
+
+
+def _yaml_lib(name: str, mode: str, path: str, device_rule: str = "seed") -> KernelLib:
+    def entries():
+        return {(e.name, k.key): k.kernel_name for e in load_ops_yaml(path) for k in e.kernels}
+
+    def schema_of(op: str):
+        return next(e.schema for e in load_ops_yaml(path) if e.name == op)
+
+    return KernelLib(name, mode, path, entries, schema_of,
+                     lambda op, kernel_name, schema: _make_kernel(kernel_name, op, schema, device_rule))
+
+
+@functools.lru_cache(maxsize=None)
+def portable_lib() -> KernelLib:
+    """The portable-mode lib generated from ops/functions.yaml."""
+    return _yaml_lib("portable", "portable", FUNCTIONS_YAML)
+
+
+@functools.lru_cache(maxsize=None)
+def native_lib() -> KernelLib:
+    """ATen's native lib: every op of native_functions.yaml, executed by PyTorch's kernels (torch.ops.aten)."""
+    from ..kernels.portable_cpu import boxed_aten_kernel
+
+    def schema_of(op: str):
+        return parse_schema(native_schema(op))
+
+    return KernelLib("native", "aten", NATIVE_FUNCTIONS_YAML,
+                     lambda: {(op, FALLBACK_KEY): "torch.ops." + op.replace("::", ".") for op in native_functions()},
+                     schema_of, lambda op, kernel_name, schema: boxed_aten_kernel(op, schema, portable=False))
+
+
+@functools.lru_cache(maxsize=None)
+def custom_ops_lib(path: str, device_rule: str = "seed") -> KernelLib:
+    """An ATen-mode lib from a custom-op YAML (ExecuTorch's custom-op path); et_copy_ops.yaml gives
+    `device_copy_ops_aten_lib`."""
+    if device_rule not in DEVICE_RULES:
+        raise ValueError(f"device_rule must be one of {DEVICE_RULES}, got {device_rule!r}")
+    path = os.path.abspath(path)
+    name = DEVICE_COPY_LIB if path == ET_COPY_OPS_YAML else os.path.splitext(os.path.basename(path))[0] + "_aten_lib"
+    return _yaml_lib(name, "aten", path, device_rule)
+
+
+def aten_lib(custom_ops: Sequence[str] = (), device_rule: str = "seed") -> list[KernelLib]:
+    """The ATen-mode libs: `native` plus one lib per custom-op YAML (pass ET_COPY_OPS_YAML for the et_copy ops)."""
+    return [native_lib(), *(custom_ops_lib(path, device_rule) for path in custom_ops)]
+
+
+def lib_by_name(name: str, device_rule: str = "seed") -> KernelLib:
+    """`portable`, `native` or `device_copy_ops_aten_lib`."""
+    if name == "portable":
+        return portable_lib()
+    if name == "native":
+        return native_lib()
+    if name == DEVICE_COPY_LIB:
+        return custom_ops_lib(ET_COPY_OPS_YAML, device_rule)
+    raise ValueError(f"Unknown lib {name!r}. Valid libs: {', '.join(LIB_NAMES)}")
+
+
+def as_libs(libs: Iterable | KernelLib | str, device_rule: str = "seed") -> list[KernelLib]:
+    """Libs given as KernelLibs, names, or (nested) lists of them -> a flat list of KernelLibs."""
+    if isinstance(libs, (KernelLib, str)):
+        libs = [libs]
+    flat: list[KernelLib] = []
+    for lib in libs:
+        if isinstance(lib, KernelLib):
+            flat.append(lib)
+        elif isinstance(lib, str):
+            flat.append(lib_by_name(lib, device_rule))
+        else:
+            flat.extend(as_libs(lib, device_rule))
+    return flat
+
+
+@dataclass(frozen=True)
+class RegistrationRow:
+    """Is `op` registered in `lib` (of `mode`)? With which kernel key and kernel name, from which file."""
+
+    op: str
+    mode: str
+    lib: str
+    registered: bool
+    kernel_key: str | None
+    kernel_name: str | None
+    source: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _matching(ops: Iterable[str] | str, known: Sequence[str]) -> list[str]:
+    """Op names and glob patterns (`aten::add*`, `et_copy::*`) -> names; a plain name is kept even if unknown."""
+    found: dict[str, None] = {}
+    for pattern in ([ops] if isinstance(ops, str) else ops):
+        if any(c in pattern for c in "*?["):
+            found.update(dict.fromkeys(fnmatch.filter(known, pattern)))
+        else:
+            found[pattern] = None
+    return list(found)
+
+
+def registration_status(libs=None, ops=None) -> list[RegistrationRow]:
+    """One row per (op, lib): registered or not, kernel key and name, source file. `libs`: names or libs (default:
+    all three); `ops`: names or glob patterns (default: every op any of the libs holds)."""
+    libs = as_libs(LIB_NAMES if libs is None else libs)
+    known = sorted({op for lib in libs for op in lib.ops})
+    names = known if ops is None else _matching(ops, known)
+    keys: dict[tuple[str, str], list[str]] = {}
+    for lib in libs:
+        for name, key in lib.entries:
+            keys.setdefault((lib.name, name), []).append(key)
+    rows = []
+    for op in names:
+        for lib in libs:
+            for key in keys.get((lib.name, op)) or [None]:
+                rows.append(RegistrationRow(op, lib.mode, lib.name, key is not None, key,
+                                            lib.entries.get((op, key)) if key is not None else None, lib.source))
+    return rows

@@ -1,0 +1,58 @@
+"""`resolve_operators`: a method load's operator resolution, and `MissingOperatorError` in ExecuTorch's words."""
+from __future__ import annotations
+
+from .error import Error
+from .libs import DEVICE_COPY_LIB, as_libs
+from .registry import FALLBACK_KEY, Kernel, OperatorRegistry
+
+
+class MissingOperatorError(RuntimeError):
+    """Operators of the program that no linked lib registers; raised at load time, before anything runs."""
+
+    kind = "missing_operator"
+    error = Error.OperatorMissing
+
+    def __init__(self, message: str, missing: list[tuple[int, str]]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+def _instruction_count(program, missing_indices: set[int]) -> int:
+    """How many instructions call a missing operator (ExecuTorch counts instructions, not operators)."""
+    instructions = getattr(program, "instructions", None)
+    if instructions is None:
+        return len(missing_indices)
+    return sum(1 for ins in instructions if getattr(ins, "op", None) in missing_indices)
+
+
+def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]]) -> str:
+    linked = ", ".join(f"{lib.name} ({len(lib.ops)} ops, {lib.mode} mode)" for lib in registry.libs) or "none"
+    lines = [f"Linked libs: {linked}."]
+    if any(name.startswith("et_copy::") for _, name in missing):
+        if registry.mode == "aten":
+            lines.append(f"To fix: link {DEVICE_COPY_LIB} next to native (aten_lib(custom_ops=[ET_COPY_OPS_YAML]) "
+                         f"or --aten-libs native,{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml.")
+        else:
+            lines.append("To fix: link the portable lib, whose functions.yaml registers the et_copy ops.")
+    else:
+        lines.append("To fix: link a lib that registers these operators, or register a kernel for them.")
+    return "\n".join(lines)
+
+
+def resolve_operators(program, libs, *, device_rule: str = "seed", key: str = FALLBACK_KEY) -> list[Kernel]:
+    """The kernel of each operator-table entry, in table order. `program`: a list of operator names or any object
+    with `operators`; `libs`: KernelLibs or lib names. Raises MissingOperatorError listing every unresolved entry."""
+    names: list[str] = list(getattr(program, "operators", program))
+    registry = libs if isinstance(libs, OperatorRegistry) else OperatorRegistry(as_libs(libs, device_rule))
+    kernels, missing = [], []
+    for index, name in enumerate(names):
+        kernel = registry.lookup(name, key)
+        if kernel is None:
+            missing.append((index, name))
+        kernels.append(kernel)
+    if missing:
+        count = _instruction_count(program, {i for i, _ in missing})
+        lines = [f"Missing operator: [{i}] {name}" for i, name in missing]
+        lines.append(f"There are {count} instructions don't have corresponding operator registered")
+        raise MissingOperatorError("\n".join(lines + [_fix_hint(registry, missing)]), missing)
+    return kernels

@@ -1,0 +1,216 @@
+"""`PortableTensor`: the portable runtime's tensor, carrying its device, as ExecuTorch's TensorImpl does after the
+device-metadata change: dtype, sizes, dim order, shape dynamism with a planned capacity, and storage that is host
+memory (a NumPy uint8 buffer) on CPU or a `DevicePtr` from the registered allocator on a device.
+
+Host code reads only CPU tensors (`host_view()`, zero-copy); a device tensor's contents reach the host only through
+a D2H copy. Construct one over planned memory with `PortableTensor(dtype, sizes, storage, ...)` (a memory planner
+passes `arena[offset:offset + n]` or `device_base + offset`), or with `from_torch` / `empty`.
+"""
+from __future__ import annotations
+
+import math
+from enum import IntEnum
+from typing import Sequence, Union
+
+import numpy as np
+import torch
+
+from ..devices.allocator import DevicePtr
+from ..devices.device import CPU, Device
+from ..devices.errors import DeviceMemoryAccessError
+from ..devices.registry import get_device_allocator
+from .error import Error
+
+Storage = Union[np.ndarray, DevicePtr]
+
+
+class TensorShapeDynamism(IntEnum):
+    """ExecuTorch's shape dynamism: STATIC sizes never change; DYNAMIC_BOUND may take any sizes within the planned
+    capacity; DYNAMIC_UNBOUND may grow (devcopy keeps it within capacity too: planned memory never moves)."""
+
+    STATIC = 0
+    DYNAMIC_BOUND = 1
+    DYNAMIC_UNBOUND = 2
+
+
+def contiguous_strides(sizes: Sequence[int], dim_order: Sequence[int]) -> tuple[int, ...]:
+    """Strides of a dense tensor laid out in `dim_order` (outermost first), in elements, as PyTorch computes them."""
+    strides = [0] * len(sizes)
+    step = 1
+    for dim in reversed(dim_order):
+        strides[dim] = step
+        step *= max(sizes[dim], 1)
+    return tuple(strides)
+
+
+def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
+    sizes = tuple(sizes)
+    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0 for s in sizes):
+        raise ValueError(f"sizes must be ints >= 0, got {sizes!r}")
+    return tuple(int(s) for s in sizes)
+
+
+class PortableTensor:
+    """A tensor over planned (or owned) memory. `capacity` is in elements: the most this tensor may ever hold."""
+
+    def __init__(self, dtype: torch.dtype, sizes: Sequence[int], storage: Storage, *, device: Device | str = CPU,
+                 dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC, capacity: int | None = None,
+                 dim_order: Sequence[int] | None = None) -> None:
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype (torch.float32, ...), got {dtype!r}")
+        self.dtype = dtype
+        self.sizes = _check_sizes(sizes)
+        self.device = Device.parse(device)
+        self.dynamism = TensorShapeDynamism(dynamism)
+        self.dim_order = tuple(range(len(self.sizes))) if dim_order is None else tuple(dim_order)
+        if sorted(self.dim_order) != list(range(len(self.sizes))):
+            raise ValueError(f"dim_order {self.dim_order} is not a permutation of 0..{len(self.sizes) - 1}")
+        self.capacity = self.numel if capacity is None else int(capacity)
+        if self.capacity < self.numel:
+            raise ValueError(f"capacity {self.capacity} elements is below the {self.numel} elements of {self.sizes}")
+        self.storage = self._check_storage(storage)
+
+    def _check_storage(self, storage: Storage) -> Storage:
+        need = self.capacity_nbytes
+        if self.device.is_cpu:
+            if not (isinstance(storage, np.ndarray) and storage.dtype == np.uint8 and storage.ndim == 1
+                    and storage.flags.c_contiguous):
+                raise TypeError(f"a CPU tensor's storage is a contiguous 1-D np.uint8 array, got {storage!r:.80}")
+            have = storage.nbytes
+        else:
+            if not isinstance(storage, DevicePtr):
+                raise TypeError(
+                    f"a {self.device} tensor's storage is a DevicePtr from the registered allocator, got "
+                    f"{type(storage).__name__}. Host memory cannot back a device tensor."
+                )
+            if storage.index != self.device.index:
+                raise ValueError(f"storage {storage!r} is on index {storage.index}, the tensor on {self.device}")
+            have = storage.nbytes
+        if have < need:
+            raise ValueError(
+                f"storage holds {have} bytes but the tensor needs {need} ({self.capacity} x {self.dtype} elements)"
+            )
+        return storage
+
+    # ---- constructors ---------------------------------------------------------------------------------------
+    @classmethod
+    def from_torch(cls, tensor: torch.Tensor, *, dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC,
+                   capacity: int | None = None) -> "PortableTensor":
+        """A CPU PortableTensor over `tensor`'s memory (zero-copy when it is contiguous and no extra capacity is
+        asked for; otherwise over a copy)."""
+        if tensor.device.type != "cpu":
+            raise ValueError(f"from_torch takes a CPU tensor, got one on {tensor.device}; copy it with .cpu() first")
+        numel = tensor.numel()
+        capacity = numel if capacity is None else capacity
+        if tensor.is_contiguous() and capacity == numel and not tensor.requires_grad:
+            storage = tensor.reshape(-1).view(torch.uint8).numpy() if numel else np.zeros(0, np.uint8)
+            result = cls(tensor.dtype, tensor.shape, storage, dynamism=dynamism)
+            result._owner = tensor  # keep the torch storage alive
+            return result
+        result = cls.empty(tensor.dtype, tensor.shape, dynamism=dynamism, capacity=capacity)
+        result.host_view().copy_(tensor.detach())
+        return result
+
+    @classmethod
+    def empty(cls, dtype: torch.dtype, sizes: Sequence[int], device: Device | str = CPU, *,
+              dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC, capacity: int | None = None,
+              alignment: int = 64) -> "PortableTensor":
+        """A tensor with its own zeroed host memory, or device memory from the registered allocator."""
+        device = Device.parse(device)
+        sizes = _check_sizes(sizes)
+        capacity = math.prod(sizes) if capacity is None else capacity
+        nbytes = capacity * dtype.itemsize
+        if device.is_cpu:
+            storage = np.zeros(nbytes, dtype=np.uint8)
+        else:
+            allocator = get_device_allocator(device.type)
+            if allocator is None:
+                raise LookupError(
+                    f"no DeviceAllocator registered for {device.type.name}: cannot allocate a {device} tensor. "
+                    "Register one (register_device_allocator(SimulatedCudaAllocator()) or CupyCudaAllocator())."
+                )
+            storage = allocator.allocate(nbytes, index=device.index, alignment=alignment)
+        return cls(dtype, sizes, storage, device=device, dynamism=dynamism, capacity=capacity)
+
+    # ---- metadata -------------------------------------------------------------------------------------------
+    @property
+    def numel(self) -> int:
+        return math.prod(self.sizes)
+
+    @property
+    def dim(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+    @property
+    def capacity_nbytes(self) -> int:
+        return self.capacity * self.itemsize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return contiguous_strides(self.sizes, self.dim_order)
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.is_cpu
+
+    def resize(self, sizes: Sequence[int], *, validate_only: bool = False) -> Error:
+        """ExecuTorch's resize rules: the rank never changes; STATIC keeps its sizes; DYNAMIC_* take any sizes within
+        the planned capacity. Returns Ok or InvalidArgument; `validate_only` checks without changing the tensor."""
+        sizes = _check_sizes(sizes)
+        if sizes == self.sizes:
+            return Error.Ok
+        if len(sizes) != len(self.sizes):
+            return Error.InvalidArgument
+        if self.dynamism is TensorShapeDynamism.STATIC:
+            return Error.InvalidArgument
+        if math.prod(sizes) > self.capacity:
+            return Error.InvalidArgument
+        if not validate_only:
+            self.sizes = sizes
+        return Error.Ok
+
+    def resize_problem(self, sizes: Sequence[int]) -> str:
+        """Why `resize(sizes)` is refused, in words (empty when it is allowed)."""
+        sizes = _check_sizes(sizes)
+        if self.resize(sizes, validate_only=True) is Error.Ok:
+            return ""
+        if len(sizes) != len(self.sizes):
+            return f"rank {len(self.sizes)} cannot change to {len(sizes)} (sizes {self.sizes} -> {sizes})"
+        if self.dynamism is TensorShapeDynamism.STATIC:
+            return f"a STATIC tensor of sizes {self.sizes} cannot take sizes {sizes}; plan it DYNAMIC_BOUND"
+        return f"sizes {sizes} ({math.prod(sizes)} elements) exceed the planned capacity of {self.capacity} elements"
+
+    # ---- host access ----------------------------------------------------------------------------------------
+    def host_buffer(self) -> np.ndarray:
+        """The bytes of this CPU tensor's elements (a uint8 view), e.g. for an allocator copy."""
+        self._require_host("host_buffer")
+        return self.storage[: self.nbytes]
+
+    def host_view(self) -> torch.Tensor:
+        """A zero-copy torch view of this CPU tensor (over the whole capacity, so PyTorch may resize it in place)."""
+        self._require_host("host_view")
+        if self.capacity == 0:  # no bytes to share; PyTorch cannot reinterpret an empty byte tensor
+            return torch.empty(self.sizes, dtype=self.dtype)
+        flat = torch.from_numpy(self.storage[: self.capacity_nbytes]).view(self.dtype)
+        return flat.as_strided(self.sizes, self.strides)
+
+    to_torch = host_view  # the name PyTorch users reach for; same zero-copy view
+
+    def _require_host(self, what: str) -> None:
+        if not self.is_cpu:
+            raise DeviceMemoryAccessError(
+                f"{what}() on a {self.device} tensor {self.sizes}: host code cannot read device memory. "
+                "A D2H copy is missing: copy it to a CPU tensor with et_copy::_d2h_copy.out first."
+            )
+
+    def __repr__(self) -> str:
+        extra = "" if self.dynamism is TensorShapeDynamism.STATIC else f", {self.dynamism.name}({self.capacity})"
+        return f"PortableTensor({self.device}, {self.dtype}, {list(self.sizes)}{extra})"
