@@ -1,0 +1,89 @@
+"""`devcopy run MODEL`: place, emit, load and run a model in one runtime mode, and compare with eager PyTorch."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import add_backend, add_json, check_choices, emit, split_list
+from .place import add_placement_args, lower_and_place
+
+MODES = ("portable", "aten")
+DEFAULT_ATEN_LIBS = "native,device_copy_ops_aten_lib"
+
+
+def _libs(args: argparse.Namespace) -> list | None:
+    """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode."""
+    from ..runtime.libs import LIB_NAMES, lib_by_name
+
+    if args.mode != "aten":
+        return None
+    names = check_choices(split_list(args.aten_libs), LIB_NAMES, "lib")
+    return [lib_by_name(name, args.aten_device_rule) for name in names]
+
+
+def compare(outputs: tuple, expected: list) -> tuple[bool, float]:
+    """(every output matches eager within assert_close's default tolerance for its dtype, max |diff| in float64)."""
+    import torch
+
+    ok, worst = len(outputs) == len(expected), 0.0
+    for got, want in zip(outputs, expected):
+        try:
+            torch.testing.assert_close(got, want)
+        except AssertionError:
+            ok = False
+        if got.shape == want.shape and got.numel():
+            worst = max(worst, float((got.double() - want.double()).abs().max()))
+        elif got.shape != want.shape:
+            ok, worst = False, float("inf")
+    return ok, worst
+
+
+def collect(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the model once in the requested mode on the requested backend; the JSON object of `devcopy run`."""
+    import torch.utils._pytree as pytree
+
+    from ..devices.backend import make_allocator
+    from ..devices.registry import scoped_allocators
+    from ..runtime.method import load_method
+
+    libs = _libs(args)
+    module, inputs, placed = lower_and_place(args)
+    allocator = make_allocator(args.backend)
+    with scoped_allocators(allocator), load_method(placed, args.mode, libs) as method:
+        outputs = method(*inputs)
+        result = {"copies_executed": dict(method.copies_executed), "caller_copies": method.caller_copies,
+                  "arena_bytes": method.arena_sizes}
+    ok, max_abs_err = compare(outputs, pytree.tree_leaves(module(*inputs)))
+    return {"ok": ok, "model": args.model, "mode": args.mode, "backend": allocator.backend,
+            "strategy": args.strategy, "max_abs_err": max_abs_err, **result}
+
+
+def _render(result: dict[str, Any]) -> str:
+    copies, arenas = result["copies_executed"], result["arena_bytes"]
+    return "\n".join([
+        f"{result['model']}: {'ok' if result['ok'] else 'MISMATCH'} ({result['mode']} mode, {result['backend']} "
+        f"backend, {result['strategy']} placement)",
+        f"  max |devcopy - eager| = {result['max_abs_err']:.3g}",
+        f"  copies executed: {copies['h2d']} H2D, {copies['d2h']} D2H; by the caller: {result['caller_copies']}",
+        "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
+    ])
+
+
+def run(args: argparse.Namespace) -> int:
+    result = collect(args)
+    emit(result, args.json, _render)
+    return 0 if result["ok"] else 1
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("run", help="place, load and run a model in a runtime mode; compare with eager")
+    add_placement_args(parser)
+    parser.add_argument("--mode", default="portable", choices=MODES, help="runtime mode (default portable)")
+    parser.add_argument("--aten-libs", default=DEFAULT_ATEN_LIBS, metavar="LIBS",
+                        help=f"ATen mode: comma list of libs to link (default {DEFAULT_ATEN_LIBS})")
+    parser.add_argument("--aten-device-rule", default="seed", choices=("seed", "tensor"),
+                        help="ATen-mode copy kernel: seed = op identity + current device (the PR); tensor = the "
+                             "device the tensor carries")
+    add_backend(parser)
+    add_json(parser)
+    parser.set_defaults(handler=run)
