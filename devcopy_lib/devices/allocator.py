@@ -7,9 +7,10 @@ an allocation once after flushing caches; a backend implements four small hooks:
 from __future__ import annotations
 
 import abc
+import contextlib
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Iterator, Union
 
 import numpy as np
 
@@ -247,6 +248,17 @@ class DeviceAllocator(abc.ABC):
         self._check_span(src, nbytes, "copy_device_to_host")
         self._copy_out(host_address(dst, nbytes, writable=True, what="copy_device_to_host"), src, nbytes, index)
         s.d2h_bytes += nbytes
+
+    @contextlib.contextmanager
+    def borrow(self, address: int, nbytes: int, index: int, owner: Any) -> Iterator[DevicePtr]:
+        """A DevicePtr over device memory this allocator did not allocate (a PyTorch CUDA tensor's, kept alive by
+        `owner`), valid inside the with-block so copies can reach it; never freed here, not counted as allocated."""
+        block = DeviceBlock(self._resolve_index(index), nbytes, address, owner)
+        self._live[block.serial] = block
+        try:
+            yield DevicePtr(block)
+        finally:
+            del self._live[block.serial]
 
     def live_allocations(self) -> int:
         return len(self._live)

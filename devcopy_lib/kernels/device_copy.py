@@ -16,7 +16,7 @@ import torch
 from ..devices.device import DeviceType
 from ..devices.errors import DeviceCopyError
 from ..devices.registry import get_device_allocator
-from ..runtime.aten_tensor import device_ptr, resize_metadata, writable_nbytes
+from ..runtime.aten_tensor import device_memory, resize_metadata, writable_nbytes
 from ..runtime.context import KernelRuntimeContext
 from ..runtime.error import Error
 from ..runtime.tensor import PortableTensor
@@ -106,21 +106,18 @@ def _aten_copy(self: torch.Tensor, out: torch.Tensor, to_device: bool, rule: str
     if nbytes == 0:
         return out
     device_side = out if to_device else self
-    index = _carried_index(device_side) if rule == "tensor" else None
     allocator = get_device_allocator(DeviceType.CUDA)
     if allocator is None:
         raise RuntimeError(f"{op}: no device allocator registered for device_type={int(DeviceType.CUDA)}")
-    ptr = device_ptr(device_side)
-    if ptr is None:
-        raise RuntimeError(f"{op}: {'out' if to_device else 'self'} is not backed by device memory from the "
-                           "registered allocator; make it with devcopy_lib.runtime.aten_tensor.device_tensor")
     host = self if to_device else out
-    index = CURRENT_DEVICE if index is None else index
+    carried = _carried_index(device_side) if rule == "tensor" else None
+    index = CURRENT_DEVICE if carried is None else carried
     try:
-        if to_device:
-            allocator.copy_host_to_device(ptr, host.data_ptr(), nbytes, index)
-        else:
-            allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
+        with device_memory(device_side, allocator) as ptr:
+            if to_device:
+                allocator.copy_host_to_device(ptr, host.data_ptr(), nbytes, index)
+            else:
+                allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
     except (DeviceCopyError, ValueError) as exc:
         raise RuntimeError(
             f"{op}: device copy failed ({nbytes} bytes, {'host->device' if to_device else 'device->host'}): {exc}"

@@ -88,3 +88,27 @@ def ensure_defined() -> str:
 DEFINED_BY = ensure_defined()
 h2d_copy = torch.ops.et_copy._h2d_copy
 d2h_copy = torch.ops.et_copy._d2h_copy
+
+
+def _trace_time_copy(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    """All-CPU call (tracing, tests): the `.out` meaning at trace time, `out` resized to `self` and overwritten."""
+    out.resize_(self.shape).copy_(self)
+    return out
+
+
+def _register_kernels() -> torch.library.Library:
+    """devcopy's kernels for the `.out` overloads on backend keys CPU and CUDA, in a FRAGMENT (coexists with
+    whoever DEF'd the namespace). A backend-key kernel wins over ExecuTorch's CompositeImplicitAutograd one, also
+    outside inference mode, so eager `torch.ops.et_copy._h2d_copy.out(cpu, out=cuda)` runs devcopy's ATen-mode kernel
+    (device rule `tensor`: the CUDA tensor says which GPU) through the registered DeviceAllocator."""
+    from ..kernels.device_copy import aten_kernel_for
+
+    lib = torch.library.Library(NAMESPACE, "FRAGMENT")
+    for name in ("_h2d_copy.out", "_d2h_copy.out"):
+        kernel = aten_kernel_for(name, "tensor")
+        lib.impl(name, _trace_time_copy, "CPU")
+        lib.impl(name, lambda self, *, out, _kernel=kernel: _kernel(self, out), "CUDA")
+    return lib
+
+
+_kernel_library = _register_kernels()  # kept alive: dropping it unregisters the kernels

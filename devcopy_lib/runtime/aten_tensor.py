@@ -8,8 +8,9 @@ Resizing is metadata-only: the storage never grows (`resize_metadata`).
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 
@@ -100,6 +101,23 @@ def device_ptr(tensor: torch.Tensor) -> DevicePtr | None:
     if isinstance(tensor, SimulatedDeviceTensor):
         return tensor.ptr
     return getattr(tensor, _PTR_ATTR, None)
+
+
+@contextlib.contextmanager
+def device_memory(tensor: torch.Tensor, allocator) -> Iterator[DevicePtr]:
+    """The DevicePtr to copy to/from for an ATen-mode device tensor: its own, or, for a CUDA tensor PyTorch
+    allocated (eager `torch.ops.et_copy` calls), its memory borrowed by `allocator` for the copy."""
+    ptr = device_ptr(tensor)
+    if ptr is not None:
+        yield ptr
+    elif tensor.device.type == "cuda" and not isinstance(tensor, SimulatedDeviceTensor):
+        with allocator.borrow(tensor.data_ptr(), writable_nbytes(tensor), tensor.device.index or 0, tensor) as ptr:
+            yield ptr
+    else:
+        raise RuntimeError(
+            f"{describe(tensor)} is not backed by device memory: make ATen-mode device tensors with "
+            "devcopy_lib.runtime.aten_tensor.device_tensor(ptr, dtype, sizes)"
+        )
 
 
 def writable_nbytes(tensor: torch.Tensor) -> int:
