@@ -108,6 +108,9 @@ def _render(result: dict[str, Any]) -> str:
     lines.append(f"copies: {copies['h2d']} H2D ({nbytes['h2d']} B), {copies['d2h']} D2H ({nbytes['d2h']} B) per "
                  f"run; constants {result['constant_bytes']} B loaded once; device peak {result['device_peak_bytes']} B")
     for other in result["comparison"]:
+        if "error" in other:
+            lines.append(f"vs {other['strategy']}: refused ({other['error']})")
+            continue
         saved = other["copies_saved"]
         lines.append(f"vs {other['strategy']}: {saved['h2d']} H2D / {saved['d2h']} D2H saved, "
                      f"{sum(other['bytes_saved'].values())} B saved, {other['extra_device_bytes']} B more device peak")

@@ -203,13 +203,17 @@ def place_devices(lowered: LoweredProgram, strategy: str = "executorch", skip_h2
     options = dict(skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
                    skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
                    non_cpu_memory_planning=non_cpu_memory_planning)
-    placed = {}
-    for name in (strategy, *(s for s in STRATEGIES if s != strategy)):
-        gm = copy_graph_module(lowered.graph_module)
-        PlaceDevicesPass(name, **options)(gm)
-        placed[name] = gm
+    gm = copy_graph_module(lowered.graph_module)
+    PlaceDevicesPass(strategy, **options)(gm)
+    others: dict[str, fx.GraphModule | Exception] = {}
+    for name in STRATEGIES:
+        if name != strategy:
+            others[name] = copy_graph_module(lowered.graph_module)
+            try:
+                PlaceDevicesPass(name, **options)(others[name])
+            except PlacementError as exc:  # the other strategy refusing is part of the comparison
+                others[name] = exc
     base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
-    result = PlacedProgram(**{**base, "graph_module": placed[strategy]}, strategy=strategy, options=options)
-    others = {name: gm for name, gm in placed.items() if name != strategy}
+    result = PlacedProgram(**{**base, "graph_module": gm}, strategy=strategy, options=options)
     result.report = build_report(result, cost_model, others)
     return result

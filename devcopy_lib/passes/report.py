@@ -119,8 +119,8 @@ def _predict(cost_model: CostModel | None, kind: str, nbytes: int) -> float | No
 
 
 def build_report(placed, cost_model: CostModel | None = None,
-                 others: dict[str, fx.GraphModule] | None = None) -> PlacementReport:
-    """The report of a PlacedProgram; `others` maps another strategy's name to its placed graph for comparison."""
+                 others: dict[str, fx.GraphModule | Exception] | None = None) -> PlacementReport:
+    """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with."""
     gm = placed.graph_module
     rows = []
     for node in gm.graph.nodes:
@@ -132,6 +132,9 @@ def build_report(placed, cost_model: CostModel | None = None,
     peak = device_peak_bytes(gm)
     comparison = []
     for name, other in (others or {}).items():
+        if isinstance(other, Exception):
+            comparison.append({"strategy": name, "error": str(other)})
+            continue
         other_copies, other_bytes = copy_counts(other)
         comparison.append({
             "strategy": name, "copies": other_copies, "copy_bytes": other_bytes,
