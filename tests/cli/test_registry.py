@@ -1,0 +1,48 @@
+"""`devcopy registry`: JSON shape, defaults per mode, exit codes."""
+from __future__ import annotations
+
+import json
+
+from devcopy_lib.cli import main
+
+
+def run_json(capsys, *argv):
+    code = main(["registry", *argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_portable_registers_the_et_copy_ops(capsys):
+    code, result = run_json(capsys)
+    assert code == 0 and result["ok"] and result["mode"] == "portable"
+    assert {(r["op"], r["lib"], r["registered"]) for r in result["rows"]} == {
+        ("et_copy::_h2d_copy.out", "portable", True), ("et_copy::_d2h_copy.out", "portable", True)}
+
+
+def test_aten_defaults_to_native_and_device_copy_lib(capsys):
+    code, result = run_json(capsys, "--mode", "aten")
+    assert code == 0 and [lib["name"] for lib in result["libs"]] == ["native", "device_copy_ops_aten_lib"]
+    by_lib = {(r["op"], r["lib"]): r["registered"] for r in result["rows"]}
+    assert by_lib[("et_copy::_h2d_copy.out", "native")] is False
+    assert by_lib[("et_copy::_h2d_copy.out", "device_copy_ops_aten_lib")] is True
+
+
+def test_ops_filter_takes_names_and_globs(capsys):
+    code, result = run_json(capsys, "--mode", "aten", "--libs", "native", "--ops", "aten::relu.out,aten::add.*out")
+    assert code == 0 and {r["op"] for r in result["rows"]} >= {"aten::relu.out", "aten::add.out", "aten::add.Scalar_out"}
+    row = next(r for r in result["rows"] if r["op"] == "aten::relu.out")
+    assert set(row) == {"op", "mode", "lib", "registered", "kernel_key", "kernel_name", "source"}
+
+
+def test_unknown_lib_is_a_usage_error(capsys):
+    code, result = run_json(capsys, "--libs", "portible")
+    assert code == 2 and not result["ok"] and "Close matches: portable" in result["error"]["message"]
+
+
+def test_lib_of_another_mode_is_a_usage_error(capsys):
+    code, result = run_json(capsys, "--mode", "portable", "--libs", "native")
+    assert code == 2 and "not portable-mode" in result["error"]["message"]
+
+
+def test_text_output_marks_unregistered_ops(capsys):
+    assert main(["registry", "--mode", "aten", "--libs", "native"]) == 0
+    assert "NOT registered" in capsys.readouterr().out
