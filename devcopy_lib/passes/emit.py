@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 from torch import fx
+from torch.utils._sympy.numbers import int_oo
 
 from ..devices.device import CPU, Device
 from ..runtime.program import (
@@ -45,7 +46,7 @@ def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
     if not isinstance(size, torch.SymInt) or size.node.maybe_as_int() is not None:
         return int(size), False
     bound = size.node.shape_env.bound_sympy(size.node.expr).upper
-    if not bound.is_integer or not bound.is_finite:
+    if bound == int_oo or bound.is_finite is not True:  # torch's int_oo calls itself finite
         raise ValueError(
             f"{where}: dimension {size} has no finite upper bound, so it cannot be memory planned. "
             "Give its torch.export.Dim a max (Dim('batch', max=64))."
