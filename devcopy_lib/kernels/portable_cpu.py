@@ -45,10 +45,17 @@ def _host(value: Any) -> Any:
     return value
 
 
-def _out_view(out: PortableTensor) -> torch.Tensor:
+def _out_view(out: PortableTensor | list) -> torch.Tensor | list:
+    if isinstance(out, list):  # a `Tensor(a!)[] out` (split_with_sizes_copy.out): one view per item
+        return [_out_view(item) for item in out]
     view = out.host_view()
     return view if out.dynamism is TensorShapeDynamism.STATIC else view.new_empty(0).set_(
         view.untyped_storage(), 0, (0,))
+
+
+def _flat(items: list) -> list:
+    """Out tensors with tensor-list outs expanded, in order."""
+    return [leaf for item in items for leaf in (item if isinstance(item, list) else [item])]
 
 
 def _adopt_sizes(out: PortableTensor, view: torch.Tensor) -> str:
@@ -81,7 +88,7 @@ def boxed_aten_kernel(name: str, schema: FunctionSchema, portable: bool = True):
         except (DeviceMemoryAccessError, RuntimeError, ValueError, TypeError, IndexError) as exc:
             ctx.fail(Error.InvalidArgument, f"{name}: {exc}")
             return result
-        for out, view in zip(outs, out_views):
+        for out, view in zip(_flat(outs), _flat(out_views)):
             problem = _adopt_sizes(out, view)
             if problem:
                 ctx.fail(Error.InvalidArgument, f"{name}: out {out}: {problem}")
