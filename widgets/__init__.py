@@ -1,1 +1,7 @@
 """devcopy_widgets: interactive views over devcopy_lib (placement, copy timings, registration)."""
+from .placement import PlacementExplorer
+from .placement_state import PlacementState
+from .registration import RegistrationPanel
+from .registration_state import RegistrationState, RunResult
+
+__all__ = ["PlacementExplorer", "PlacementState", "RegistrationPanel", "RegistrationState", "RunResult"]

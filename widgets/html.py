@@ -33,3 +33,8 @@ def error_box(exc: BaseException) -> str:
 def note(text: str, css_class: str = "devcopy-note") -> str:
     """A line of plain text in a div that tests and the browser can find by class."""
     return f'<div class="{css_class}" style="font-family:monospace">{html.escape(text)}</div>'
+
+
+def pre(text: str) -> str:
+    """Preformatted text (tensor reprs, messages with line breaks)."""
+    return f'<pre style="margin:2px 0">{html.escape(text)}</pre>'

@@ -1,0 +1,48 @@
+"""RegistrationPanel: mode and linked libs edit the state; Load runs, or shows Missing operator with its fix."""
+from devcopy_widgets import RegistrationPanel, RegistrationState
+
+
+def test_portable_mode_links_the_portable_lib_and_runs():
+    panel = RegistrationPanel()
+    assert panel.state.linked() == ("portable",)
+    panel.run()
+    assert panel.error is None and panel.result.ok
+    assert panel.result.copies_executed == {"h2d": 2, "d2h": 1}
+    assert "matches eager: True" in panel.outcome.value
+
+
+def test_aten_mode_links_native_and_the_device_copy_lib_by_default():
+    panel = RegistrationPanel()
+    panel.mode.value = "aten"
+    assert panel.state.linked() == ("native", "device_copy_ops_aten_lib")
+    assert [box.description for box in panel.libs_row.children] == ["native", "device_copy_ops_aten_lib"]
+    assert all(box.value for box in panel.libs_row.children)
+    panel.run()
+    assert panel.result.ok
+
+
+def test_unlinking_the_device_copy_lib_shows_missing_operator_and_the_fix():
+    panel = RegistrationPanel()
+    panel.mode.value = "aten"
+    panel.lib_boxes["device_copy_ops_aten_lib"].value = False
+    assert panel.state.linked() == ("native",)
+    assert "MISSING" in panel.matrix.value
+    panel.run()
+    assert panel.result is None and panel.error is None
+    assert "Missing operator: [0] et_copy::_h2d_copy.out" in panel.outcome.value
+    assert "To fix: link device_copy_ops_aten_lib" in panel.outcome.value
+
+
+def test_matrix_has_a_row_per_program_operator_and_a_column_per_lib():
+    state = RegistrationState(mode="aten", libs=("native",))
+    rows = {row["op"]: row for row in state.matrix()}
+    assert set(rows) == set(state.operators())
+    h2d = rows["et_copy::_h2d_copy.out"]
+    assert (h2d["portable"], h2d["native"], h2d["device_copy_ops_aten_lib"]) == ("✓", "✗", "✓")
+    assert h2d["resolved by"] == "MISSING"
+
+
+def test_changing_the_model_changes_the_operator_table():
+    panel = RegistrationPanel()
+    panel.model.value = "cpu_between"
+    assert "aten::cumsum.out" in panel.matrix.value

@@ -1,0 +1,99 @@
+"""PlacementExplorer: pick a model, delegated ops, target, strategy and skip switches; see the placed graph."""
+from __future__ import annotations
+
+import ipywidgets as w
+
+from . import html, placement_summary as summary
+from .graph_svg import graph_svg
+from .guard import shown_errors
+from .placement_state import PARTITIONS, STRATEGIES, PlacementState
+
+TARGETS = ("cuda:0", "cuda:1", "cpu")
+
+
+class PlacementExplorer(w.VBox):
+    """The view over a `PlacementState`: every control edits the state, then the drawing is redone."""
+
+    def __init__(self, state: PlacementState | None = None, compare_executorch: bool = False, **settings):
+        self.state = state or PlacementState(**settings)
+        self.placed = None
+        self.error = None
+        s = self.state
+        self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
+        self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
+        self.target = w.Combobox(options=TARGETS, value=s.target_device, description="target", ensure_option=False)
+        self.strategy = w.Dropdown(options=STRATEGIES, value=s.strategy, description="strategy")
+        self.skip_h2d = w.Checkbox(value=s.skip_h2d_for_method_inputs, description="skip H2D for method inputs")
+        self.skip_d2h = w.Checkbox(value=s.skip_d2h_for_method_outputs, description="skip D2H for method outputs")
+        self.compare = w.Checkbox(value=compare_executorch, description="compare with ExecuTorch")
+        self.op_boxes: list[w.Checkbox] = []
+        self.ops = w.HBox(layout=w.Layout(flex_flow="row wrap"))
+        self.counts, self.graph, self.table = w.HTML(), w.HTML(), w.HTML()
+        self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
+        for widget, name in ((self.strategy, "devcopy-strategy"), (self.counts, "devcopy-counts"),
+                             (self.model, "devcopy-model"), (self.partition, "devcopy-partition")):
+            widget.add_class(name)
+        super().__init__([
+            w.HBox([self.model, self.partition, self.target, self.strategy]),
+            w.HBox([self.skip_h2d, self.skip_d2h, self.compare]),
+            w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"), self.ops,
+            self.error_html, self.counts, self.savings, self.executorch, self.graph, self.table,
+        ])
+        self.add_class("devcopy-placement")
+        self._wire(self.model, self.partition, self.target, self.strategy, self.skip_h2d, self.skip_d2h,
+                   self.compare)
+        self._rebuild_ops()
+        self.refresh()
+
+    def _wire(self, *widgets) -> None:
+        """The one place controls are connected: any value change goes through `_changed`."""
+        for widget in widgets:
+            widget.observe(self._changed, names="value")
+
+    @shown_errors
+    def _rebuild_ops(self) -> None:
+        ticked = set(self.state.ticked_ops())
+        self.op_boxes = [w.Checkbox(value=op in ticked, description=op, indent=False,
+                                    layout=w.Layout(width="170px")) for op in self.state.model_ops()]
+        self.ops.children = self.op_boxes
+        self._wire(*self.op_boxes)
+
+    def _changed(self, change) -> None:
+        s, owner = self.state, change["owner"]
+        s.partition, s.target_device, s.strategy = self.partition.value, self.target.value.strip(), self.strategy.value
+        s.skip_h2d_for_method_inputs, s.skip_d2h_for_method_outputs = self.skip_h2d.value, self.skip_d2h.value
+        if owner is self.model:
+            s.model, s.delegate_ops = self.model.value, None
+            self._rebuild_ops()
+        elif owner in self.op_boxes:
+            s.delegate_ops = tuple(box.description for box in self.op_boxes if box.value)
+        self.refresh()
+
+    def add_model(self, name: str, module, example_inputs) -> None:
+        """Offer your own module under `name` and show it."""
+        self.state.add_model(name, module, example_inputs)
+        self.model.options = self.state.model_names
+        self.model.value = name  # fires _changed, which rebuilds the op boxes and redraws
+
+    @shown_errors
+    def refresh(self) -> None:
+        """Recompute the placement from the state and redraw everything; an error is shown instead."""
+        self.placed = None
+        for output in (self.counts, self.savings, self.graph, self.table, self.executorch):
+            output.value = ""
+        self.placed = self.state.placed()
+        report = self.placed.report
+        self.counts.value = html.note(summary.totals_line(report), "devcopy-totals")
+        self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
+        self.graph.value = graph_svg(*summary.nodes_and_edges(self.placed))
+        self.table.value = html.table(map(vars, report.rows), summary.TABLE_COLUMNS)
+        self.executorch.value = self._executorch_html()
+
+    def _executorch_html(self) -> str:
+        if not self.compare.value:
+            return ""
+        try:
+            counts = self.state.executorch_counts()
+        except Exception as exc:  # the reference is optional: say why it is missing, keep the rest of the view
+            return html.error_box(exc)
+        return html.note(summary.executorch_line(counts), "devcopy-executorch")

@@ -1,0 +1,40 @@
+"""What the explorer draws, from a placed program: graph nodes and edges, table rows, totals. Pure functions."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted_s", "reason")
+
+
+def nodes_and_edges(placed) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The report's rows as node dicts (output node included) and the placed graph's data edges (src, dst)."""
+    nodes = [asdict(row) for row in placed.report.rows]
+    edges = [(arg.name, node.name) for node in placed.graph_module.graph.nodes for arg in node.all_input_nodes]
+    return nodes, edges
+
+
+def totals_line(report) -> str:
+    """`delegates 1 · H2D 2 (128 B) · D2H 1 (64 B)` plus the predicted copy time when a cost model priced them."""
+    line = (f"strategy {report.strategy} · delegates {report.delegates} · "
+            f"H2D {report.copies['h2d']} ({report.copy_bytes['h2d']} B) · "
+            f"D2H {report.copies['d2h']} ({report.copy_bytes['d2h']} B) · constants {report.constant_bytes} B")
+    if report.predicted_copy_s is not None:
+        line += f" · predicted copy time {report.predicted_copy_s * 1e6:.1f} us"
+    return line
+
+
+def dedupe_line(report) -> str:
+    """What dedupe saves against ExecuTorch's strategy (copies, bytes per execution) and the device memory it costs,
+    whichever of the two the report placed with."""
+    other = next(c for c in report.comparison if {c["strategy"], report.strategy} == {"executorch", "dedupe"})
+    sign = 1 if report.strategy == "dedupe" else -1
+    copies = {k: sign * v for k, v in other["copies_saved"].items()}
+    nbytes = {k: sign * v for k, v in other["bytes_saved"].items()}
+    return (f"dedupe vs executorch: saves {copies['h2d']} H2D ({nbytes['h2d']} B) and {copies['d2h']} D2H "
+            f"({nbytes['d2h']} B) per execution; holds {sign * other['extra_device_bytes']} B more device memory "
+            f"at peak")
+
+
+def executorch_line(counts: dict) -> str:
+    """ExecuTorch's own counts for the same partition, as one line."""
+    return f"ExecuTorch 1.5.1: delegates {counts['delegates']} · H2D {counts['h2d']} · D2H {counts['d2h']}"

@@ -1,0 +1,90 @@
+"""RegistrationPanel: portable or ATen mode, which libs are linked, the op-by-lib matrix, and Load."""
+from __future__ import annotations
+
+import ipywidgets as w
+
+from devcopy_lib import MissingOperatorError, models
+from devcopy_lib.runtime.libs import LIB_NAMES
+
+from . import html
+from .guard import shown_errors
+from .registration_state import MODES, RegistrationState
+
+
+class RegistrationPanel(w.VBox):
+    """The view over a `RegistrationState`; Load shows the outputs, or the Missing operator error and its fix."""
+
+    def __init__(self, state: RegistrationState | None = None, **settings):
+        self.state = state or RegistrationState(**settings)
+        self.error = None
+        self.result = None
+        self._syncing = False  # True while _show_libs sets the boxes: their events are not user edits
+        self.model = w.Dropdown(options=list(models.MODELS), value=self.state.placement.model, description="model")
+        self.mode = w.ToggleButtons(options=MODES, value=self.state.mode, description="mode")
+        self.lib_boxes = {name: w.Checkbox(description=name, indent=False) for name in LIB_NAMES}
+        self.load = w.Button(description="Load", button_style="primary", icon="play")
+        self.matrix, self.outcome, self.error_html = w.HTML(), w.HTML(), w.HTML()
+        for name, box in self.lib_boxes.items():
+            box.add_class(f"devcopy-lib-{name}")
+        for widget, name in ((self.mode, "devcopy-mode"), (self.load, "devcopy-load"),
+                             (self.outcome, "devcopy-outcome")):
+            widget.add_class(name)
+        self.libs_row = w.HBox()
+        super().__init__([w.HBox([self.model, self.mode]), w.HBox([w.HTML("<b>linked libs</b>"), self.libs_row]),
+                          self.matrix, self.load, self.error_html, self.outcome])
+        self.add_class("devcopy-registration")
+        self._show_libs()
+        self._wire()
+        self.refresh()
+
+    def _wire(self) -> None:
+        """The one place controls are connected."""
+        for widget in (self.model, self.mode, *self.lib_boxes.values()):
+            widget.observe(self._changed, names="value")
+        self.load.on_click(lambda _: self.run())
+
+    def _show_libs(self) -> None:
+        """Show the mode's libs, ticked when linked."""
+        linked = set(self.state.linked())
+        self._syncing = True
+        try:
+            for name, box in self.lib_boxes.items():
+                box.value = name in linked
+        finally:
+            self._syncing = False
+        self.libs_row.children = [self.lib_boxes[name] for name in self.state.libs_of(self.state.mode)]
+
+    def _changed(self, change) -> None:
+        owner = change["owner"]
+        if self._syncing:
+            return
+        if owner is self.mode:
+            self.state.mode, self.state.libs = self.mode.value, None
+            self._show_libs()
+        elif owner is self.model:
+            self.state.placement.model, self.state.placement.delegate_ops = self.model.value, None
+        else:
+            self.state.libs = tuple(n for n in self.state.libs_of(self.state.mode) if self.lib_boxes[n].value)
+        self.outcome.value = ""
+        self.refresh()
+
+    @shown_errors
+    def refresh(self) -> None:
+        """Redraw the op-by-lib matrix of the program's operators."""
+        self.matrix.value = html.table(self.state.matrix(), ("op", *LIB_NAMES, "resolved by"))
+
+    @shown_errors
+    def run(self) -> None:
+        """Load and run; a missing operator is shown with its fix (not raised)."""
+        self.result = None
+        self.outcome.value = html.note("loading ...")
+        try:
+            self.result = self.state.load_and_run()
+        except MissingOperatorError as exc:
+            self.outcome.value = html.error_box(exc)
+            return
+        except Exception:
+            self.outcome.value = ""
+            raise
+        self.outcome.value = html.note(self.result.summary(), "devcopy-run-ok") + "".join(
+            html.pre(repr(o)) for o in self.result.outputs)

@@ -1,0 +1,87 @@
+"""State of the registration panel: mode, linked libs, the program's operator table and one load-and-run.
+
+No display calls; `load_and_run` returns a `RunResult` or raises (MissingOperatorError on a missing kernel).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch.utils._pytree as pytree
+
+from devcopy_lib import load_method, registration_status
+from devcopy_lib.cli.run import compare
+from devcopy_lib.devices.backend import make_allocator
+from devcopy_lib.devices.registry import scoped_allocators
+from devcopy_lib.passes.emit import emit
+from devcopy_lib.runtime.libs import LIB_NAMES
+from devcopy_lib.runtime.method import DEFAULT_LIBS
+
+from .placement_state import PlacementState
+
+MODES = tuple(DEFAULT_LIBS)
+
+
+@dataclass
+class RunResult:
+    """One load-and-run: the outputs, whether they match eager PyTorch, and the copies the kernels executed."""
+
+    backend: str
+    outputs: tuple
+    ok: bool
+    max_abs_err: float
+    copies_executed: dict[str, int]
+
+    def summary(self) -> str:
+        shapes = ", ".join(str(list(o.shape)) for o in self.outputs)
+        return (f"loaded and ran on the {self.backend} backend: outputs {shapes}; matches eager: {self.ok} "
+                f"(max abs err {self.max_abs_err:.3g}); copies executed H2D {self.copies_executed['h2d']}, "
+                f"D2H {self.copies_executed['d2h']}")
+
+
+@dataclass
+class RegistrationState:
+    """Which mode, which libs are linked, and the placed program (from a PlacementState) that Load runs."""
+
+    mode: str = "portable"
+    libs: tuple[str, ...] | None = None  # None: the mode's default libs
+    backend: str = "auto"
+    placement: PlacementState = field(default_factory=PlacementState)
+
+    @staticmethod
+    def libs_of(mode: str) -> tuple[str, ...]:
+        """The libs a method of `mode` can link (portable: portable; aten: native, device_copy_ops_aten_lib)."""
+        if mode not in MODES:
+            raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
+        return tuple(DEFAULT_LIBS[mode])
+
+    def linked(self) -> tuple[str, ...]:
+        return DEFAULT_LIBS[self.mode] if self.libs is None else tuple(self.libs)
+
+    def operators(self) -> list[str]:
+        """The placed program's operator table (the names load resolves, in first-use order)."""
+        return list(emit(self.placement.placed()).operators)
+
+    def matrix(self) -> list[dict]:
+        """One row per operator of the program: for each lib, ✓ when it registers the op; `linked` marks the mode's
+        linked libs holding it, so an op with none is what Load will report missing."""
+        rows = {}
+        linked = set(self.linked())
+        for row in registration_status(libs=LIB_NAMES, ops=self.operators()):
+            entry = rows.setdefault(row.op, {"op": row.op, "resolved by": ""})
+            entry[row.lib] = "✓" if row.registered else "✗"
+            if row.registered and row.lib in linked and row.mode == self.mode:
+                entry["resolved by"] = entry["resolved by"] or row.lib
+        for entry in rows.values():
+            entry["resolved by"] = entry["resolved by"] or "MISSING"
+        return list(rows.values())
+
+    def load_and_run(self) -> RunResult:
+        """Load the placed program in this mode with the linked libs, run it on its example inputs, compare."""
+        placed = self.placement.placed()
+        module, inputs = self.placement.module_and_inputs()
+        allocator = make_allocator(self.backend)
+        with scoped_allocators(allocator), load_method(placed, self.mode, list(self.linked())) as method:
+            outputs = tuple(method(*inputs))
+            copies = dict(method.copies_executed)
+        ok, err = compare(outputs, pytree.tree_leaves(module(*inputs)))
+        return RunResult(allocator.backend, outputs, ok, err, copies)
