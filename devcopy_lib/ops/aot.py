@@ -8,7 +8,9 @@
 ExecuTorch's Python package defines the same namespace with `Library("et_copy", "DEF")`, and a second `DEF` in one
 process fails. So: if the ops already exist (ExecuTorch imported first), they are reused; if ExecuTorch is installed
 but not yet imported, its op-definition module is imported so that a later `import executorch.exir` finds them
-defined; only without ExecuTorch does devcopy define the namespace itself. Import this module for its side effect.
+defined; only without ExecuTorch does devcopy define the namespace itself. Then, in a FRAGMENT, devcopy registers
+its kernels for the `.out` overloads on backend keys CPU (trace-time copy) and CUDA (the ATen-mode kernel), so eager
+calls on CUDA tensors copy through the registered DeviceAllocator. Import this module for its side effect.
 """
 from __future__ import annotations
 
