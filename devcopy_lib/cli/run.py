@@ -40,6 +40,7 @@ def compare(outputs: tuple, expected: list) -> tuple[bool, float]:
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     """Run the model once in the requested mode on the requested backend; the JSON object of `devcopy run`."""
+    import torch
     import torch.utils._pytree as pytree
 
     from ..devices.backend import make_allocator
@@ -53,7 +54,9 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         outputs = method(*inputs)
         result = {"copies_executed": dict(method.copies_executed), "caller_copies": method.caller_copies,
                   "arena_bytes": method.arena_sizes}
-    ok, max_abs_err = compare(outputs, pytree.tree_leaves(module(*inputs)))
+    with torch.no_grad():
+        expected = pytree.tree_leaves(module(*inputs))
+    ok, max_abs_err = compare(outputs, expected)
     return {"ok": ok, "model": args.model, "mode": args.mode, "backend": allocator.backend,
             "strategy": args.strategy, "max_abs_err": max_abs_err, **result}
 

@@ -1,0 +1,61 @@
+"""`devcopy run`: place, load and run in a mode, compare with eager; missing operators exit 1 with the fix."""
+import json
+
+import pytest
+
+from devcopy_lib.cli import main
+
+SIM = ["--backend", "simulated"]
+
+
+def _run(capsys, *argv):
+    code = main(["run", *argv, *SIM, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_run_add_matches_eager_in_each_mode(capsys, mode):
+    code, result, _ = _run(capsys, "add", "--mode", mode)
+    assert code == 0
+    assert result["ok"] is True and result["mode"] == mode and result["backend"] == "simulated"
+    assert result["max_abs_err"] == 0.0
+    assert result["copies_executed"] == {"h2d": 2, "d2h": 1} and result["caller_copies"] == 0
+
+
+def test_portable_mode_runs_without_the_device_copy_lib(capsys):
+    code, result, _ = _run(capsys, "add", "--aten-libs", "native")  # --aten-libs only matters in ATen mode
+    assert code == 0 and result["ok"] is True
+
+
+def test_aten_mode_with_only_native_lists_each_missing_operator_and_the_fix(capsys):
+    code, result, err = _run(capsys, "add", "--mode", "aten", "--aten-libs", "native")
+    assert code == 1 and result["ok"] is False
+    assert "Missing operator: [0] et_copy::_h2d_copy.out" in err
+    assert "Missing operator: [1] et_copy::_d2h_copy.out" in err
+    assert "device_copy_ops_aten_lib" in err
+    assert result["error"]["missing"] == [{"index": 0, "name": "et_copy::_h2d_copy.out"},
+                                          {"index": 1, "name": "et_copy::_d2h_copy.out"}]
+
+
+@pytest.mark.parametrize("rule", ["seed", "tensor"])
+def test_aten_mode_with_the_device_copy_lib_runs_under_either_device_rule(capsys, rule):
+    code, result, _ = _run(capsys, "mlp", "--mode", "aten", "--aten-libs", "native,device_copy_ops_aten_lib",
+                           "--aten-device-rule", rule, "--strategy", "dedupe")
+    assert code == 0 and result["ok"] is True
+
+
+def test_skip_switches_count_the_callers_copies(capsys):
+    code, result, _ = _run(capsys, "add", "--skip-h2d-inputs", "--skip-d2h-outputs")
+    assert code == 0 and result["copies_executed"] == {"h2d": 0, "d2h": 0} and result["caller_copies"] == 3
+
+
+def test_an_unknown_lib_is_an_argument_error(capsys):
+    code, result, err = _run(capsys, "add", "--mode", "aten", "--aten-libs", "natve")
+    assert code == 2 and result["ok"] is False and "native" in err
+
+
+def test_text_output_names_mode_backend_and_copies(capsys):
+    assert main(["run", "cpu_between", *SIM]) == 0
+    out = capsys.readouterr().out
+    assert "ok (portable mode, simulated backend" in out and "4 H2D, 2 D2H" in out
