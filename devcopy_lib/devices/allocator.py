@@ -111,6 +111,9 @@ def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> 
         if buf == 0:
             raise ValueError(f"{what}: null host pointer (address 0)")
         return buf
+    if type(buf) is np.ndarray and buf.flags.c_contiguous and nbytes <= buf.nbytes and buf.nbytes and (
+            buf.flags.writeable or not writable):
+        return buf.__array_interface__["data"][0]  # fast path (small copies): the checks below all pass
     try:
         view = memoryview(buf)
     except TypeError:

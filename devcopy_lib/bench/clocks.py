@@ -1,0 +1,50 @@
+"""The two clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees) and
+`EventClock` (CUDA events on a stream: device time). Both are injectable, so the harness runs on fake clocks."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Protocol
+
+
+class Clock(Protocol):
+    name: str
+
+    def start(self) -> Any: ...
+    def stop(self, token: Any) -> float: ...
+
+
+class WallClock:
+    """perf_counter between a synchronize before and a synchronize after the timed call."""
+
+    name = "wall"
+
+    def __init__(self, synchronize: Callable[[], None] = lambda: None,
+                 now: Callable[[], float] = time.perf_counter) -> None:
+        self.synchronize, self.now = synchronize, now
+
+    def start(self) -> float:
+        self.synchronize()
+        return self.now()
+
+    def stop(self, token: float) -> float:
+        self.synchronize()
+        return self.now() - token
+
+
+class EventClock:
+    """Elapsed time between two CUDA events recorded on `stream` (events made once, outside the timed span)."""
+
+    name = "events"
+
+    def __init__(self, cupy: Any, stream: Any = None) -> None:
+        self.cupy = cupy
+        self.stream = cupy.cuda.Stream.null if stream is None else stream
+        self._begin, self._end = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def start(self) -> None:
+        self._begin.record(self.stream)
+
+    def stop(self, token: None) -> float:
+        self._end.record(self.stream)
+        self._end.synchronize()
+        return self.cupy.cuda.get_elapsed_time(self._begin, self._end) / 1e3

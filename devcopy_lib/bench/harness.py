@@ -1,0 +1,130 @@
+"""The timing loop and the sweep result: warm-ups, then samples until a time budget (within min/max counts), per
+clock; a progress callback per case; results as rows, JSON and CSV."""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, TextIO
+
+from .clocks import Clock
+from .measurement import Measurement
+
+Progress = Callable[[int, int, str], None]  # (cases done, cases in all, label of the case just done)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One thing to time: `make()` sets up (allocations, outside timing) and returns the call to time."""
+
+    method: str
+    direction: str
+    memory: str
+    nbytes: int
+    make: Callable[[], Callable[[], Any]] = field(compare=False, repr=False)
+    clocks: tuple[str, ...] = ("events", "wall")
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} {self.direction} {self.memory} {self.nbytes}B"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How long to time each case on each clock."""
+
+    warmup: int = 2
+    min_samples: int = 5
+    max_samples: int = 30
+    budget_s: float = 0.2
+
+    @classmethod
+    def quick(cls) -> "Policy":
+        return cls(warmup=1, min_samples=3, max_samples=5, budget_s=0.01)
+
+
+def measure(fn: Callable[[], Any], clock: Clock, policy: Policy) -> list[float]:
+    """Warm up, then take samples until min_samples and the budget are met (at most max_samples)."""
+    for _ in range(policy.warmup):
+        fn()
+    samples: list[float] = []
+    while len(samples) < policy.max_samples and (len(samples) < policy.min_samples or sum(samples) < policy.budget_s):
+        token = clock.start()
+        fn()
+        samples.append(clock.stop(token))
+    return samples
+
+
+def run_cases(cases: Iterable[Case], clocks: dict[str, Clock], policy: Policy,
+              progress: Progress | None = None) -> list[Measurement]:
+    """Time every case on every clock it and the backend both support, in order."""
+    cases = list(cases)
+    out = []
+    for done, case in enumerate(cases, 1):
+        fn = case.make()
+        for name in case.clocks:
+            if name in clocks:
+                out.append(Measurement(case.method, case.direction, case.memory, case.nbytes, name,
+                                       measure(fn, clocks[name], policy)))
+        if progress is not None:
+            progress(done, len(cases), case.label)
+    return out
+
+
+class TextProgress:
+    """A one-line text progress bar for long sweeps: `[#####-----] 12/40 label`."""
+
+    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
+        self.stream, self.width = stream, width
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        filled = self.width * done // max(total, 1)
+        end = "\n" if done == total else ""
+        self.stream.write(f"\r[{'#' * filled}{'-' * (self.width - filled)}] {done}/{total} {label[:60]:<60}{end}")
+        self.stream.flush()
+
+
+@dataclass
+class SweepResult:
+    """Measurements of one sweep with the backend and device that ran it, and free-form metadata."""
+
+    backend: str
+    device: str
+    measurements: list[Measurement]
+    meta: dict = field(default_factory=dict)
+
+    def rows(self) -> list[dict]:
+        return [m.row() for m in self.measurements]
+
+    def to_dict(self) -> dict:
+        return {"backend": self.backend, "device": self.device, **self.meta, "rows": self.rows()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SweepResult":
+        meta = {k: v for k, v in data.items() if k not in ("backend", "device", "rows")}
+        return cls(data["backend"], data["device"], [Measurement.from_row(r) for r in data["rows"]], meta)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    def write_csv(self, path: str) -> None:
+        """One line per measurement; samples joined by spaces."""
+        with open(path, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["method", "direction", "memory", "bytes", "clock", "median_s", "iqr_s", "gbps",
+                             "samples"])
+            for r in self.rows():
+                writer.writerow([r["method"], r["direction"], r["memory"], r["bytes"], r["clock"],
+                                 f"{r['median_s']:.9g}", f"{r['iqr_s']:.9g}", f"{r['gbps']:.6g}",
+                                 " ".join(f"{s:.9g}" for s in r["samples"])])
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for m in self.measurements for w in m.warnings]
+
+    def find(self, method: str, direction: str, memory: str, nbytes: int, clock: str) -> Measurement | None:
+        for m in self.measurements:
+            if (m.method, m.direction, m.memory, m.nbytes, m.clock) == (method, direction, memory, nbytes, clock):
+                return m
+        return None

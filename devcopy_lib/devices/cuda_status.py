@@ -1,0 +1,55 @@
+"""The one place CUDA statuses become exceptions: every CuPy/CUDA call of the backend runs inside `cuda_status(what)`."""
+from __future__ import annotations
+
+from .errors import DeviceCopyError
+
+OOM_NAMES = ("cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY")
+
+
+class CudaError(DeviceCopyError):
+    """A CUDA call failed; `name` is CUDA's error name (`cudaErrorInvalidValue`), `status` its number."""
+
+    def __init__(self, message: str, name: str, status: int | None) -> None:
+        super().__init__(message)
+        self.name, self.status = name, status
+
+
+def decode(exc: BaseException) -> tuple[str, str, int | None]:
+    """(name, description, status) of a CuPy CUDA exception, e.g. ('cudaErrorInvalidValue', 'invalid argument', 1)."""
+    status = getattr(exc, "status", None)
+    text = str(exc)
+    name, _, description = text.partition(": ")
+    if not name.startswith(("cuda", "CUDA_")):
+        name, description = type(exc).__name__, text
+    return name, description or name, status
+
+
+class cuda_status:  # noqa: N801 - used like a function: `with cuda_status("copy {} bytes", n):`
+    """Context manager: a CUDA failure inside becomes MemoryError (out of memory) or CudaError naming what failed
+    (`what.format(*args)`, formatted only on failure: this sits on the small-copy path)."""
+
+    __slots__ = ("what", "args")
+
+    def __init__(self, what: str, *args) -> None:
+        self.what, self.args = what, args
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is None or isinstance(exc, (MemoryError, DeviceCopyError)) or not _is_cuda_error(kind):
+            return False
+        name, description, status = decode(exc)
+        what = self.what.format(*self.args)
+        if name in OOM_NAMES or kind.__name__ == "OutOfMemoryError":
+            raise MemoryError(f"{what}: CUDA is out of memory ({name}: {description})") from exc
+        raise CudaError(
+            f"{what} failed: {name} ({description}, status {status}). Check the pointers, sizes and device "
+            "index passed; after a sticky error (cudaErrorIllegalAddress, ...) the process must restart.",
+            name, status,
+        ) from exc
+
+
+def _is_cuda_error(kind: type) -> bool:
+    return kind.__module__.startswith(("cupy", "cupy_backends", "cuda")) or kind.__name__ in (
+        "CUDARuntimeError", "CUDADriverError", "OutOfMemoryError")

@@ -1,0 +1,218 @@
+"""The CUDA backend through CuPy: device memory from CuPy's pool, pinned host memory, copies by the copy engine.
+
+Importable without CuPy (the import happens when an allocator is made). Every CUDA call runs inside `cuda_status`,
+which turns a failure into CudaError (a DeviceCopyError) or MemoryError with CUDA's error name.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .allocator import DeviceAllocator, DeviceBlock, DevicePtr, _check_count, host_address
+from .copy_engine import CopyEngine, CopyTicket, EngineConfig
+from .cuda_status import cuda_status
+from .device import DeviceType
+from .pinned import PinnedRegistry, tracked_array
+
+_MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: direction from the unified address space
+_HOST_MEMORY = 1  # cudaMemoryTypeHost in cudaPointerAttributes.type
+_QUERY_BYTES = 1 << 20  # from this size, ask CUDA whether memory pinned elsewhere (torch, CuPy) is pinned
+
+
+def _import_cupy():
+    try:
+        import cupy
+    except ImportError as exc:
+        raise RuntimeError(
+            "The cupy backend needs CuPy: install the gpu extra (`pip install devcopy[gpu]`) on a CUDA machine, "
+            "or use the simulated backend (--backend simulated)."
+        ) from exc
+    return cupy
+
+
+class CupyTransport:
+    """The copy engine's primitives on CUDA: cudaMemcpyAsync on CuPy streams, CUDA events, pinned pool memory."""
+
+    def __init__(self) -> None:
+        self._cupy = _import_cupy()
+        self._rt = self._cupy.cuda.runtime
+        self.registry = PinnedRegistry()
+
+    def current_stream(self) -> Any:
+        return self._cupy.cuda.get_current_stream()
+
+    def new_stream(self) -> Any:
+        with cuda_status("create a copy stream"):
+            return self._cupy.cuda.Stream(non_blocking=True)
+
+    def copy(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        with cuda_status("cudaMemcpyAsync of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
+            self._rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream.ptr)
+
+    def copy_sync(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        with cuda_status("cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
+            self._rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream.ptr)
+            self._rt.streamSynchronize(stream.ptr)
+
+    def record(self, stream: Any) -> Any:
+        with cuda_status("record a CUDA event"):
+            event = self._cupy.cuda.Event(block=False, disable_timing=True)
+            event.record(stream)
+        return _CupyEvent(event)
+
+    def wait(self, stream: Any, event: Any) -> None:
+        with cuda_status("make a stream wait for an event"):
+            stream.wait_event(event.event)
+
+    def synchronize(self, stream: Any) -> None:
+        with cuda_status("synchronize the copy stream"):
+            self._rt.streamSynchronize(stream.ptr)
+
+    def host_alloc(self, nbytes: int, alignment: int = 64) -> np.ndarray:
+        with cuda_status("allocate {} bytes of pinned host memory", nbytes):
+            return tracked_array(self._cupy.cuda.alloc_pinned_memory, _pointer, nbytes, alignment, self.registry)
+
+    def is_pinned(self, address: int, nbytes: int) -> bool:
+        """Pinned by us (registry), or for large ranges, pinned by anyone (CUDA's pointer attributes, both ends)."""
+        if self.registry.contains(address, nbytes):
+            return True
+        if nbytes < _QUERY_BYTES:
+            return False
+        try:
+            return all(self._rt.pointerGetAttributes(a).type == _HOST_MEMORY for a in (address, address + nbytes - 1))
+        except Exception:  # pageable memory on old drivers reports an error instead of "unregistered"
+            return False
+
+
+class _CupyEvent:
+    __slots__ = ("event",)
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+
+    @property
+    def done(self) -> bool:
+        with cuda_status("query a CUDA event"):
+            return self.event.done
+
+    def synchronize(self) -> None:
+        with cuda_status("wait for a CUDA event"):
+            self.event.synchronize()
+
+
+def _pointer(memory: Any) -> int:
+    return memory.ptr
+
+
+class CupyCudaAllocator(DeviceAllocator):
+    """Real CUDA memory through CuPy. Copies go through `self.engine` (pinned: direct DMA; pageable: staged)."""
+
+    backend = "cupy"  # type: ignore[assignment]
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        super().__init__()
+        self._cupy = _import_cupy()
+        self._rt = self._cupy.cuda.runtime
+        self.transport = CupyTransport()
+        self.engine = CopyEngine(self.transport, config)
+        with cuda_status("count CUDA devices"):
+            self._count = self._rt.getDeviceCount()
+
+    def device_type(self) -> DeviceType:
+        return DeviceType.CUDA
+
+    def device_count(self) -> int:
+        return self._count
+
+    def current_index(self) -> int:
+        if self._count == 1:
+            return 0
+        with cuda_status("read the current CUDA device"):
+            return self._rt.getDevice()
+
+    def describe_devices(self) -> list[dict]:
+        with cuda_status("read CUDA device properties"):
+            names = [self._rt.getDeviceProperties(i)["name"] for i in range(self.device_count())]
+        return [{"device": f"cuda:{i}", "name": n.decode() if isinstance(n, bytes) else str(n)}
+                for i, n in enumerate(names)]
+
+    # CuPy's pool hands out 512-byte aligned blocks, so any alignment the base class accepts (<= 256) holds.
+    def _allocate(self, nbytes: int, index: int, alignment: int) -> DeviceBlock:
+        with _OnDevice(self._rt, index), cuda_status("allocate {} bytes on cuda:{}", nbytes, index):
+            memory = self._cupy.cuda.alloc(max(nbytes, 1))
+        return DeviceBlock(index, nbytes, memory.ptr, memory)
+
+    def _free(self, block: DeviceBlock) -> None:
+        block.handle = None  # back to CuPy's pool, ordered on the stream
+
+    def _trim(self, index: int) -> None:
+        with _OnDevice(self._rt, index), cuda_status("free cached blocks on cuda:{}", index):
+            self._cupy.get_default_memory_pool().free_all_blocks()
+            self._cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+    def _copy_in(self, dst: DevicePtr, src_address: int, nbytes: int, index: int) -> None:
+        if self._count == 1:  # nothing to switch: skip the device calls (small copies are latency-bound)
+            return self.engine.h2d(dst.address, src_address, nbytes)
+        with _OnDevice(self._rt, index):
+            self.engine.h2d(dst.address, src_address, nbytes)
+
+    def _copy_out(self, dst_address: int, src: DevicePtr, nbytes: int, index: int) -> None:
+        if self._count == 1:
+            return self.engine.d2h(dst_address, src.address, nbytes)
+        with _OnDevice(self._rt, index):
+            self.engine.d2h(dst_address, src.address, nbytes)
+
+    def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
+        """Pinned host memory (a uint8 array), registered so copies from/to it take the direct DMA path."""
+        _check_count("nbytes", nbytes)
+        return self.transport.host_alloc(nbytes, alignment)
+
+    def is_pinned(self, host: Any, nbytes: int | None = None) -> bool:
+        """Whether a host buffer (array or address) is pinned, i.e. copies with it skip staging."""
+        size = memoryview(host).nbytes if nbytes is None else nbytes
+        return self.transport.is_pinned(host_address(host, size, writable=False, what="is_pinned"), size)
+
+    def copy_host_to_device_async(self, dst: DevicePtr, src: Any, nbytes: int, stream: Any = None) -> CopyTicket:
+        """Enqueue H2D on `stream` (default: current); pinned `src` must stay unchanged until the ticket is done."""
+        _check_count("nbytes", nbytes)
+        self._check_span(dst, nbytes, "copy_host_to_device_async")
+        address = host_address(src, nbytes, writable=False, what="copy_host_to_device_async")
+        with _OnDevice(self._rt, dst.index):
+            return self.engine.h2d_async(dst.address, address, nbytes, stream)
+
+    def copy_device_to_host_async(self, dst: Any, src: DevicePtr, nbytes: int, stream: Any = None) -> CopyTicket:
+        """Enqueue D2H on `stream`; read pinned `dst` only once the ticket is done (pageable: done on return)."""
+        _check_count("nbytes", nbytes)
+        self._check_span(src, nbytes, "copy_device_to_host_async")
+        address = host_address(dst, nbytes, writable=True, what="copy_device_to_host_async")
+        with _OnDevice(self._rt, src.index):
+            return self.engine.d2h_async(address, src.address, nbytes, stream)
+
+    def device_array(self, ptr: DevicePtr, dtype, shape) -> Any:
+        """A CuPy array over device memory (device code's view; the block stays alive with the array)."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self._check_span(ptr, nbytes, "device_array")
+        memory = self._cupy.cuda.UnownedMemory(ptr.address, nbytes, ptr.block.handle, ptr.index)
+        return self._cupy.ndarray(shape, dtype, self._cupy.cuda.MemoryPointer(memory, 0))
+
+
+class _OnDevice:
+    """Select CUDA device `index` for a block and restore the previous one after (no call when already current)."""
+
+    __slots__ = ("rt", "index", "previous")
+
+    def __init__(self, rt: Any, index: int) -> None:
+        self.rt, self.index = rt, index
+
+    def __enter__(self) -> None:
+        with cuda_status("select cuda:{}", self.index):
+            self.previous = self.rt.getDevice()
+            if self.previous != self.index:
+                self.rt.setDevice(self.index)
+
+    def __exit__(self, *exc) -> None:
+        if self.previous != self.index:
+            with cuda_status("restore cuda:{}", self.previous):
+                self.rt.setDevice(self.previous)
