@@ -3,5 +3,8 @@ from .placement import PlacementExplorer
 from .placement_state import PlacementState
 from .registration import RegistrationPanel
 from .registration_state import RegistrationState, RunResult
+from .timing import CopyTimingPanel
+from .timing_state import TimingState
 
-__all__ = ["PlacementExplorer", "PlacementState", "RegistrationPanel", "RegistrationState", "RunResult"]
+__all__ = ["CopyTimingPanel", "PlacementExplorer", "PlacementState", "RegistrationPanel", "RegistrationState",
+           "RunResult", "TimingState"]
