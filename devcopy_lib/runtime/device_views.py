@@ -28,8 +28,3 @@ def device_view(allocator: DeviceAllocator, ptr: DevicePtr, dtype: torch.dtype, 
     tensor = torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.from_dlpack(array)
     return tensor.view(dtype) if reinterpret else tensor
 
-
-def synchronize(tensor: torch.Tensor) -> None:
-    """Wait for device work on a real CUDA tensor (allocator copies may run on other streams); no-op on the host."""
-    if tensor.is_cuda:
-        torch.cuda.synchronize(tensor.device)

@@ -17,15 +17,15 @@ import torch
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
 from .context import KernelRuntimeContext
-from .device_views import device_view, synchronize
+from .device_views import device_view
 from .error import Error
-from .libs import ATEN_DEFAULT_LIBS, as_libs
 from .failures import ExecutionError, LoadError
+from .libs import ATEN_DEFAULT_LIBS, as_libs
 from .memory import OwnedMemory, allocator_for
 from .memory_plan import plan_program
 from .mode_tensors import MODES
-from .resolve import resolve_operators
 from .program import DelegateCall, KernelCall, Program, ScalarValue, TensorListValue, TensorSpec, TensorValue
+from .resolve import resolve_operators
 
 DEFAULT_LIBS = {"portable": ("portable",), "aten": ATEN_DEFAULT_LIBS}
 COPY_DIRECTIONS = {"et_copy::_h2d_copy.out": "h2d", "et_copy::_d2h_copy.out": "d2h"}
@@ -147,6 +147,7 @@ class Method:
         outputs = [self._slots[i] for i in call.outputs]
         module, view, resize = delegate.module, self._device_code_view, self._tensors.resize
         what = f"instruction {position} (delegate {delegate.name} on {delegate.device})"
+        on_gpu = any(slot.allocator is not None and slot.allocator.backend == "cupy" for slot in outputs)
 
         def step() -> None:
             try:
@@ -155,9 +156,9 @@ class Method:
                 raise ExecutionError(Error.Internal, f"{what} raised: {exc}") from exc
             for slot, result in zip(outputs, results):
                 resize(slot.tensor, slot.spec, tuple(result.shape), f"{what} output")
-                target = view(slot)
-                target.copy_(result)
-            synchronize(target)
+                view(slot).copy_(result)
+            if on_gpu:  # the next copy may run on the copy engine's own stream
+                torch.cuda.synchronize()
 
         return step
 
