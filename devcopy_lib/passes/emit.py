@@ -24,7 +24,7 @@ from .out_variant import operator_name, out_variant
 
 # Graph assertions carry no data; ExecuTorch removes them before emitting too.
 _SKIPPED = {
-    "aten::_assert_async.msg", "aten::_assert_scalar", "aten::_assert_tensor_metadata",
+    "aten::_assert_async", "aten::_assert_scalar", "aten::_assert_tensor_metadata",
     "aten::sym_constrain_range_for_size",
 }
 
@@ -125,7 +125,7 @@ class _Emitter:
             raise NotImplementedError(
                 f"{node.name}: {node.target} is not an operator overload; the runtime calls only operators"
             )
-        if node.target._schema.name.split(".")[0] in _SKIPPED:
+        if node.target._schema.name in _SKIPPED:
             return
         self.kernel_call(node)
 

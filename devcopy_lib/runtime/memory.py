@@ -38,10 +38,8 @@ class OwnedMemory:
 
     def host(self, nbytes: int) -> np.ndarray:
         """A host buffer (a uint8 array), pinned when a CUDA allocator can pin it."""
-        if self._host_allocator is None:
-            raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-            start = (-raw.ctypes.data) % ALIGNMENT
-            return raw[start:start + nbytes]
+        if self._host_allocator is None:  # a CPU-only program with nothing registered: plain host memory
+            return np.empty(nbytes, dtype=np.uint8)
         return self._guarded(lambda: self._host_allocator.allocate_host(nbytes, ALIGNMENT), nbytes, "host")
 
     def device(self, device: Device, nbytes: int) -> DevicePtr:
