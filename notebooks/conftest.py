@@ -5,13 +5,14 @@ Kept here rather than in addopts so `pytest -p no:nbval tests` (make test-fast) 
 from __future__ import annotations
 
 import os
+import runpy
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-# The kernel nbval starts inherits these; they are set only while a notebook's cells run.
-NOTEBOOK_ENV = {"DEVCOPY_BACKEND": "simulated", "CI": "1"}
+NOTEBOOK_ENV = runpy.run_path(str(HERE / "nbenv.py"))["NOTEBOOK_ENV"]
+# The kernel nbval starts inherits NOTEBOOK_ENV; it is set only while a notebook's cells run.
 
 
 def pytest_configure(config):

@@ -11,7 +11,9 @@ def table(rows: Iterable[Mapping], columns: Sequence[str], css_class: str = "dev
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_cell(row.get(c)))}</td>" for c in columns) + "</tr>" for row in rows
     )
-    return (f'<table class="{css_class}" style="border-collapse:collapse;font-family:monospace;font-size:12px">'
+    return (f"<style>.{css_class} td, .{css_class} th {{padding:1px 10px 1px 0;text-align:left;"
+            f"border-bottom:1px solid #e0e0e0}}</style>"
+            f'<table class="{css_class}" style="border-collapse:collapse;font-family:monospace;font-size:12px">'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 

@@ -85,7 +85,7 @@ class PlacementExplorer(w.VBox):
         report = self.placed.report
         self.counts.value = html.note(summary.totals_line(report), "devcopy-totals")
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
-        self.graph.value = graph_svg(*summary.nodes_and_edges(self.placed))
+        self.graph.value = f'<div style="overflow-x:auto">{graph_svg(*summary.nodes_and_edges(self.placed))}</div>'
         self.table.value = html.table(map(vars, report.rows), summary.TABLE_COLUMNS)
         self.executorch.value = self._executorch_html()
 

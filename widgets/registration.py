@@ -20,8 +20,9 @@ class RegistrationPanel(w.VBox):
         self.result = None
         self._syncing = False  # True while _show_libs sets the boxes: their events are not user edits
         self.model = w.Dropdown(options=list(models.MODELS), value=self.state.placement.model, description="model")
-        self.mode = w.ToggleButtons(options=MODES, value=self.state.mode, description="mode")
-        self.lib_boxes = {name: w.Checkbox(description=name, indent=False) for name in LIB_NAMES}
+        self.mode = w.ToggleButtons(options=MODES, value=self.state.mode)
+        self.lib_boxes = {name: w.Checkbox(description=name, indent=False, layout=w.Layout(width="auto"))
+                          for name in LIB_NAMES}
         self.load = w.Button(description="Load", button_style="primary", icon="play")
         self.matrix, self.outcome, self.error_html = w.HTML(), w.HTML(), w.HTML()
         for name, box in self.lib_boxes.items():
@@ -30,7 +31,7 @@ class RegistrationPanel(w.VBox):
                              (self.outcome, "devcopy-outcome")):
             widget.add_class(name)
         self.libs_row = w.HBox()
-        super().__init__([w.HBox([self.model, self.mode]), w.HBox([w.HTML("<b>linked libs</b>"), self.libs_row]),
+        super().__init__([w.HBox([self.model, self.mode]), w.HBox([w.HTML("<b>linked libs:</b>&nbsp;"), self.libs_row]),
                           self.matrix, self.load, self.error_html, self.outcome])
         self.add_class("devcopy-registration")
         self._show_libs()

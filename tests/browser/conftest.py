@@ -1,6 +1,7 @@
 """Fixtures for the browser test: Debian's Chromium (installed on demand), a JupyterLab server, a headless page."""
 from __future__ import annotations
 
+import runpy
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ from lab_server import LabServer  # tests/ has no packages: pytest puts this fol
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
+NOTEBOOK_ENV = runpy.run_path(str(ROOT / "notebooks" / "nbenv.py"))["NOTEBOOK_ENV"]
 # Flags that work on machines with a closed network (no background fetches, no sandbox as root).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -35,9 +37,8 @@ def artifacts() -> Path:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    """A JupyterLab server over a copy of notebooks/, on the simulated backend with CI-sized cells."""
-    server = LabServer(ROOT / "notebooks", tmp_path_factory.mktemp("lab"),
-                       env={"DEVCOPY_BACKEND": "simulated", "CI": "1"})
+    """A JupyterLab server over a copy of notebooks/, its kernels on the simulated backend with CI-sized cells."""
+    server = LabServer(ROOT / "notebooks", tmp_path_factory.mktemp("lab"), env=NOTEBOOK_ENV)
     try:
         server.start()
         yield server

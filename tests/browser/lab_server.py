@@ -1,6 +1,7 @@
 """A throwaway JupyterLab server on 127.0.0.1: free port, token auth, temporary HOME and Jupyter dirs."""
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -20,13 +21,18 @@ def free_port() -> int:
 
 
 class LabServer:
-    """Starts `jupyter lab` serving a copy of `notebooks` (so autosave never touches the repo) and stops it."""
+    """Starts `jupyter lab` serving copies of the notebooks in `notebooks` (autosave never touches the repo)."""
 
     def __init__(self, notebooks: Path, workdir: Path, env: dict[str, str] | None = None):
         self.port, self.token = free_port(), secrets.token_hex(16)
         self.root = workdir / "notebooks"
-        shutil.copytree(notebooks, self.root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        self.root.mkdir()
+        for notebook in notebooks.glob("*.ipynb"):
+            shutil.copy(notebook, self.root)
         home = workdir / "home"
+        quiet = home / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+        quiet.parent.mkdir(parents=True)
+        quiet.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))  # no news toast
         self.env = {**os.environ, **(env or {}), "HOME": str(home),
                     "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
                     "JUPYTER_RUNTIME_DIR": str(home / "runtime"),

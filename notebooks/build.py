@@ -1,0 +1,59 @@
+"""Build the notebooks from their sources in notebooks/src (percent format: `# %%` code, `# %% [markdown]` text),
+execute them on the simulated backend with CI sizes, scrub volatile metadata and widget views, write *.ipynb.
+
+    .venv/bin/python notebooks/build.py [NAME ...]
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from nbenv import NOTEBOOK_ENV
+
+HERE = Path(__file__).resolve().parent
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def parse(source: str, name: str) -> nbformat.NotebookNode:
+    """A notebook from percent-format text; cell ids are `<name>-<index>` so rebuilds give the same file."""
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
+    for index, chunk in enumerate(source.split("# %%")[1:]):
+        header, _, body = chunk.partition("\n")
+        if header.strip() == "[markdown]":
+            text = "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in body.splitlines())
+            cell = nbformat.v4.new_markdown_cell(text.strip())
+        else:
+            cell = nbformat.v4.new_code_cell(body.strip())
+        cell.id = f"{name.split('_')[0]}-{index:02d}"
+        nb.cells.append(cell)
+    return nb
+
+
+def scrub(nb: nbformat.NotebookNode) -> None:
+    """Drop what changes between runs or only renders with a live kernel: widget views and state, timings."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata = {}
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+
+
+def build(name: str) -> Path:
+    nb = parse((HERE / "src" / f"{name}.py").read_text(), name)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    scrub(nb)
+    target = HERE / f"{name}.ipynb"
+    nbformat.write(nb, target)
+    return target
+
+
+if __name__ == "__main__":
+    os.environ.update(NOTEBOOK_ENV)
+    names = sys.argv[1:] or sorted(p.stem for p in (HERE / "src").glob("*.py"))
+    for notebook in names:
+        print("built", build(notebook))
