@@ -33,7 +33,7 @@ _EXPORTS = {
     "native_lib": "runtime.libs",
     "lib_by_name": "runtime.libs",
     "registration_status": "runtime.libs",
-    "load_method": "runtime.method",
+    "load_method": "load",
     "export_and_lower": "passes.lower",
     "DEFAULT_DELEGATE_OPS": "passes.lower",
     "place_devices": "passes.placement",

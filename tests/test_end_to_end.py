@@ -18,7 +18,7 @@ from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import PlacementError, place_devices
 from devcopy_lib.runtime.libs import aten_lib
 from devcopy_lib.runtime.memory_plan import lifetimes
-from devcopy_lib.runtime.method import load_method
+from devcopy_lib.load import load_method
 from devcopy_lib.runtime.program import TensorValue
 
 UNARY = {"sin": torch.sin, "relu": torch.relu, "neg": torch.neg, "cos": torch.cos,

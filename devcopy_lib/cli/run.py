@@ -45,7 +45,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
 
     from ..devices.backend import make_allocator
     from ..devices.registry import scoped_allocators
-    from ..runtime.method import load_method
+    from ..load import load_method
 
     libs = _libs(args)
     module, inputs, placed = lower_and_place(args)

@@ -246,24 +246,17 @@ def _linked(mode: str, libs: Sequence[Any] | None) -> list[Any]:
     return linked
 
 
-def load_method(placed: Any, mode: str = "portable", libs: Sequence[Any] | None = None,
-                backend: str | None = None) -> Method:
-    """Load `placed` (a PlacedProgram, or an emitted Program) in `mode` with `libs` linked (default per mode).
+def load_program(program: Program, mode: str = "portable", libs: Sequence[Any] | None = None,
+                 backend: str | None = None) -> Method:
+    """Load an emitted `program` in `mode` with `libs` linked (default per mode).
 
     `backend` ('auto', 'cupy', 'simulated') registers a CUDA allocator of that backend when none is; None uses the
     registered one. Raises MissingOperatorError when an operator is in none of the libs, LoadError on memory."""
     if mode not in MODES:
         raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
-    if isinstance(placed, Program):
-        program = placed
-    else:  # the one upward reference: emitting is passes' job, and load_method accepts a placed program
-        from ..passes.emit import emit
-
-        program = emit(placed)
     if program.memory_plan is None:
         plan_program(program)
     kernels = resolve_operators(program, _linked(mode, libs))
     if backend is not None and _needs_device(program):
         ensure_cuda_allocator(backend)
     return Method(program, mode, kernels)
-

@@ -15,7 +15,7 @@ from devcopy_lib.passes.placement import place_devices
 from devcopy_lib.runtime.error import Error
 from devcopy_lib.runtime.failures import ExecutionError, LoadError
 from devcopy_lib.runtime.libs import aten_lib, lib_by_name
-from devcopy_lib.runtime.method import load_method
+from devcopy_lib.load import load_method
 from devcopy_lib.runtime.resolve import MissingOperatorError
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 
