@@ -1,6 +1,7 @@
 """Run the copy sweep on the CUDA machine and write raw samples to docs/data/copy_bandwidth.json.
 
     python benchmarks/copy_bandwidth.py [--out docs/data/copy_bandwidth.json] [--sizes 4..1G] [--tune]
+    python benchmarks/copy_bandwidth.py --simulated      # CPU only: docs/data/copy_simulated.json
 
 `--tune` first times the staging pipeline's shapes (chunk, buffers, threads) on pageable memory and prints a table.
 """
@@ -70,16 +71,19 @@ def tune(sizes=(16 << 20, 64 << 20, 256 << 20)) -> list[dict]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "docs/data/copy_bandwidth.json"))
+    parser.add_argument("--out", default=None, help="default: docs/data/copy_bandwidth.json (copy_simulated.json)")
+    parser.add_argument("--simulated", action="store_true", help="sweep the simulated backend (no GPU)")
     parser.add_argument("--sizes", default=None, help="e.g. 4..1G or 4K,64M (default: 4 B .. 1 GiB in 4x steps)")
     parser.add_argument("--tune", action="store_true")
     args = parser.parse_args(argv)
+    backend = "simulated" if args.simulated else "cupy"
+    out = args.out or str(ROOT / "docs/data" / ("copy_simulated.json" if args.simulated else "copy_bandwidth.json"))
     tuning = tune() if args.tune else None
     started = time.time()
-    result = sweep("cupy", sizes=parse_sizes(args.sizes) if args.sizes else None, progress=TextProgress())
+    result = sweep(backend, sizes=parse_sizes(args.sizes) if args.sizes else None, progress=TextProgress())
     result.meta.update({
         "machine": f"{platform.node()} ({platform.machine()}, {platform.processor() or 'cpu'})",
-        "gpu": gpu_info(),
+        "gpu": "none (simulated)" if args.simulated else gpu_info(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python " + " ".join(["benchmarks/copy_bandwidth.py", *(argv or sys.argv[1:])]),
         "versions": versions(),
@@ -87,11 +91,11 @@ def main(argv=None) -> int:
     })
     if tuning:
         result.meta["tuning"] = tuning
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result.to_dict(), indent=None, separators=(",", ":")) + "\n")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result.to_dict(), indent=None, separators=(",", ":")) + "\n")
     for warning in result.warnings:
         print("warning:", warning)
-    print(f"wrote {args.out}: {len(result.measurements)} measurements in {result.meta['sweep_seconds']} s")
+    print(f"wrote {out}: {len(result.measurements)} measurements in {result.meta['sweep_seconds']} s")
     return 0
 
 

@@ -39,13 +39,12 @@ class Target:
             else:
                 value = ours.gbps / base.gbps
             met = value <= self.goal if self.lower_is_better else value >= self.goal
-            rows.append({"target": self.name, "bytes": n, "clock": self.clock, "value": value, "goal": self.goal,
+            rows.append({"target": self.name, "direction": self.direction, "memory": self.memory, "bytes": n, "clock": self.clock, "value": value, "goal": self.goal,
                          "met": met, "ours_s": ours.median, "base_s": base.median if base else None})
         return rows
 
 
 def cuda_targets() -> list[Target]:
-    big = tuple(16 * MiB << (2 * i) for i in range(3))  # 16 MiB, 256 MiB, 1 GiB... in the 4x sweep: 16M, 64M(skip)
     big = (16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB)
     out = []
     for clock in ("events", "wall"):
@@ -69,10 +68,8 @@ def cuda_targets() -> list[Target]:
             Target("both directions, pinned, 256 MiB each: >= 90 GB/s aggregate", "both", "pinned", (512 * MiB,),
                    ENGINE, None, 90.0, clock),
         ]
-    out.append(Target("4 KiB through the allocator path <= 1.5x torch copy_ pinned + sync (time)", "h2d", "pinned",
-                      (4096,), ALLOCATOR, "torch copy_", 1.5, "wall", lower_is_better=True))
-    out.append(Target("4 KiB through the allocator path <= 1.5x torch copy_ pinned + sync (time)", "d2h", "pinned",
-                      (4096,), ALLOCATOR, "torch copy_", 1.5, "wall", lower_is_better=True))
+    out += [Target(f"4 KiB {d} through the allocator path <= 1.5x torch copy_ pinned + sync (time)", d, "pinned",
+                   (4096,), ALLOCATOR, "torch copy_", 1.5, "wall", lower_is_better=True) for d in ("h2d", "d2h")]
     return out
 
 

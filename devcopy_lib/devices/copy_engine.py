@@ -43,13 +43,15 @@ class EngineConfig:
     """Pipeline shape, tuned on the H200 host (16 cores, ~9 GB/s per memcpy thread, ~31 GB/s for 4+ threads).
 
     `threads` host copies (one chunk each) run at once, and `buffers` more staging buffers let the DMA engine run
-    that many chunks ahead; pageable copies up to `direct_bytes` go to the driver's own staging (one call)."""
+    that many chunks ahead; pageable copies up to `direct_bytes` go to the driver's own staging (one call): on the
+    H200 host the driver's path is as fast up to 16 MiB (waking the threads costs more than they save there) and 3-6x
+    slower above 64 MiB (docs/benchmarks.md)."""
 
     chunk_bytes: int = 8 * MiB
     min_chunk_bytes: int = 512 << 10
     buffers: int = 3
     threads: int = 8
-    direct_bytes: int = 1 * MiB
+    direct_bytes: int = 16 * MiB
 
     def __post_init__(self) -> None:
         for name in ("chunk_bytes", "min_chunk_bytes", "buffers", "threads"):

@@ -1,0 +1,112 @@
+"""A measured cost model for host<->device copies: seconds = latency + bytes / bandwidth, one line per (direction,
+host-memory kind), fitted by least squares on relative error to a sweep's medians; saved and loaded as JSON.
+
+The placement report calls `predict(direction, nbytes, memory)`; the default model is fitted from the H200 run
+committed in docs/data/copy_bandwidth.json (devcopy's allocator path, caller-visible wall clock).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from .harness import SweepResult
+
+DEFAULT_FILE = "cost_model_h200.json"
+FIT_METHOD, FIT_CLOCK = "devcopy allocator", "wall"
+
+
+@dataclass(frozen=True)
+class Line:
+    """t(n) = latency_s + n / (bandwidth_gbps * 1e9); `residuals` are (fit - measured) / measured per size."""
+
+    latency_s: float
+    bandwidth_gbps: float
+    sizes: tuple[int, ...] = ()
+    residuals: tuple[float, ...] = ()
+
+    def seconds(self, nbytes: int) -> float:
+        return self.latency_s + nbytes / (self.bandwidth_gbps * 1e9)
+
+
+def fit_line(sizes, seconds) -> Line:
+    """Least squares on relative error, so 4-byte latencies and 1-GiB bandwidths both count; latency >= 0."""
+    n, t = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
+    if len(n) < 2 or len(set(n)) < 2:
+        raise ValueError(f"fit_line needs at least two distinct sizes, got {list(sizes)}")
+    (latency, per_byte), *_ = np.linalg.lstsq(np.stack([1 / t, n / t], axis=1), np.ones_like(t), rcond=None)
+    if latency < 0:  # bandwidth-only fit
+        latency, per_byte = 0.0, float(np.sum(n / t) / np.sum((n / t) ** 2))
+    if per_byte <= 0:
+        raise ValueError(f"fit_line: times do not grow with size (sizes {list(sizes)}, seconds {list(seconds)})")
+    residuals = (latency + per_byte * n - t) / t
+    return Line(float(latency), float(1 / per_byte / 1e9), tuple(int(x) for x in n),
+                tuple(round(float(r), 4) for r in residuals))
+
+
+class CostModel:
+    """Lines keyed by (direction, memory); `predict` prices one copy in seconds."""
+
+    def __init__(self, lines: dict[tuple[str, str], Line], source: dict | None = None) -> None:
+        self.lines, self.source = dict(lines), dict(source or {})
+
+    @classmethod
+    def fit(cls, result: SweepResult, method: str = FIT_METHOD, clock: str = FIT_CLOCK) -> "CostModel":
+        """One line per (direction, memory) over the sweep's medians of `method` on `clock` (one-way copies)."""
+        points: dict[tuple[str, str], list[tuple[int, float]]] = {}
+        for m in result.measurements:
+            if m.method == method and m.clock == clock and m.direction in ("h2d", "d2h"):
+                points.setdefault((m.direction, m.memory), []).append((m.nbytes, m.median))
+        if not points:
+            raise ValueError(f"No {method!r} measurements on clock {clock!r} in the sweep; methods there: "
+                             f"{sorted({m.method for m in result.measurements})}")
+        lines = {key: fit_line(*zip(*sorted(pts))) for key, pts in points.items()}
+        source = {"backend": result.backend, "device": result.device, "method": method, "clock": clock,
+                  **{k: result.meta[k] for k in ("date", "command") if k in result.meta}}
+        return cls(lines, source)
+
+    def predict(self, direction: str, nbytes: int, memory: str = "pinned") -> float:
+        """Seconds to copy `nbytes` in `direction` ("h2d" or "d2h") from/to `memory` ("pinned" or "pageable")."""
+        try:
+            line = self.lines[(direction, memory)]
+        except KeyError:
+            raise ValueError(f"No cost line for direction={direction!r}, memory={memory!r}. Valid: "
+                             f"{sorted(f'{d}/{m}' for d, m in self.lines)}") from None
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes!r}")
+        return 0.0 if nbytes == 0 else line.seconds(nbytes)
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "lines": [
+            {"direction": d, "memory": m, "latency_s": l.latency_s, "bandwidth_gbps": l.bandwidth_gbps,
+             "sizes": list(l.sizes), "residuals": list(l.residuals)} for (d, m), l in sorted(self.lines.items())]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CostModel":
+        lines = {(e["direction"], e["memory"]): Line(e["latency_s"], e["bandwidth_gbps"], tuple(e["sizes"]),
+                                                     tuple(e["residuals"])) for e in data["lines"]}
+        return cls(lines, data.get("source"))
+
+    def save(self, path: str) -> None:
+        with open(path, "w") as handle:
+            json.dump(self.to_dict(), handle, indent=1)
+            handle.write("\n")
+
+    @classmethod
+    def load(cls, path: str) -> "CostModel":
+        with open(path) as handle:
+            return cls.from_dict(json.load(handle))
+
+
+@lru_cache(maxsize=1)
+def default_model() -> CostModel:
+    """The model fitted from the committed H200 run (package data)."""
+    return CostModel.from_dict(json.loads(resources.files(__package__).joinpath(DEFAULT_FILE).read_text()))
+
+
+def predict(direction: str, nbytes: int, memory: str = "pinned") -> float:
+    """Seconds for one copy by the default (H200) model; what the placement report prices copies with."""
+    return default_model().predict(direction, nbytes, memory)
