@@ -40,7 +40,19 @@ def scrub(nb: nbformat.NotebookNode) -> None:
     for cell in nb.cells:
         cell.metadata = {}
         if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+            cell.outputs = coalesced([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
+
+
+def coalesced(outputs: list) -> list:
+    """Consecutive stream outputs of one stream merged into one, as nbval compares them."""
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if previous and output.output_type == previous.output_type == "stream" and output.name == previous.name:
+            previous.text += output.text
+        else:
+            merged.append(output)
+    return merged
 
 
 def build(name: str) -> Path:

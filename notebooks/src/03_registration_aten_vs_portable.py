@@ -1,0 +1,62 @@
+# %% [markdown]
+# # 03 · Registration: portable vs ATen mode
+# A method load resolves every operator of the program in the linked libs. The portable lib is generated from
+# `functions.yaml`, which lists the `et_copy` ops. ATen-mode codegen starts from ATen's `native_functions.yaml` and
+# refuses a `functions.yaml`, so the copy kernels come from `et_copy_ops.yaml` through the custom-op path, as a
+# separate lib, `device_copy_ops_aten_lib`. Forget to link it and the load fails with `Missing operator`.
+#
+# **Backend.** Loading and running use the selected backend; the next cell says which.
+
+# %%
+import os
+
+from devcopy_lib.devices.backend import select_backend
+
+SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
+print("backend:", select_backend())
+
+# %% [markdown]
+# ## Who registers the copy ops
+
+# %%
+from devcopy_lib import registration_status
+
+for row in registration_status(ops=["et_copy::*"]):
+    print(f"{row.op:24} {row.mode:8} {row.lib:26} {'registered' if row.registered else 'missing':10} "
+          f"{row.kernel_name or ''}")
+
+# %% [markdown]
+# ## Loading one program three ways
+# `mlp` placed on `cuda:0`: its operator table has the copies and the CPU ops around the delegate.
+
+# %%
+from devcopy_lib import MissingOperatorError, export_and_lower, load_method, models, place_devices
+
+placed = place_devices(export_and_lower(*models.mlp()))
+for mode, libs in (("portable", ["portable"]), ("aten", ["native", "device_copy_ops_aten_lib"]), ("aten", ["native"])):
+    try:
+        with load_method(placed, mode=mode, libs=libs, backend="auto") as method:
+            print(f"{mode:8} {'+'.join(libs):33} loaded: {len(method.program.operators)} operators resolved")
+    except MissingOperatorError as error:
+        print(f"{mode:8} {'+'.join(libs):33} refused:\n{error}")
+
+# %% [markdown]
+# ## Run and compare with eager PyTorch
+
+# %%
+from devcopy_widgets import PlacementState, RegistrationState
+
+for mode in ("portable", "aten"):
+    state = RegistrationState(mode=mode, placement=PlacementState(model="mlp"))
+    print(f"{mode:8}", state.load_and_run().summary())
+
+# %% [markdown]
+# ## The panel
+# Switch the mode, untick a lib and press **Load**. The matrix shows, per operator of the program, which lib
+# registers it and which linked lib resolves it.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from devcopy_widgets import RegistrationPanel
+
+RegistrationPanel(mode="aten", placement=PlacementState(model="mlp"))

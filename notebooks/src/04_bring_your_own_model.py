@@ -1,0 +1,74 @@
+# %% [markdown]
+# # 04 · Bring your own model
+# Any `nn.Module` that `torch.export` accepts, with example inputs: lower it with the ops your device supports,
+# place the copies, load and run it in both runtime modes, and compare with eager PyTorch.
+#
+# **Backend.** Running uses the selected backend; the next cell says which.
+
+# %%
+import os
+
+import torch
+
+from devcopy_lib.devices.backend import select_backend
+
+SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
+print("backend:", select_backend())
+
+# %% [markdown]
+# ## A model with a CPU-only step in the middle
+# `cumsum` is not in the device's op list, so the graph leaves the device and comes back.
+
+# %%
+class Gate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = torch.relu(self.proj(x))
+        return torch.sigmoid(torch.cumsum(h, dim=-1)) * h
+
+
+torch.manual_seed(0)
+model, inputs = Gate(), (torch.randn(4, 8),)
+
+# %%
+from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, place_devices
+
+lowered = export_and_lower(model, inputs)
+print("delegated ops:", sorted({op for d in lowered.delegates.values() for op in d.ops}))
+for strategy in ("executorch", "dedupe"):
+    r = place_devices(lowered, strategy=strategy).report
+    print(f"{strategy:10} delegates {r.delegates}  copies {r.copies}  bytes {r.copy_bytes}")
+
+# %% [markdown]
+# ## Only some ops on the device
+# Pass `delegate_ops` to choose: here only the matrix multiply.
+
+# %%
+r = place_devices(export_and_lower(model, inputs, delegate_ops=["addmm.default"])).report
+print("addmm only:", r.delegates, "delegate,", r.copies)
+
+# %% [markdown]
+# ## Run it in both modes
+
+# %%
+from devcopy_widgets import PlacementState, RegistrationState
+
+placement = PlacementState()
+placement.add_model("gate", model, inputs)
+for mode in ("portable", "aten"):
+    print(f"{mode:8}", RegistrationState(mode=mode, placement=placement).load_and_run().summary())
+
+# %% [markdown]
+# ## Explore it
+# `add_model` puts your module in the explorer's model list.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from devcopy_widgets import PlacementExplorer
+
+explorer = PlacementExplorer()
+explorer.add_model("gate", model, inputs)
+explorer
