@@ -35,12 +35,14 @@ def parse(source: str, name: str) -> nbformat.NotebookNode:
 
 
 def scrub(nb: nbformat.NotebookNode) -> None:
-    """Drop what changes between runs or only renders with a live kernel: widget views and state, timings."""
+    """Drop what changes between runs or only renders with a live kernel: widget views and state, execution
+    metadata, and stderr (library log noise; a checked cell that writes to stderr then fails nbval, as it should)."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata = {}
         if cell.cell_type == "code":
-            cell.outputs = coalesced([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
+            cell.outputs = coalesced([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})
+                                      and o.get("name") != "stderr"])
 
 
 def coalesced(outputs: list) -> list:

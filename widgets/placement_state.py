@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, models, place_devices
+from devcopy_lib.bench.cost_model import default_model
 from devcopy_lib.passes import executorch_reference
 from devcopy_lib.passes.ops import overload_name
 
@@ -23,7 +24,8 @@ class PlacementState:
     strategy: str = "executorch"
     skip_h2d_for_method_inputs: bool = False
     skip_d2h_for_method_outputs: bool = False
-    cost_model: Any = None  # prices each copy in the report (anything with predict(direction, nbytes, memory))
+    # prices each copy in the report: the model measured on the H200, or anything with predict(direction, nbytes)
+    cost_model: Any = field(default_factory=default_model, repr=False)
     factories: dict[str, Callable[[], tuple]] = field(default_factory=lambda: dict(models.MODELS))
     _cache: dict[tuple, Any] = field(default_factory=dict, repr=False)
 

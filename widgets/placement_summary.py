@@ -23,6 +23,13 @@ def totals_line(report) -> str:
     return line
 
 
+def cost_model_line(cost_model) -> str:
+    """Where the predicted copy times come from."""
+    source = getattr(cost_model, "source", {}) or {}
+    where = f"{source['device']} ({source.get('method', '?')}, {source.get('clock', '?')} clock)" if source else "given"
+    return f"copy times: predicted by the cost model measured on {where}, pinned host memory"
+
+
 def dedupe_line(report) -> str:
     """What dedupe saves against ExecuTorch's strategy (copies, bytes per execution) and the device memory it costs,
     whichever of the two the report placed with."""

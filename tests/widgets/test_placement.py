@@ -79,3 +79,9 @@ def test_your_own_module_can_be_explored():
 def test_state_has_no_widgets():
     state = PlacementState(model="add")
     assert state.placed().report.copies == {"h2d": 2, "d2h": 1}
+
+
+def test_copies_are_priced_by_the_cost_model(explorer):
+    copies = [row for row in explorer.placed.report.rows if row.kind in ("h2d", "d2h")]
+    assert copies and all(row.predicted_s > 0 for row in copies)
+    assert "predicted copy time" in explorer.counts.value and "cost model measured on" in explorer.counts.value
