@@ -1,0 +1,40 @@
+"""docs/benchmarks.md is exactly what benchmarks/render_docs.py renders from the committed data."""
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _render_docs():
+    spec = importlib.util.spec_from_file_location("render_docs", ROOT / "benchmarks/render_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmarks_md_matches_a_fresh_render_of_the_committed_data():
+    docs = _render_docs()
+    result, simulated = docs.load(docs.CUDA_DATA), docs.load(docs.SIM_DATA)
+    from devcopy_lib.bench.cost_model import CostModel
+
+    expected = docs.render_markdown(result, simulated, CostModel.fit(result))
+    assert (ROOT / "docs/benchmarks.md").read_text() == expected, "rerun: python benchmarks/render_docs.py"
+
+
+def test_page_states_every_target_and_links_the_placement_report():
+    text = (ROOT / "docs/benchmarks.md").read_text()
+    for phrase in ("0.95x cudaMemcpyAsync", ">= 2x torch .to('cuda')", ">= 3x cudaMemcpy", ">= 1.5x cudaMemcpy",
+                   ">= 10x torch .cpu()", ">= 90 GB/s", "4 KiB h2d through the allocator path",
+                   "0.8x numpy copyto", "(placement_pass.md)"):
+        assert phrase in text
+    for row in text.splitlines():
+        if row.endswith("| **no** |"):
+            assert "by " in text.split("**Missed**")[1]  # a missed target says by how much and why
+
+
+def test_committed_data_names_machine_gpu_date_command_and_versions():
+    import json
+
+    data = json.loads((ROOT / "docs/data/copy_bandwidth.json").read_text())
+    assert {"machine", "gpu", "date", "command", "versions"} <= set(data) and "H200" in data["gpu"]
+    assert all(row["samples"] for row in data["rows"])
