@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 COPY_KINDS = ("h2d", "d2h")
 DEVICE_COLOURS = {"cpu": "#e3eaf5", "cuda:0": "#c8e6c9", "cuda:1": "#ffe0b2", "cuda:2": "#e1bee7"}
 OTHER_DEVICE = "#f0f4c3"
-BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 150, 46, 40, 14, 10
+BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 128, 44, 26, 12, 8
 
 
 def depths(names: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
@@ -46,7 +46,7 @@ def _box(node: Mapping, x: int, y: int) -> str:
     stroke = 'stroke="#c62828" stroke-width="2.5"' if copy else 'stroke="#455a64" stroke-width="1"'
     lines = "".join(
         f'<text x="{x + BOX_W / 2}" y="{y + 18 + 16 * i}" text-anchor="middle" font-size="11" '
-        f'font-family="monospace">{html.escape(text[:24])}</text>'
+        f'font-family="monospace">{html.escape(text[:20])}</text>'
         for i, text in enumerate(_label(node))
     )
     kind = html.escape(node["kind"])
@@ -78,5 +78,6 @@ def graph_svg(nodes: Sequence[Mapping], edges: Sequence[tuple[str, str]]) -> str
     body = "".join(_arrow(where[s], where[d]) for s, d in edges) + "".join(_box(n, *where[n["name"]]) for n in nodes)
     marker = ('<defs><marker id="devcopy-arrow" markerWidth="8" markerHeight="8" refX="8" refY="4" orient="auto">'
               '<path d="M0,0 L8,4 L0,8 z" fill="#78909c"/></marker></defs>')
-    return (f'<svg class="devcopy-graph" xmlns="http://www.w3.org/2000/svg" width="{max(width, 360)}" '
-            f'height="{bottom + 24}">{marker}{body}{_legend(devices, bottom)}</svg>')
+    width, height = max(width, 360), bottom + 24  # scales down to fit its container, never up
+    return (f'<svg class="devcopy-graph" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" style="max-width:100%;height:auto">{marker}{body}{_legend(devices, bottom)}</svg>')

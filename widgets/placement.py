@@ -86,8 +86,8 @@ class PlacementExplorer(w.VBox):
         self.counts.value = html.note(summary.totals_line(report), "devcopy-totals") + (
             html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
-        self.graph.value = f'<div style="overflow-x:auto">{graph_svg(*summary.nodes_and_edges(self.placed))}</div>'
-        self.table.value = html.table(map(vars, report.rows), summary.TABLE_COLUMNS)
+        self.graph.value = graph_svg(*summary.nodes_and_edges(self.placed))
+        self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self.executorch.value = self._executorch_html()
 
     def _executorch_html(self) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted_s", "reason")
+TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
 
 
 def nodes_and_edges(placed) -> tuple[list[dict], list[tuple[str, str]]]:
@@ -11,6 +11,12 @@ def nodes_and_edges(placed) -> tuple[list[dict], list[tuple[str, str]]]:
     nodes = [asdict(row) for row in placed.report.rows]
     edges = [(arg.name, node.name) for node in placed.graph_module.graph.nodes for arg in node.all_input_nodes]
     return nodes, edges
+
+
+def table_rows(report) -> list[dict]:
+    """The decision table: one row per node, a copy's predicted time in microseconds."""
+    return [{**asdict(row), "predicted": f"{row.predicted_s * 1e6:.1f} us" if row.predicted_s is not None else ""}
+            for row in report.rows]
 
 
 def totals_line(report) -> str:

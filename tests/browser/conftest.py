@@ -54,7 +54,7 @@ def page(chromium, lab, tmp_path):
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000})
+            viewport={"width": 1600, "height": 1000})
         try:
             context.set_default_timeout(60_000)
             yield context.pages[0] if context.pages else context.new_page()
