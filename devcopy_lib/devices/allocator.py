@@ -2,7 +2,7 @@
 
 The public methods validate once (sizes, alignment, index, null pointers, bounds), keep the statistics, and retry
 an allocation once after flushing caches; a backend implements four small hooks: `_allocate`, `_free`, `_copy_in`,
-`_copy_out` (and optionally `_trim`).
+`_copy_out` (and optionally `_trim`, and `_copy_peer` + `_peer_access` for direct device-to-device copies).
 """
 from __future__ import annotations
 
@@ -101,6 +101,10 @@ class AllocatorStats:
     peak_bytes: int = 0
     last_h2d: CopyRecord = field(default_factory=CopyRecord)
     last_d2h: CopyRecord = field(default_factory=CopyRecord)
+    d2d_count: int = 0  # copy_device_to_device calls (devcopy's addition), however they went
+    d2d_bytes: int = 0  # bytes moved directly device to device (peer path, no host hop)
+    d2d_host_hops: int = 0  # d2d calls that went through host memory (each also counts one D2H and one H2D)
+    last_d2d: CopyRecord = field(default_factory=CopyRecord)
 
 
 def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> int:
@@ -164,6 +168,14 @@ class DeviceAllocator(abc.ABC):
 
     def _trim(self, index: int) -> None:
         """Release cached memory before the one retry of a failed allocation (pools override this)."""
+
+    def _peer_access(self, src_index: int, dst_index: int) -> bool:
+        """Whether device `src_index` and `dst_index` (distinct) can copy directly; without an override: no."""
+        return False
+
+    def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
+        """A direct device-to-device copy (cudaMemcpyPeerAsync); a backend without a peer path leaves this out."""
+        raise NotImplementedError
 
     def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
         """Host memory for planned CPU buffers and staging: a uint8 array (CUDA backends return pinned memory)."""
@@ -251,6 +263,35 @@ class DeviceAllocator(abc.ABC):
         self._check_span(src, nbytes, "copy_device_to_host")
         self._copy_out(host_address(dst, nbytes, writable=True, what="copy_device_to_host"), src, nbytes, index)
         s.d2h_bytes += nbytes
+
+    def can_access_peer(self, a: int, b: int) -> bool:
+        """Whether device `a`'s memory can be copied directly to or from device `b` (same device: always)."""
+        a, b = self._resolve_index(a), self._resolve_index(b)
+        has_path = type(self)._copy_peer is not DeviceAllocator._copy_peer
+        return has_path and (a == b or bool(self._peer_access(a, b)))
+
+    def copy_device_to_device(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> str:
+        """Copy `nbytes` from device `src` to device `dst` (each pointer names its device); returns how: "peer"
+        (direct), "host" (D2H into staging host memory, then H2D: no peer path or no peer access) or "empty"."""
+        if dst is None or src is None:
+            raise ValueError("copy_device_to_device: null pointer (dst or src)")
+        _check_count("nbytes", nbytes)
+        s = self.stats
+        s.d2d_count += 1
+        s.last_d2d = CopyRecord(dst, src, nbytes, dst.index if isinstance(dst, DevicePtr) else None)
+        if nbytes == 0:
+            return "empty"
+        self._check_span(src, nbytes, "copy_device_to_device (src)")
+        self._check_span(dst, nbytes, "copy_device_to_device (dst)")
+        if self.can_access_peer(src.index, dst.index):
+            self._copy_peer(dst, src, nbytes)
+            s.d2d_bytes += nbytes
+            return "peer"
+        staging = self.allocate_host(nbytes)
+        self.copy_device_to_host(staging, src, nbytes, src.index)
+        self.copy_host_to_device(dst, staging, nbytes, dst.index)
+        s.d2d_host_hops += 1
+        return "host"
 
     @contextlib.contextmanager
     def borrow(self, address: int, nbytes: int, index: int, owner: Any) -> Iterator[DevicePtr]:

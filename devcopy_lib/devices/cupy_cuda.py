@@ -163,6 +163,15 @@ class CupyCudaAllocator(DeviceAllocator):
         with _OnDevice(self._rt, index):
             self.engine.d2h(dst_address, src.address, nbytes)
 
+    def _peer_access(self, src_index: int, dst_index: int) -> bool:
+        with cuda_status("ask peer access cuda:{} -> cuda:{}", src_index, dst_index):
+            return bool(self._rt.deviceCanAccessPeer(dst_index, src_index))
+
+    def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
+        with _OnDevice(self._rt, dst.index), cuda_status("peer copy {} bytes cuda:{} -> cuda:{}", nbytes, src.index,
+                                                         dst.index):
+            self._rt.memcpyPeer(dst.address, dst.index, src.address, src.index, nbytes)
+
     def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
         """Pinned host memory (a uint8 array), registered so copies from/to it take the direct DMA path."""
         _check_count("nbytes", nbytes)

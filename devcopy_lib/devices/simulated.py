@@ -1,12 +1,14 @@
 """The simulated accelerator: host memory standing in for CUDA memory, opaque to host code.
 
 It plays ExecuTorch's mock CUDA allocator (counters and last-call records live in `stats`) and more: any number of
-device indices, a current index for index -1, and device buffers that host code cannot read without a D2H copy.
+device indices, a current index for index -1, device buffers that host code cannot read without a D2H copy, and
+configurable peer access between indices for direct device-to-device copies.
 """
 from __future__ import annotations
 
 import ctypes
 import itertools
+from typing import Iterable
 
 import numpy as np
 
@@ -18,10 +20,22 @@ _ADDRESS_SPACE = 1 << 40
 
 
 class SimulatedCudaAllocator(DeviceAllocator):
-    """A stand-in CUDA device on host memory. It says so: `backend == "simulated"`."""
+    """A stand-in CUDA device on host memory. It says so: `backend == "simulated"`.
 
-    def __init__(self) -> None:
+    `peer_access`: True (every pair of indices copies directly, like NVLink), False (none: every cross-device copy
+    hops through host memory), or pairs `{(0, 1), ...}`, each granting both directions."""
+
+    def __init__(self, peer_access: bool | Iterable[tuple[int, int]] = True) -> None:
         super().__init__()
+        if isinstance(peer_access, bool):
+            self._peers: bool | frozenset = peer_access
+        else:
+            pairs = [tuple(p) for p in peer_access]
+            bad = [p for p in pairs if len(p) != 2 or not all(isinstance(i, int) and i >= 0 for i in p)]
+            if bad:
+                raise ValueError(f"peer_access pairs must be (index, index) with indices >= 0, got {bad!r}. "
+                                 "Pass True, False, or pairs like {(0, 1)}.")
+            self._peers = frozenset(pairs) | frozenset((b, a) for a, b in pairs)
         self._current = 0
         self._next_address = {}
         self._ids = itertools.count()
@@ -59,6 +73,12 @@ class SimulatedCudaAllocator(DeviceAllocator):
 
     def _copy_out(self, dst_address: int, src: DevicePtr, nbytes: int, index: int) -> None:
         ctypes.memmove(dst_address, src.block.handle.ctypes.data + src.offset, nbytes)
+
+    def _peer_access(self, src_index: int, dst_index: int) -> bool:
+        return self._peers if isinstance(self._peers, bool) else (src_index, dst_index) in self._peers
+
+    def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
+        ctypes.memmove(dst.block.handle.ctypes.data + dst.offset, src.block.handle.ctypes.data + src.offset, nbytes)
 
     def device_array(self, ptr: DevicePtr, dtype, shape) -> np.ndarray:
         """Device code's view of device memory (a delegate kernel's input/output); never for host code."""
