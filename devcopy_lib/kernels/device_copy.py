@@ -6,6 +6,9 @@ once the allocator is found, undone if the copy fails), and a dtype check at ste
 ATen mode (SPEC 4): `(self, out) -> out`; raises. Device rule `seed`: direction from the op identity, the CUDA
 allocator at index -1 (the current device), as in the PR; `tensor`: honour the device the tensor carries (SPEC 8),
 falling back to `seed` when it carries none. Every copy goes through the registered DeviceAllocator.
+`_d2d_copy.out` (devcopy's addition): device -> device, both tensors on devices, through
+`DeviceAllocator.copy_device_to_device` (direct peer copy, or a host hop without peer access); the same checks in
+the same order; in ATen mode both devices come from the memory the tensors point to, under either device rule.
 """
 from __future__ import annotations
 
@@ -23,26 +26,28 @@ from ..runtime.tensor import PortableTensor
 
 CURRENT_DEVICE = -1
 DEVICE_RULES = ("seed", "tensor")
-_OPS = {True: "et_copy::_h2d_copy.out", False: "et_copy::_d2h_copy.out"}
+_OPS = {"h2d": "et_copy::_h2d_copy.out", "d2h": "et_copy::_d2h_copy.out", "d2d": "et_copy::_d2d_copy.out"}
+_WORDS = {"h2d": "host->device", "d2h": "device->host", "d2d": "device->device"}
 
 
 # ---- portable ---------------------------------------------------------------------------------------------------
-def _placement_problem(self: PortableTensor, out: PortableTensor, to_device: bool) -> str:
+def _placement_problem(self: PortableTensor, out: PortableTensor, direction: str) -> str:
     """Checks 1 and 2: which tensor is on the wrong side (empty when placement is right)."""
-    if to_device and not self.is_cpu:
-        return f"self must be on CPU for a host->device copy, it is on {self.device}"
-    if not to_device and self.is_cpu:
-        return "self must be on a device (not CPU) for a device->host copy, it is on cpu"
-    if to_device and out.is_cpu:
-        return "out must be on a device (not CPU) for a host->device copy, it is on cpu"
-    if not to_device and not out.is_cpu:
-        return f"out must be on CPU for a device->host copy, it is on {out.device}"
+    words = _WORDS[direction]
+    if direction == "h2d" and not self.is_cpu:
+        return f"self must be on CPU for a {words} copy, it is on {self.device}"
+    if direction != "h2d" and self.is_cpu:
+        return f"self must be on a device (not CPU) for a {words} copy, it is on cpu"
+    if direction != "d2h" and out.is_cpu:
+        return f"out must be on a device (not CPU) for a {words} copy, it is on cpu"
+    if direction == "d2h" and not out.is_cpu:
+        return f"out must be on CPU for a {words} copy, it is on {out.device}"
     return ""
 
 
-def _portable_copy(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor, to_device: bool):
-    op = _OPS[to_device]
-    problem = _placement_problem(self, out, to_device)
+def _portable_copy(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor, direction: str):
+    op = _OPS[direction]
+    problem = _placement_problem(self, out, direction)
     if problem:
         ctx.fail(Error.InvalidArgument, f"{op}: {problem}")
         return out
@@ -52,7 +57,7 @@ def _portable_copy(ctx: KernelRuntimeContext, self: PortableTensor, out: Portabl
     if problem:
         ctx.fail(Error.InvalidArgument, f"{op}: cannot resize out to {list(self.sizes)}: {problem}")
         return out
-    device = out.device if to_device else self.device
+    device = self.device if direction == "d2h" else out.device
     allocator = get_device_allocator(device.type)
     if allocator is None:
         ctx.fail(Error.NotFound, f"{op}: no DeviceAllocator registered for {device.type.name}; register one first")
@@ -60,27 +65,35 @@ def _portable_copy(ctx: KernelRuntimeContext, self: PortableTensor, out: Portabl
     old_sizes = out.sizes
     out.resize(self.sizes)
     try:
-        if to_device:
+        if direction == "h2d":
             allocator.copy_host_to_device(out.storage, self.host_buffer(), self.nbytes, device.index)
-        else:
+        elif direction == "d2h":
             allocator.copy_device_to_host(out.host_buffer(), self.storage, self.nbytes, device.index)
+        else:
+            allocator.copy_device_to_device(out.storage, self.storage, self.nbytes)
     except (DeviceCopyError, ValueError) as exc:
         out.resize(old_sizes)
-        ctx.fail(Error.Internal, f"{op}: device copy of {self.nbytes} bytes on {device} failed: {exc}")
+        where = f"{self.device} -> {device}" if direction == "d2d" else f"on {device}"
+        ctx.fail(Error.Internal, f"{op}: device copy of {self.nbytes} bytes {where} failed: {exc}")
     return out
 
 
 def _h2d_copy_out(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor) -> PortableTensor:
     """Portable host -> device copy; the device (and index) come from `out`."""
-    return _portable_copy(ctx, self, out, True)
+    return _portable_copy(ctx, self, out, "h2d")
 
 
 def _d2h_copy_out(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor) -> PortableTensor:
     """Portable device -> host copy; the device (and index) come from `self`."""
-    return _portable_copy(ctx, self, out, False)
+    return _portable_copy(ctx, self, out, "d2h")
 
 
-PORTABLE_KERNELS = {"_h2d_copy_out": _h2d_copy_out, "_d2h_copy_out": _d2h_copy_out}
+def _d2d_copy_out(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor) -> PortableTensor:
+    """Portable device -> device copy (devcopy's addition); the source from `self`, the destination from `out`."""
+    return _portable_copy(ctx, self, out, "d2d")
+
+
+PORTABLE_KERNELS = {"_h2d_copy_out": _h2d_copy_out, "_d2h_copy_out": _d2h_copy_out, "_d2d_copy_out": _d2d_copy_out}
 
 
 # ---- ATen mode --------------------------------------------------------------------------------------------------
@@ -89,8 +102,8 @@ def _carried_index(tensor: torch.Tensor) -> int | None:
     return (tensor.device.index or 0) if tensor.device.type == "cuda" else None
 
 
-def _aten_copy(self: torch.Tensor, out: torch.Tensor, to_device: bool, rule: str) -> torch.Tensor:
-    op = _OPS[to_device]
+def _aten_copy(self: torch.Tensor, out: torch.Tensor, direction: str, rule: str) -> torch.Tensor:
+    op = _OPS[direction]
     if self.dtype != out.dtype:
         raise RuntimeError(f"{op}: self/out dtype mismatch ({self.dtype} vs {out.dtype})")
     if not (self.is_contiguous() and out.is_contiguous()):
@@ -105,38 +118,45 @@ def _aten_copy(self: torch.Tensor, out: torch.Tensor, to_device: bool, rule: str
     resize_metadata(out, self.shape)
     if nbytes == 0:
         return out
-    device_side = out if to_device else self
     allocator = get_device_allocator(DeviceType.CUDA)
     if allocator is None:
         raise RuntimeError(f"{op}: no device allocator registered for device_type={int(DeviceType.CUDA)}")
-    host = self if to_device else out
+    try:
+        _aten_transfer(allocator, self, out, nbytes, direction, rule)
+    except (DeviceCopyError, ValueError) as exc:
+        raise RuntimeError(f"{op}: device copy failed ({nbytes} bytes, {_WORDS[direction]}): {exc}") from exc
+    return out
+
+
+def _aten_transfer(allocator, self: torch.Tensor, out: torch.Tensor, nbytes: int, direction: str, rule: str) -> None:
+    """Step 7: the allocator call. H2D/D2H: the device index by the rule; D2D: each pointer names its device."""
+    if direction == "d2d":
+        with device_memory(self, allocator) as src, device_memory(out, allocator) as dst:
+            allocator.copy_device_to_device(dst, src, nbytes)
+        return
+    device_side, host = (out, self) if direction == "h2d" else (self, out)
     carried = _carried_index(device_side) if rule == "tensor" else None
     index = CURRENT_DEVICE if carried is None else carried
-    try:
-        with device_memory(device_side, allocator) as ptr:
-            if to_device:
-                allocator.copy_host_to_device(ptr, host.data_ptr(), nbytes, index)
-            else:
-                allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
-    except (DeviceCopyError, ValueError) as exc:
-        raise RuntimeError(
-            f"{op}: device copy failed ({nbytes} bytes, {'host->device' if to_device else 'device->host'}): {exc}"
-        ) from exc
-    return out
+    with device_memory(device_side, allocator) as ptr:
+        if direction == "h2d":
+            allocator.copy_host_to_device(ptr, host.data_ptr(), nbytes, index)
+        else:
+            allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
 
 
 @functools.lru_cache(maxsize=None)
 def aten_kernel_for(op: str, rule: str = "seed"):
-    """The ATen-mode kernel `(self, out) -> out` for `_h2d_copy.out` / `_d2h_copy.out` under a device rule."""
+    """The ATen-mode kernel `(self, out) -> out` for `_h2d_copy.out` / `_d2h_copy.out` / `_d2d_copy.out` under a
+    device rule."""
     if rule not in DEVICE_RULES:
         raise ValueError(f"device_rule must be one of {DEVICE_RULES}, got {rule!r}")
     short = op.split("::")[-1]
-    if short not in ("_h2d_copy.out", "_d2h_copy.out"):
+    direction = short[1:4]
+    if _OPS.get(direction) != f"et_copy::{short}":
         raise ValueError(f"no ATen-mode device-copy kernel for {op!r}; valid: {', '.join(_OPS.values())}")
-    to_device = short.startswith("_h2d")
 
     def kernel(self: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        return _aten_copy(self, out, to_device, rule)
+        return _aten_copy(self, out, direction, rule)
 
     kernel.__name__ = kernel.__qualname__ = f"{short.replace('.', '_')}_{rule}"
     return kernel
@@ -150,3 +170,8 @@ def h2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed
 def d2h_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
     """ATen-mode device -> host copy (SPEC 4's seven checks, raising)."""
     return aten_kernel_for("_d2h_copy.out", device_rule)(self, out)
+
+
+def d2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
+    """ATen-mode device -> device copy (devcopy's addition: SPEC 4's checks, raising)."""
+    return aten_kernel_for("_d2d_copy.out", device_rule)(self, out)

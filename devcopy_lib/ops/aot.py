@@ -4,13 +4,18 @@
   clone; at run time the planned `out` lives on the device and the kernel copies through the DeviceAllocator.
 - `et_copy::_d2h_copy(Tensor self) -> Tensor`: device -> host, the mirror.
 - `.out` overloads (`Tensor(a!) out`): what the runtime calls; at trace time `out.copy_(self)`.
+- `et_copy::_d2d_copy(Tensor self) -> Tensor` (+ `.out`): devcopy's addition, not in ExecuTorch: device -> device
+  (cuda:0 -> cuda:1) in one direct peer copy instead of a D2H + H2D host hop; a clone at trace time too; at run time
+  both tensors live on devices and the kernel copies through `DeviceAllocator.copy_device_to_device`.
 
 ExecuTorch's Python package defines the same namespace with `Library("et_copy", "DEF")`, and a second `DEF` in one
 process fails. So: if the ops already exist (ExecuTorch imported first), they are reused; if ExecuTorch is installed
 but not yet imported, its op-definition module is imported so that a later `import executorch.exir` finds them
 defined; only without ExecuTorch does devcopy define the namespace itself. Then, in a FRAGMENT, devcopy registers
 its kernels for the `.out` overloads on backend keys CPU (trace-time copy) and CUDA (the ATen-mode kernel), so eager
-calls on CUDA tensors copy through the registered DeviceAllocator. Import this module for its side effect.
+calls on CUDA tensors copy through the registered DeviceAllocator. ExecuTorch's DEF does not define `_d2d_copy`, so
+devcopy defines it in that same FRAGMENT, whoever DEF'd the namespace, once per process (whatever the import order).
+Import this module for its side effect.
 """
 from __future__ import annotations
 
@@ -27,6 +32,10 @@ SCHEMAS = {
     "_d2h_copy": "_d2h_copy(Tensor self) -> Tensor",
     "_d2h_copy.out": "_d2h_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
 }
+PEER_SCHEMAS = {  # devcopy's addition, defined in a FRAGMENT (ExecuTorch's DEF does not have it)
+    "_d2d_copy": "_d2d_copy(Tensor self) -> Tensor",
+    "_d2d_copy.out": "_d2d_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+}
 EXECUTORCH_REGISTRY = "executorch.exir.passes._device_copy_ops_registry"
 
 _own_library = None  # kept alive: dropping a torch.library.Library unregisters its definitions
@@ -41,24 +50,28 @@ def _defined() -> bool:
         return False
 
 
+def _functional(self: torch.Tensor) -> torch.Tensor:
+    return self.clone()
+
+
+def _out_variant(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    out.copy_(self)
+    return out
+
+
+def _define(lib: torch.library.Library, schemas: dict[str, str]) -> None:
+    """Define `schemas` in `lib` with their trace-time meaning (functional: clone; `.out`: `out.copy_(self)`)."""
+    for schema in schemas.values():
+        lib.define(schema)
+    for name in schemas:
+        lib.impl(name, _out_variant if name.endswith(".out") else _functional, "CompositeImplicitAutograd")
+
+
 def _define_own() -> None:
     """devcopy's own definitions, identical to ExecuTorch's (used when ExecuTorch is not installed)."""
     global _own_library
-    lib = torch.library.Library(NAMESPACE, "DEF")
-    for schema in SCHEMAS.values():
-        lib.define(schema)
-
-    def functional(self: torch.Tensor) -> torch.Tensor:
-        return self.clone()
-
-    def out_variant(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-        out.copy_(self)
-        return out
-
-    for name in ("_h2d_copy", "_d2h_copy"):
-        lib.impl(name, functional, "CompositeImplicitAutograd")
-        lib.impl(f"{name}.out", out_variant, "CompositeImplicitAutograd")
-    _own_library = lib
+    _own_library = torch.library.Library(NAMESPACE, "DEF")
+    _define(_own_library, SCHEMAS)
 
 
 def _load_executorch_registry(package_dir: str) -> None:
@@ -106,11 +119,14 @@ def _register_kernels() -> torch.library.Library:
     from ..kernels.device_copy import aten_kernel_for
 
     lib = torch.library.Library(NAMESPACE, "FRAGMENT")
-    for name in ("_h2d_copy.out", "_d2h_copy.out"):
+    if not hasattr(torch.ops.et_copy, "_d2d_copy"):
+        _define(lib, PEER_SCHEMAS)
+    for name in ("_h2d_copy.out", "_d2h_copy.out", "_d2d_copy.out"):
         kernel = aten_kernel_for(name, "tensor")
         lib.impl(name, _trace_time_copy, "CPU")
         lib.impl(name, lambda self, *, out, _kernel=kernel: _kernel(self, out), "CUDA")
     return lib
 
 
-_kernel_library = _register_kernels()  # kept alive: dropping it unregisters the kernels
+_kernel_library = _register_kernels()  # kept alive: dropping it unregisters the kernels (and devcopy's _d2d_copy)
+d2d_copy = torch.ops.et_copy._d2d_copy

@@ -14,6 +14,7 @@ from torchgen.model import FunctionSchema
 HERE = os.path.dirname(os.path.abspath(__file__))
 ET_COPY_OPS_YAML = os.path.join(HERE, "et_copy_ops.yaml")
 FUNCTIONS_YAML = os.path.join(HERE, "functions.yaml")
+PEER_COPY_OPS_YAML = os.path.join(HERE, "peer_copy_ops.yaml")  # devcopy's et_copy::_d2d_copy.out for ATen mode
 NATIVE_FUNCTIONS_YAML = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native",
                                      "native_functions.yaml")
 

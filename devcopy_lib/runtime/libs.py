@@ -5,6 +5,8 @@
 - `native` (ATen mode): every op of ATen's native_functions.yaml (torchgen's packaged copy), run by PyTorch.
 - `device_copy_ops_aten_lib` (ATen mode): ops/et_copy_ops.yaml through the custom-op path, the ATen-mode et_copy
   kernels; link it next to `native` or the et_copy ops are missing (ExecuTorch's ATen-mode bug).
+- `peer_copy_ops_aten_lib` (ATen mode, devcopy's addition): ops/peer_copy_ops.yaml, the `_d2d_copy.out` kernel the
+  `peer` placement strategy needs; link it too for programs placed with `strategy="peer"`.
 Libs are cached and lazy: kernels are built on first lookup.
 """
 from __future__ import annotations
@@ -15,12 +17,14 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
-from ..ops.schema import (ET_COPY_OPS_YAML, FALLBACK_KEY, FUNCTIONS_YAML, NATIVE_FUNCTIONS_YAML, load_ops_yaml,
-                          native_functions, native_schema, parse_schema)
+from ..ops.schema import (ET_COPY_OPS_YAML, FALLBACK_KEY, FUNCTIONS_YAML, NATIVE_FUNCTIONS_YAML, PEER_COPY_OPS_YAML,
+                          load_ops_yaml, native_functions, native_schema, parse_schema)
 from .registry import KernelLib
 
 DEVICE_COPY_LIB = "device_copy_ops_aten_lib"
-LIB_NAMES = ("portable", "native", DEVICE_COPY_LIB)
+PEER_COPY_LIB = "peer_copy_ops_aten_lib"
+LIB_NAMES = ("portable", "native", DEVICE_COPY_LIB)  # ExecuTorch's libs, what registration_status lists by default
+LINKABLE_LIBS = (*LIB_NAMES, PEER_COPY_LIB)
 ATEN_DEFAULT_LIBS = ("native", DEVICE_COPY_LIB)
 DEVICE_RULES = ("seed", "tensor")
 
@@ -35,12 +39,12 @@ def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):
     if namespace == "devcopy::portable" and fn in device_copy.PORTABLE_KERNELS:
         kernel = device_copy.PORTABLE_KERNELS[fn]
         return lambda ctx, args: kernel(ctx, *args)
-    if namespace == "devcopy::aten" and fn in ("_h2d_copy_out", "_d2h_copy_out"):
+    if namespace == "devcopy::aten" and fn in device_copy.PORTABLE_KERNELS:  # same kernel names in both modes
         kernel = device_copy.aten_kernel_for(name, device_rule)
         return lambda ctx, args: kernel(*args)
     raise LookupError(
         f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
-        f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, devcopy::aten::{{_h2d_copy_out,_d2h_copy_out}}"
+        f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, devcopy::aten::{{{','.join(device_copy.PORTABLE_KERNELS)}}}"
     )
 
 
@@ -91,14 +95,16 @@ def aten_lib(custom_ops: Sequence[str] = (), device_rule: str = "seed") -> list[
 
 
 def lib_by_name(name: str, device_rule: str = "seed") -> KernelLib:
-    """`portable`, `native` or `device_copy_ops_aten_lib`."""
+    """`portable`, `native`, `device_copy_ops_aten_lib` or `peer_copy_ops_aten_lib`."""
     if name == "portable":
         return portable_lib()
     if name == "native":
         return native_lib()
     if name == DEVICE_COPY_LIB:
         return custom_ops_lib(ET_COPY_OPS_YAML, device_rule)
-    raise ValueError(f"Unknown lib {name!r}. Valid libs: {', '.join(LIB_NAMES)}")
+    if name == PEER_COPY_LIB:
+        return custom_ops_lib(PEER_COPY_OPS_YAML, device_rule)
+    raise ValueError(f"Unknown lib {name!r}. Valid libs: {', '.join(LINKABLE_LIBS)}")
 
 
 def as_libs(libs: Iterable | KernelLib | str, device_rule: str = "seed") -> list[KernelLib]:

@@ -28,7 +28,7 @@ from .program import DelegateCall, KernelCall, Program, ScalarValue, TensorListV
 from .resolve import resolve_operators
 
 DEFAULT_LIBS = {"portable": ("portable",), "aten": ATEN_DEFAULT_LIBS}
-COPY_DIRECTIONS = {"et_copy::_h2d_copy.out": "h2d", "et_copy::_d2h_copy.out": "d2h"}
+COPY_DIRECTIONS = {"et_copy::_h2d_copy.out": "h2d", "et_copy::_d2h_copy.out": "d2h", "et_copy::_d2d_copy.out": "d2d"}
 
 
 @dataclass
@@ -55,6 +55,8 @@ class Method:
         self.mode = mode
         self.kernels = list(kernels)
         self.copies_executed = {"h2d": 0, "d2h": 0}
+        if "et_copy::_d2d_copy.out" in program.operators:  # devcopy's peer copies, counted when the program has them
+            self.copies_executed["d2d"] = 0
         self.caller_copies = 0
         self._tensors = MODES[mode]()
         self._memory = OwnedMemory()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .error import Error
-from .libs import DEVICE_COPY_LIB, as_libs
+from .libs import DEVICE_COPY_LIB, PEER_COPY_LIB, as_libs
 from .registry import FALLBACK_KEY, Kernel, OperatorRegistry
 
 
@@ -28,7 +28,10 @@ def _instruction_count(program, missing_indices: set[int]) -> int:
 def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]]) -> str:
     linked = ", ".join(f"{lib.name} ({len(lib.ops)} ops, {lib.mode} mode)" for lib in registry.libs) or "none"
     lines = [f"Linked libs: {linked}."]
-    if any(name.startswith("et_copy::") for _, name in missing):
+    if any(name == "et_copy::_d2d_copy.out" for _, name in missing) and registry.mode == "aten":
+        lines.append(f"To fix: link {PEER_COPY_LIB} too (devcopy's peer copy; --aten-libs "
+                     f"native,{DEVICE_COPY_LIB},{PEER_COPY_LIB}), or place with another strategy.")
+    elif any(name.startswith("et_copy::") for _, name in missing):
         if registry.mode == "aten":
             lines.append(f"To fix: link {DEVICE_COPY_LIB} next to native (aten_lib(custom_ops=[ET_COPY_OPS_YAML]) "
                          f"or --aten-libs native,{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml.")
