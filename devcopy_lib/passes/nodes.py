@@ -7,8 +7,9 @@ from ..devices import CPU, Device
 from ..ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
 from .delegate import delegate_of, delegate_source
 
-H2D, D2H = aot.h2d_copy.default, aot.d2h_copy.default
-KINDS = ("input", "output", "cpu_op", "delegate", "getitem", "h2d", "d2h")
+H2D, D2H, D2D = aot.h2d_copy.default, aot.d2h_copy.default, aot.d2d_copy.default
+KINDS = ("input", "output", "cpu_op", "delegate", "getitem", "h2d", "d2h", "d2d")
+COPY_KINDS = {H2D: "h2d", D2H: "d2h", D2D: "d2d"}
 
 
 def is_h2d(node: fx.Node) -> bool:
@@ -17,6 +18,10 @@ def is_h2d(node: fx.Node) -> bool:
 
 def is_d2h(node: fx.Node) -> bool:
     return node.op == "call_function" and node.target is D2H
+
+
+def is_d2d(node: fx.Node) -> bool:
+    return node.op == "call_function" and node.target is D2D
 
 
 def device_of(node: fx.Node) -> Device:
@@ -41,4 +46,4 @@ def node_kind(node: fx.Node) -> str:
         return "delegate"
     if delegate_source(node) is not None:
         return "getitem"
-    return "h2d" if is_h2d(node) else "d2h" if is_d2h(node) else "cpu_op"
+    return COPY_KINDS.get(node.target, "cpu_op") if node.op == "call_function" else "cpu_op"

@@ -1,9 +1,10 @@
 """The device-placement pass: H2D/D2H copies at the boundaries of device delegates (ExecuTorch's
-`PropagateDevicePass`, SPEC section 6), plus devcopy's `dedupe` strategy.
+`PropagateDevicePass`, SPEC section 6), plus devcopy's `dedupe` and `peer` strategies.
 
 After the pass every node has `meta["device"]` (a `Device`). Copy nodes call `torch.ops.et_copy._h2d_copy.default`
 (tagged with the delegate's device) and `_d2h_copy.default` (tagged CPU); both are clones at trace time, so the placed
-graph still runs eagerly on CPU. A delegate whose `target_device` is None or CPU is left untouched (a deliberate
+graph still runs eagerly on CPU. `peer` places ExecuTorch's copies, then turns each cross-device host hop (a D2H
+on cuda:0 feeding an H2D to cuda:1) into one direct `_d2d_copy` where the two devices have peer access. A delegate whose `target_device` is None or CPU is left untouched (a deliberate
 difference for CPU: ExecuTorch would insert CPU->CPU copies for a `cpu` target).
 """
 from __future__ import annotations
@@ -19,10 +20,11 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from ..devices import CPU, Device
 from .delegate import delegate_source
 from .lower import LoweredProgram
-from .nodes import D2H, H2D, call_device, device_of, is_d2h, is_h2d
-from .report import PlacementReport, build_report
+from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
+from .peer import CrossDevicePair, PeerAccess, peer_rule
+from .report import PlacementReport, build_report, value_bytes
 
-STRATEGIES = ("executorch", "dedupe")
+STRATEGIES = ("executorch", "dedupe", "peer")
 
 
 class PlacementError(RuntimeError):
@@ -35,12 +37,13 @@ class PlaceDevicesPass(PassBase):
     """Insert and elide device copies in a lowered top-level graph; running it twice changes nothing."""
 
     def __init__(self, strategy: str = "executorch", skip_h2d_for_method_inputs: bool = False,
-                 skip_d2h_for_method_outputs: bool = False, non_cpu_memory_planning: bool = True):
+                 skip_d2h_for_method_outputs: bool = False, non_cpu_memory_planning: bool = True,
+                 peer_access: PeerAccess = None):
         super().__init__()
         if strategy not in STRATEGIES:
             raise ValueError(f"Unknown placement strategy {strategy!r}. Valid: {', '.join(STRATEGIES)} "
                              f"('executorch' reproduces PropagateDevicePass; 'dedupe' shares one H2D per value "
-                             f"and device).")
+                             f"and device; 'peer' copies device to device directly where peer access exists).")
         if (skip_h2d_for_method_inputs or skip_d2h_for_method_outputs) and not non_cpu_memory_planning:
             raise ValueError(
                 "skip_h2d_for_method_inputs and skip_d2h_for_method_outputs are only meaningful with "
@@ -52,6 +55,8 @@ class PlaceDevicesPass(PassBase):
         self.skip_h2d_for_method_inputs = skip_h2d_for_method_inputs
         self.skip_d2h_for_method_outputs = skip_d2h_for_method_outputs
         self.non_cpu_memory_planning = non_cpu_memory_planning
+        self.peer_access = peer_rule(peer_access)
+        self.cross_device: list[CrossDevicePair] = []  # filled by each run: every cross-device host hop and its fate
 
     def call(self, graph_module: fx.GraphModule) -> PassResult:
         graph = graph_module.graph
@@ -61,6 +66,7 @@ class PlaceDevicesPass(PassBase):
             modified |= self.insert_h2d(graph, calls)
             modified |= self.insert_d2h(graph, calls)
             modified |= self.elide_round_trips(graph)
+            modified |= self.direct_peer_copies(graph)
         else:
             modified |= self.tag_only(calls)
         if modified:
@@ -114,13 +120,14 @@ class PlaceDevicesPass(PassBase):
     def insert_d2h(self, graph: fx.Graph, calls: list[fx.Node]) -> bool:
         """Per output of a device delegate: tag the getitem with the device and, unless every user is the graph
         output under skip_d2h_for_method_outputs, one D2H after it shared by all users not already reading on the
-        device."""
+        device (a direct D2D copy reads on the device)."""
         changed = False
         for call in calls:
             device = call_device(call)
             for item in [u for u in call.users if delegate_source(u) is call]:
                 changed |= _tag(item, device)
-                readers = [u for u in item.users if not is_d2h(u) and (is_h2d(u) or device_of(u) != device)]
+                readers = [u for u in item.users
+                           if not (is_d2h(u) or is_d2d(u)) and (is_h2d(u) or device_of(u) != device)]
                 if not readers:
                     continue
                 if self.skip_d2h_for_method_outputs and all(u.op == "output" for u in item.users):
@@ -143,11 +150,32 @@ class PlaceDevicesPass(PassBase):
                 node.replace_all_uses_with(node.args[0].args[0])
                 graph.erase_node(node)
                 changed = True
+        return _drop_unused_d2h(graph) or changed
+
+    def direct_peer_copies(self, graph: fx.Graph) -> bool:
+        """Records every H2D whose input is a D2H of a value on another device of the same type (a host hop); only
+        with strategy 'peer', and where the two devices have peer access, replaces it by one direct D2D copy tagged
+        with the destination device; a D2H left without users is removed."""
+        changed = False
+        self.cross_device = []
         for node in list(graph.nodes):
-            if is_d2h(node) and not node.users:
+            if not (is_h2d(node) and is_d2h(node.args[0])):
+                continue
+            d2h = node.args[0]
+            source, src, dst = d2h.args[0], device_of(d2h.args[0]), device_of(node)
+            if src.is_cpu or src.type != dst.type:
+                continue
+            access = self.peer_access(src, dst)
+            direct = access and self.strategy == "peer"
+            self.cross_device.append(CrossDevicePair(source.name, str(src), str(dst), value_bytes(node.meta.get("val")),
+                                                     access, "direct" if direct else "host_hop", len(d2h.users) > 1))
+            if direct:
+                with graph.inserting_before(node):
+                    copy_node = _copy_node(graph, D2D, source, dst)
+                node.replace_all_uses_with(copy_node)
                 graph.erase_node(node)
                 changed = True
-        return changed
+        return _drop_unused_d2h(graph) or changed
 
     def _check_skippable_input(self, node: fx.Node, device: Device) -> None:
         """skip_h2d_for_method_inputs re-tags a graph input in place, so no other reader may need it elsewhere:
@@ -165,6 +193,14 @@ class PlaceDevicesPass(PassBase):
             )
 
 
+def _drop_unused_d2h(graph: fx.Graph) -> bool:
+    """Remove every D2H left without users; True when one was removed."""
+    unused = [node for node in graph.nodes if is_d2h(node) and not node.users]
+    for node in unused:
+        graph.erase_node(node)
+    return bool(unused)
+
+
 def _tag(node: fx.Node, device: Device) -> bool:
     """Set node.meta['device']; True when it changed."""
     if node.meta.get("device") == device:
@@ -174,9 +210,8 @@ def _tag(node: fx.Node, device: Device) -> bool:
 
 
 def _copy_node(graph: fx.Graph, op, source: fx.Node, device: Device) -> fx.Node:
-    """A copy of `source` named after it (`a_h2d`, `add_d2h`), with its value and the device it lands on."""
-    direction = "h2d" if op is H2D else "d2h"
-    node = graph.create_node("call_function", op, (source,), name=f"{source.name}_{direction}")
+    """A copy of `source` named after it (`a_h2d`, `add_d2h`, `add_d2d`), with its value and the device it lands on."""
+    node = graph.create_node("call_function", op, (source,), name=f"{source.name}_{COPY_KINDS[op]}")
     node.meta["val"] = source.meta.get("val")
     node.meta["device"] = device
     return node
@@ -198,22 +233,26 @@ def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
 
 def place_devices(lowered: LoweredProgram, strategy: str = "executorch", skip_h2d_for_method_inputs: bool = False,
                   skip_d2h_for_method_outputs: bool = False, non_cpu_memory_planning: bool = True,
-                  cost_model: Any = None) -> PlacedProgram:
-    """Place devices on a copy of `lowered`'s graph; the report compares with the other strategy."""
+                  cost_model: Any = None, peer_access: PeerAccess = None) -> PlacedProgram:
+    """Place devices on a copy of `lowered`'s graph; the report compares with the other strategies.
+
+    `peer_access` (strategy 'peer'): None asks the registered allocator (none registered: assume yes), a bool
+    answers for every pair, a callable `(src, dst) -> bool`, or device pairs `{("cuda:0", "cuda:1")}`."""
     options = dict(skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
                    skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
                    non_cpu_memory_planning=non_cpu_memory_planning)
     gm = copy_graph_module(lowered.graph_module)
-    PlaceDevicesPass(strategy, **options)(gm)
+    placement = PlaceDevicesPass(strategy, **options, peer_access=peer_access)
+    placement(gm)
     others: dict[str, fx.GraphModule | Exception] = {}
     for name in STRATEGIES:
         if name != strategy:
             others[name] = copy_graph_module(lowered.graph_module)
             try:
-                PlaceDevicesPass(name, **options)(others[name])
+                PlaceDevicesPass(name, **options, peer_access=peer_access)(others[name])
             except PlacementError as exc:  # the other strategy refusing is part of the comparison
                 others[name] = exc
     base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
     result = PlacedProgram(**{**base, "graph_module": gm}, strategy=strategy, options=options)
-    result.report = build_report(result, cost_model, others)
+    result.report = build_report(result, cost_model, others, placement.cross_device)
     return result

@@ -1,5 +1,6 @@
 """PlacementReport: one row per node of a placed graph (copies included), copy counts and bytes, and what one
-strategy saves against another (copies, bytes) and what that costs (device memory held longer).
+strategy saves against another (copies, bytes) and what that costs (device memory held longer); and, for each value
+crossing devices (cuda:0 -> cuda:1), both ways to move it: a host hop (D2H + H2D) or one direct peer copy (D2D).
 
 Bytes are numel x itemsize at the example shapes (symbolic sizes take their example hint); constants are counted
 apart (`constant_bytes`, loaded once). A cost model, when given, is any object with
@@ -49,6 +50,7 @@ class PlacementReport:
     device_peak_bytes: int
     predicted_copy_s: float | None = None
     comparison: list[dict[str, Any]] = field(default_factory=list)
+    cross_device: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         result = asdict(self)
@@ -67,13 +69,13 @@ def value_bytes(value) -> int:
 
 
 def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
-    """(copies, bytes) per direction over the copy nodes of a placed graph."""
+    """(copies, bytes) per direction over the copy nodes of a placed graph; `d2d` only when there are direct ones."""
     copies, nbytes = {"h2d": 0, "d2h": 0}, {"h2d": 0, "d2h": 0}
     for node in gm.graph.nodes:
         kind = node_kind(node)
-        if kind in copies:
-            copies[kind] += 1
-            nbytes[kind] += value_bytes(node.meta.get("val"))
+        if kind in ("h2d", "d2h", "d2d"):
+            copies[kind] = copies.get(kind, 0) + 1
+            nbytes[kind] = nbytes.get(kind, 0) + value_bytes(node.meta.get("val"))
     return copies, nbytes
 
 
@@ -111,6 +113,8 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
         return f"{node.args[0].name} to {device} for {users}"
     if kind == "d2h":
         return f"{node.args[0].name} to cpu for {users}"
+    if kind == "d2d":
+        return f"{node.args[0].name} from {device_of(node.args[0])} to {device} directly (peer copy) for {users}"
     return f"{overload_name(node.target) or node.target} is not delegated"
 
 
@@ -118,9 +122,15 @@ def _predict(cost_model: CostModel | None, kind: str, nbytes: int) -> float | No
     return float(cost_model.predict(kind, nbytes)) if cost_model is not None and kind in ("h2d", "d2h") else None
 
 
+def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
+    return {k: theirs.get(k, 0) - ours.get(k, 0) for k in {**ours, **theirs}}
+
+
 def build_report(placed, cost_model: CostModel | None = None,
-                 others: dict[str, fx.GraphModule | Exception] | None = None) -> PlacementReport:
-    """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with."""
+                 others: dict[str, fx.GraphModule | Exception] | None = None,
+                 cross_device: list | None = None) -> PlacementReport:
+    """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with;
+    `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
     gm = placed.graph_module
     rows = []
     for node in gm.graph.nodes:
@@ -138,8 +148,7 @@ def build_report(placed, cost_model: CostModel | None = None,
         other_copies, other_bytes = copy_counts(other)
         comparison.append({
             "strategy": name, "copies": other_copies, "copy_bytes": other_bytes,
-            "copies_saved": {k: other_copies[k] - copies[k] for k in copies},
-            "bytes_saved": {k: other_bytes[k] - nbytes[k] for k in nbytes},
+            "copies_saved": _saved(other_copies, copies), "bytes_saved": _saved(other_bytes, nbytes),
             "extra_device_bytes": peak - device_peak_bytes(other),
         })
     predicted = [r.predicted_s for r in rows if r.predicted_s is not None]
@@ -148,4 +157,5 @@ def build_report(placed, cost_model: CostModel | None = None,
         delegates=sum(r.kind == "delegate" for r in rows), rows=rows, copies=copies, copy_bytes=nbytes,
         constant_bytes=placed.constant_bytes, device_peak_bytes=peak,
         predicted_copy_s=sum(predicted) if cost_model is not None else None, comparison=comparison,
+        cross_device=[pair.to_dict(cost_model) for pair in cross_device or ()],
     )

@@ -1,0 +1,95 @@
+"""The `peer` strategy's two questions: may device A copy straight to device B (`peer_rule`), and what does each
+cross-device value cost both ways (`CrossDevicePair`: direct peer copy vs D2H + H2D through host memory)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Union
+
+from ..devices import Device, DeviceType, get_device_allocator
+
+PeerAccess = Union[None, bool, Callable[[Device, Device], bool], Iterable[tuple[Any, Any]]]
+
+
+def _as_device(value: Any) -> Device:
+    if isinstance(value, Device):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Device(DeviceType.CUDA, value)
+    if isinstance(value, str):
+        return Device.parse(value)
+    raise ValueError(f"peer_access pairs hold devices ('cuda:1', Device, or a CUDA index), got {value!r}")
+
+
+def _ask_allocator(src: Device, dst: Device) -> bool:
+    """The registered allocator of the devices' type decides; with none registered, assume peer access."""
+    allocator = get_device_allocator(src.type)
+    if allocator is None:
+        return True
+    try:
+        return allocator.can_access_peer(src.index, dst.index)
+    except ValueError:  # an index the backend does not see: no direct path to promise
+        return False
+
+
+def peer_rule(peer_access: PeerAccess = None) -> Callable[[Device, Device], bool]:
+    """`peer_access` as a predicate `(src, dst) -> bool`: None asks the registered allocator (no allocator: yes); a
+    bool answers for every pair; a callable is used as is; pairs `{("cuda:0", "cuda:1")}` grant both directions."""
+    if peer_access is None:
+        rule = _ask_allocator
+    elif isinstance(peer_access, bool):
+        return lambda src, dst, _answer=peer_access: _answer and src.type == dst.type
+    elif callable(peer_access):
+        rule = peer_access
+    else:
+        try:
+            pairs = {(_as_device(a), _as_device(b)) for a, b in peer_access}
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"peer_access must be None, a bool, a callable (src, dst) -> bool, or pairs of devices "
+                             f"like {{('cuda:0', 'cuda:1')}}; got {peer_access!r} ({exc})") from None
+        pairs |= {(b, a) for a, b in pairs}
+        rule = lambda src, dst: (src, dst) in pairs  # noqa: E731
+    return lambda src, dst: src.type == dst.type and bool(rule(src, dst))
+
+
+@dataclass
+class CrossDevicePair:
+    """One value going from device `src` to device `dst`: the host hop the ExecuTorch placement gives it (a D2H, then
+    an H2D) and the direct copy `peer` replaces it with when the devices have peer access. `d2h_shared`: the D2H also
+    serves other readers, so a direct copy saves only the H2D."""
+
+    value: str
+    src: str
+    dst: str
+    bytes: int
+    peer_access: bool
+    chosen: str  # "direct" or "host_hop"
+    d2h_shared: bool
+
+    def to_dict(self, cost_model: Any = None) -> dict[str, Any]:
+        """Both options (copies, bytes over PCIe, predicted seconds with a cost model) and what direct saves."""
+        hop_copies = 1 if self.d2h_shared else 2
+        host_hop = {"copies": hop_copies, "host_bytes": hop_copies * self.bytes,
+                    "predicted_s": _hop_seconds(cost_model, self.bytes, self.d2h_shared)}
+        direct = {"copies": 1, "host_bytes": 0, "predicted_s": _predict(cost_model, "d2d", self.bytes)}
+        saved_s = None if None in (host_hop["predicted_s"], direct["predicted_s"]) else \
+            host_hop["predicted_s"] - direct["predicted_s"]
+        return {"value": self.value, "src": self.src, "dst": self.dst, "bytes": self.bytes,
+                "peer_access": self.peer_access, "chosen": self.chosen, "d2h_shared": self.d2h_shared,
+                "host_hop": host_hop, "direct": direct,
+                "direct_saves": {"copies": hop_copies - 1, "host_bytes": host_hop["host_bytes"], "predicted_s": saved_s}}
+
+
+def _predict(cost_model: Any, direction: str, nbytes: int) -> float | None:
+    """Seconds by the cost model, or None without one or when it has no line for `direction` (d2d)."""
+    if cost_model is None:
+        return None
+    try:
+        return float(cost_model.predict(direction, nbytes))
+    except (KeyError, ValueError):
+        return None
+
+
+def _hop_seconds(cost_model: Any, nbytes: int, d2h_shared: bool) -> float | None:
+    h2d = _predict(cost_model, "h2d", nbytes)
+    d2h = 0.0 if d2h_shared else _predict(cost_model, "d2h", nbytes)
+    return None if h2d is None or d2h is None else h2d + d2h
