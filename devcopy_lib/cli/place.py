@@ -7,7 +7,7 @@ from typing import Any
 
 from .common import UsageError, add_json, emit, split_list
 
-STRATEGIES = ("executorch", "dedupe")
+STRATEGIES = ("executorch", "dedupe", "peer")
 PARTITIONS = ("capability", "per_node")
 DEMO_BACKEND_OPS = ("add.Tensor", "mm.default", "sin.default")  # what ExecuTorch's demo backend lowers
 
@@ -17,9 +17,12 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a sample name (add, mlp, ...) or path/to/file.py:factory")
     parser.add_argument("--delegate", metavar="OPS", default=None,
                         help="comma list of ATen overloads to delegate (default: DEFAULT_DELEGATE_OPS)")
-    parser.add_argument("--target", default="cuda:0", help="the delegates' device (default cuda:0)")
+    parser.add_argument("--target", action="append", default=None, metavar="[OP=]DEVICE",
+                        help="the delegates' device (default cuda:0); OP=DEVICE (repeatable) puts the delegate of an op "
+                             "overload or a delegate name there: --target add.Tensor=cuda:1")
     parser.add_argument("--strategy", default="executorch", choices=STRATEGIES,
-                        help="executorch: PropagateDevicePass; dedupe: one H2D per value and device")
+                        help="executorch: PropagateDevicePass; dedupe: one H2D per value and device; peer: a direct "
+                             "device-to-device copy instead of a host hop where peer access exists")
     parser.add_argument("--partition", default="capability", choices=PARTITIONS,
                         help="capability: torch.fx's partitioner groups ops; per_node: one delegate per op")
     parser.add_argument("--skip-h2d-inputs", action="store_true",
@@ -29,15 +32,51 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
                              "(skip_d2h_for_method_outputs)")
 
 
+def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
+    """`--target` values -> (default device, {op overload or delegate name: device}); a bad form is a UsageError."""
+    from ..devices import Device
+
+    default, per_key = "cuda:0", {}
+    for value in values or ():
+        key, sep, device = value.rpartition("=")
+        key = key.strip()
+        if sep and not key:
+            raise UsageError(f"--target {value!r}: nothing before '='. Write OP=DEVICE (--target add.Tensor=cuda:1), "
+                             f"a delegate name (--target delegate_1=cuda:1), or a plain DEVICE (--target cuda:0).")
+        try:
+            parsed = str(Device.parse(device))
+        except ValueError as exc:
+            raise UsageError(f"--target {value!r}: {exc}") from None
+        if key in per_key and per_key[key] != parsed:
+            raise UsageError(f"--target {key} is given twice ({per_key[key]} and {parsed}); give each OP one device.")
+        if sep:
+            per_key[key] = parsed
+        else:
+            default = parsed
+    return default, per_key
+
+
+def _target_device(default: str, per_key: dict[str, str], ops) -> Any:
+    """A single device, or a mapping covering every delegate op (the default for ops without their own target)."""
+    from ..passes.lower import DEFAULT_DELEGATE_OPS
+    from ..passes.ops import validate_overloads
+
+    if not per_key:
+        return default
+    ops = DEFAULT_DELEGATE_OPS if ops is None else ops
+    validate_overloads([k for k in per_key if "." in k], "--target op")  # others name delegates (delegate_1)
+    return {**{op: default for op in ops}, **per_key}
+
+
 def lower_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """`export_and_lower` keyword arguments from parsed options; a bad op or device is a UsageError."""
-    from ..devices import Device
     from ..passes.ops import validate_overloads
 
     ops = split_list(args.delegate) if args.delegate is not None else None
+    default, per_key = parse_targets(args.target)
     try:
         ops = validate_overloads(ops) if ops is not None else None
-        target = str(Device.parse(args.target))
+        target = _target_device(default, per_key, ops)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return {"delegate_ops": ops, "target_device": target, "partition": args.partition}
@@ -66,8 +105,11 @@ def lower_and_place(args: argparse.Namespace):
 
     lowering = lower_kwargs(args)
     module, inputs = load(args)
-    placed = place_devices(export_and_lower(module, inputs, **lowering), **placement_kwargs(args))
-    return module, inputs, placed
+    try:
+        lowered = export_and_lower(module, inputs, **lowering)
+    except ValueError as exc:  # a delegate mapped to two devices by --target OP=...
+        raise UsageError(str(exc)) from None
+    return module, inputs, place_devices(lowered, **placement_kwargs(args))
 
 
 def _executorch(args, module, inputs, placed) -> dict[str, Any]:
@@ -79,7 +121,7 @@ def _executorch(args, module, inputs, placed) -> dict[str, Any]:
     note = None if args.strategy == "executorch" else "ExecuTorch has no dedupe: these are PropagateDevicePass's counts"
     try:
         counts = executorch_reference.executorch_counts(
-            module, inputs, placed.delegate_ops, target_device=args.target, partition=args.partition,
+            module, inputs, placed.delegate_ops, target_device=parse_targets(args.target)[0], partition=args.partition,
             skip_h2d_for_method_inputs=args.skip_h2d_inputs, skip_d2h_for_method_outputs=args.skip_d2h_outputs)
     except Exception as exc:  # ExecuTorch refusing the program is a result to show, not a crash
         return {"available": True, "error": f"{type(exc).__name__}: {exc}. (Its BackendWithCompilerDemo accepts "
@@ -91,29 +133,41 @@ def _executorch(args, module, inputs, placed) -> dict[str, Any]:
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     module, inputs, placed = lower_and_place(args)
-    result = {"ok": True, "model": args.model, "target": args.target, **placed.report.to_dict()}
+    default, per_key = parse_targets(args.target)
+    devices = {name: str(d.target_device or "cpu") for name, d in placed.delegates.items()}
+    result = {"ok": True, "model": args.model, "target": default, "targets": per_key, "delegate_devices": devices,
+              **placed.report.to_dict()}
     if args.compare_executorch:
         result["executorch"] = _executorch(args, module, inputs, placed)
     return result
 
 
 def _render(result: dict[str, Any]) -> str:
-    lines = [f"{result['model']}: {result['delegates']} delegate(s) on {result['target']}, strategy "
+    where = ", ".join(f"{name} on {device}" for name, device in result["delegate_devices"].items())
+    lines = [f"{result['model']}: {result['delegates']} delegate(s) ({where or 'none'}), strategy "
              f"{result['strategy']}; delegate ops: {', '.join(result['delegate_ops'])}"]
     width = max(len(n["name"]) for n in result["nodes"])
     for node in result["nodes"]:
         lines.append(f"  {node['name']:<{width}}  {node['kind']:<8} {node['device']:<7} {node['bytes']:>8} B  "
                      f"{node['reason']}")
     copies, nbytes = result["copies"], result["copy_bytes"]
+    direct = f", {copies['d2d']} D2D ({nbytes['d2d']} B device to device)" if "d2d" in copies else ""
     lines.append(f"copies: {copies['h2d']} H2D ({nbytes['h2d']} B), {copies['d2h']} D2H ({nbytes['d2h']} B) per "
-                 f"run; constants {result['constant_bytes']} B loaded once; device peak {result['device_peak_bytes']} B")
+                 f"run{direct}; constants {result['constant_bytes']} B loaded once; device peak "
+                 f"{result['device_peak_bytes']} B")
+    for pair in result["cross_device"]:
+        saves = pair["direct_saves"]
+        lines.append(f"{pair['value']} {pair['src']} -> {pair['dst']} ({pair['bytes']} B): {pair['chosen']}"
+                     f"{'' if pair['peer_access'] else ' (no peer access)'}; a direct copy saves {saves['copies']} "
+                     f"copies, {saves['host_bytes']} B over PCIe")
     for other in result["comparison"]:
         if "error" in other:
             lines.append(f"vs {other['strategy']}: refused ({other['error']})")
             continue
         saved = other["copies_saved"]
         lines.append(f"vs {other['strategy']}: {saved['h2d']} H2D / {saved['d2h']} D2H saved, "
-                     f"{sum(other['bytes_saved'].values())} B saved, {other['extra_device_bytes']} B more device peak")
+                     f"{other['bytes_saved']['h2d'] + other['bytes_saved']['d2h']} B over PCIe saved, "
+                     f"{other['extra_device_bytes']} B more device peak")
     if "executorch" in result:
         et = result["executorch"]
         lines.append(f"ExecuTorch: {et['error']}" if "error" in et else

@@ -13,11 +13,13 @@ DEFAULT_ATEN_LIBS = "native,device_copy_ops_aten_lib"
 
 def _libs(args: argparse.Namespace) -> list | None:
     """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode."""
-    from ..runtime.libs import LIB_NAMES, lib_by_name
+    from ..runtime.libs import LINKABLE_LIBS, PEER_COPY_LIB, lib_by_name
 
     if args.mode != "aten":
         return None
-    names = check_choices(split_list(args.aten_libs), LIB_NAMES, "lib")
+    names = check_choices(split_list(args.aten_libs), LINKABLE_LIBS, "lib")
+    if args.strategy == "peer" and args.aten_libs == DEFAULT_ATEN_LIBS:  # the default links what the strategy needs
+        names.append(PEER_COPY_LIB)
     return [lib_by_name(name, args.aten_device_rule) for name in names]
 
 
