@@ -7,10 +7,11 @@ from typing import Any, Callable
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, models, place_devices
 from devcopy_lib.bench.cost_model import default_model
 from devcopy_lib.passes import executorch_reference
+from devcopy_lib.passes.lower import PARTITIONS
 from devcopy_lib.passes.ops import overload_name
+from devcopy_lib.passes.placement import STRATEGIES
 
-STRATEGIES = ("executorch", "dedupe")
-PARTITIONS = ("capability", "per_node")
+__all__ = ["PARTITIONS", "STRATEGIES", "PlacementState"]
 
 
 @dataclass
@@ -33,6 +34,7 @@ class PlacementState:
         """Offer your own module (with example inputs) under `name`, and select it."""
         inputs = tuple(example_inputs)
         self.factories[name] = lambda: (module, inputs)
+        self._cache.clear()  # a name given again means a new module
         self.model = name
         self.delegate_ops = None
 
@@ -71,9 +73,9 @@ class PlacementState:
             *self.module_and_inputs(), delegate_ops=self.ticked_ops(), target_device=self.target_device,
             partition=self.partition))
 
-    def placed(self, strategy: str | None = None):
-        """`place_devices` of `lowered()` with this state's strategy (or `strategy`) and skip switches."""
-        return place_devices(self.lowered(), strategy=strategy or self.strategy,
+    def placed(self):
+        """`place_devices` of `lowered()` with this state's strategy, skip switches and cost model."""
+        return place_devices(self.lowered(), strategy=self.strategy,
                              skip_h2d_for_method_inputs=self.skip_h2d_for_method_inputs,
                              skip_d2h_for_method_outputs=self.skip_d2h_for_method_outputs,
                              cost_model=self.cost_model)

@@ -36,16 +36,23 @@ def cost_model_line(cost_model) -> str:
     return f"copy times: predicted by the cost model measured on {where}, pinned host memory"
 
 
+def _by_strategy(report) -> dict[str, tuple[dict, dict, int]]:
+    """strategy -> (copies, copy bytes, peak device bytes relative to the report's own strategy)."""
+    table = {report.strategy: (report.copies, report.copy_bytes, 0)}
+    for other in report.comparison:
+        table[other["strategy"]] = (other["copies"], other["copy_bytes"], -other["extra_device_bytes"])
+    return table
+
+
 def dedupe_line(report) -> str:
-    """What dedupe saves against ExecuTorch's strategy (copies, bytes per execution) and the device memory it costs,
-    whichever of the two the report placed with."""
-    other = next(c for c in report.comparison if {c["strategy"], report.strategy} == {"executorch", "dedupe"})
-    sign = 1 if report.strategy == "dedupe" else -1
-    copies = {k: sign * v for k, v in other["copies_saved"].items()}
-    nbytes = {k: sign * v for k, v in other["bytes_saved"].items()}
-    return (f"dedupe vs executorch: saves {copies['h2d']} H2D ({nbytes['h2d']} B) and {copies['d2h']} D2H "
-            f"({nbytes['d2h']} B) per execution; holds {sign * other['extra_device_bytes']} B more device memory "
-            f"at peak")
+    """What dedupe saves against ExecuTorch's strategy (copies, bytes per execution) and the device memory it
+    costs, whichever strategy the report placed with."""
+    table = _by_strategy(report)
+    (ex_copies, ex_bytes, ex_peak), (de_copies, de_bytes, de_peak) = table["executorch"], table["dedupe"]
+    saved = {k: ex_copies[k] - de_copies[k] for k in ex_copies}
+    saved_bytes = {k: ex_bytes[k] - de_bytes[k] for k in ex_bytes}
+    return (f"dedupe vs executorch: saves {saved['h2d']} H2D ({saved_bytes['h2d']} B) and {saved['d2h']} D2H "
+            f"({saved_bytes['d2h']} B) per execution; holds {de_peak - ex_peak} B more device memory at peak")
 
 
 def executorch_line(counts: dict) -> str:

@@ -42,8 +42,8 @@ class CopyTimingPanel(w.VBox):
 
     def _changed(self, change) -> None:
         s = self.state
-        s.sizes, s.direction, s.memory, s.quick = self.sizes.value, self.direction.value, self.memory.value, \
-            self.quick.value
+        s.sizes, s.direction, s.memory = self.sizes.value, self.direction.value, self.memory.value
+        s.quick = self.quick.value
 
     def _progress(self, done: int, total: int, label: str) -> None:
         self.progress.max, self.progress.value = total, done
@@ -63,6 +63,7 @@ class CopyTimingPanel(w.VBox):
             result = self.state.run(self._progress, self._draw)
         finally:
             self.run_button.disabled = False
+        sizes = self.state.size_list()
         self.status.value = html.note(f"done: {len(result.measurements)} measurements on {result.backend}, "
-                                      f"{format_size(min(self.state.size_list()))}..{format_size(max(self.state.size_list()))}")
+                                      f"{format_size(min(sizes))}..{format_size(max(sizes))}")
         self.table.value = html.table(self.state.rows(), TABLE_COLUMNS)

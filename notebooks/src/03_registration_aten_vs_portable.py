@@ -21,7 +21,7 @@ print("backend:", select_backend())
 # %%
 from devcopy_lib import registration_status
 
-for row in registration_status(ops=["et_copy::*"]):
+for row in registration_status(ops=["et_copy::_h2d_copy.out", "et_copy::_d2h_copy.out"]):
     print(f"{row.op:24} {row.mode:8} {row.lib:26} {'registered' if row.registered else 'missing':10} "
           f"{row.kernel_name or ''}")
 

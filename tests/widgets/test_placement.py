@@ -85,3 +85,12 @@ def test_copies_are_priced_by_the_cost_model(explorer):
     copies = [row for row in explorer.placed.report.rows if row.kind in ("h2d", "d2h")]
     assert copies and all(row.predicted_s > 0 for row in copies)
     assert "predicted copy time" in explorer.counts.value and "cost model measured on" in explorer.counts.value
+
+
+@pytest.mark.reference
+def test_executorch_counts_agree_when_compared(explorer):
+    explorer.compare.value = True
+    try:
+        assert "ExecuTorch 1.5.1: delegates 4 · H2D 4 · D2H 1" in explorer.executorch.value
+    finally:
+        explorer.compare.value = False
