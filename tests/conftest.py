@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 
 import pytest
 
@@ -28,3 +29,17 @@ def sim():
     allocator = SimulatedCudaAllocator()
     with scoped_allocators(allocator):
         yield allocator
+
+
+@pytest.fixture
+def run_concurrently():
+    """Runs `worker(seed)` on several threads at once and joins them all (concurrent-copy tests)."""
+
+    def run(worker, threads: int = 4) -> None:
+        pool = [threading.Thread(target=worker, args=(seed,)) for seed in range(threads)]
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+
+    return run

@@ -236,33 +236,36 @@ class DeviceAllocator(abc.ABC):
 
     def copy_host_to_device(self, dst: DevicePtr, src: HostBuffer, nbytes: int, index: int = CURRENT_DEVICE) -> None:
         """Copy `nbytes` from host `src` to device `dst`; `index` >= 0 selects the device, -1 the current one."""
-        if dst is None or src is None or (isinstance(src, int) and src == 0):
-            raise ValueError("copy_host_to_device: null pointer (dst or src)")
-        _check_count("nbytes", nbytes)
-        index = self._resolve_index(index)
-        s = self.stats
-        s.h2d_count += 1
-        s.last_h2d = CopyRecord(dst, src, nbytes, index)
-        if nbytes == 0:
-            return
-        self._check_span(dst, nbytes, "copy_host_to_device")
-        self._copy_in(dst, host_address(src, nbytes, writable=False, what="copy_host_to_device"), nbytes, index)
-        s.h2d_bytes += nbytes
+        index = self._start_copy("h2d", dst, src, src, nbytes, index)
+        if nbytes:
+            self._check_span(dst, nbytes, "copy_host_to_device")
+            self._copy_in(dst, host_address(src, nbytes, writable=False, what="copy_host_to_device"), nbytes, index)
+            self.stats.h2d_bytes += nbytes
 
     def copy_device_to_host(self, dst: HostBuffer, src: DevicePtr, nbytes: int, index: int = CURRENT_DEVICE) -> None:
         """Copy `nbytes` from device `src` to host `dst`; `index` >= 0 selects the device, -1 the current one."""
-        if src is None or dst is None or (isinstance(dst, int) and dst == 0):
-            raise ValueError("copy_device_to_host: null pointer (dst or src)")
+        index = self._start_copy("d2h", dst, src, dst, nbytes, index)
+        if nbytes:
+            self._check_span(src, nbytes, "copy_device_to_host")
+            self._copy_out(host_address(dst, nbytes, writable=True, what="copy_device_to_host"), src, nbytes, index)
+            self.stats.d2h_bytes += nbytes
+
+    def _start_copy(self, direction: str, dst: Any, src: Any, host: Any, nbytes: int, index: int) -> int:
+        """The checks and records every copy starts with, in ExecuTorch's order: null pointers (before the
+        zero-byte shortcut), the size, the index; then the call is counted. Returns the resolved index."""
+        if dst is None or src is None or (isinstance(host, int) and not isinstance(host, bool) and host == 0):
+            what = "copy_host_to_device" if direction == "h2d" else "copy_device_to_host"
+            raise ValueError(f"{what}: null pointer (dst or src)")
         _check_count("nbytes", nbytes)
         index = self._resolve_index(index)
         s = self.stats
-        s.d2h_count += 1
-        s.last_d2h = CopyRecord(dst, src, nbytes, index)
-        if nbytes == 0:
-            return
-        self._check_span(src, nbytes, "copy_device_to_host")
-        self._copy_out(host_address(dst, nbytes, writable=True, what="copy_device_to_host"), src, nbytes, index)
-        s.d2h_bytes += nbytes
+        if direction == "h2d":
+            s.h2d_count += 1
+            s.last_h2d = CopyRecord(dst, src, nbytes, index)
+        else:
+            s.d2h_count += 1
+            s.last_d2h = CopyRecord(dst, src, nbytes, index)
+        return index
 
     def can_access_peer(self, a: int, b: int) -> bool:
         """Whether device `a`'s memory can be copied directly to or from device `b` (same device: always)."""

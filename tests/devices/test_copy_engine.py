@@ -1,6 +1,5 @@
 """CopyEngine over host-thread streams (HostTransport): exact data at every chunk boundary, direct vs staged paths,
 concurrent copies, and staging buffers never rewritten before their last copy has run."""
-import threading
 
 import numpy as np
 import pytest
@@ -91,7 +90,7 @@ def test_pinned_async_d2h_lands_when_the_ticket_is_done(slow):
     assert np.array_equal(out, device)
 
 
-def test_concurrent_copies_from_threads_are_each_exact(slow):
+def test_concurrent_copies_from_threads_are_each_exact(slow, run_concurrently):
     errors = []
 
     def worker(seed):
@@ -101,11 +100,7 @@ def test_concurrent_copies_from_threads_are_each_exact(slow):
             if not np.array_equal(out, src):
                 errors.append(seed)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_concurrently(worker)
     assert errors == []
 
 

@@ -1,5 +1,4 @@
 """CupyCudaAllocator: round trips through the copy engine, pinned memory, device index handling, CUDA error decoding."""
-import threading
 
 import numpy as np
 import pytest
@@ -89,7 +88,7 @@ def test_pageable_async_source_may_change_after_return(cuda):
 
 
 @pytest.mark.gpu
-def test_concurrent_copies_from_threads_are_each_exact(cuda):
+def test_concurrent_copies_from_threads_are_each_exact(cuda, run_concurrently):
     n, errors = 48 * MiB + 5, []
 
     def worker(seed):
@@ -101,11 +100,7 @@ def test_concurrent_copies_from_threads_are_each_exact(cuda):
             if not np.array_equal(out, src):
                 errors.append(seed)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_concurrently(worker)
     assert errors == []
 
 
