@@ -115,16 +115,21 @@ def _aten_copy(self: torch.Tensor, out: torch.Tensor, direction: str, rule: str)
             f"{op}: self needs {nbytes} bytes ({list(self.shape)}) but out's storage has {room} writable bytes; "
             "plan out with at least self's size"
         )
+    old_shape = tuple(out.shape)
     resize_metadata(out, self.shape)
     if nbytes == 0:
         return out
     allocator = get_device_allocator(DeviceType.CUDA)
-    if allocator is None:
-        raise RuntimeError(f"{op}: no device allocator registered for device_type={int(DeviceType.CUDA)}")
     try:
-        _aten_transfer(allocator, self, out, nbytes, direction, rule)
-    except (DeviceCopyError, ValueError) as exc:
-        raise RuntimeError(f"{op}: device copy failed ({nbytes} bytes, {_WORDS[direction]}): {exc}") from exc
+        if allocator is None:
+            raise RuntimeError(f"{op}: no device allocator registered for device_type={int(DeviceType.CUDA)}")
+        try:
+            _aten_transfer(allocator, self, out, nbytes, direction, rule)
+        except (DeviceCopyError, ValueError) as exc:
+            raise RuntimeError(f"{op}: device copy failed ({nbytes} bytes, {_WORDS[direction]}): {exc}") from exc
+    except RuntimeError:
+        resize_metadata(out, old_shape)  # devcopy: out is left as it was on every failure (docs/differences.md)
+        raise
     return out
 
 

@@ -90,6 +90,22 @@ def test_failing_copy_is_reported_with_bytes_and_direction():
         h2d_copy_out(torch.ones(4), dev(sim, [4]))
 
 
+def test_out_keeps_its_shape_when_the_allocator_is_missing(sim):
+    out = dev(sim, [2, 4])
+    with scoped_allocators(), pytest.raises(RuntimeError):
+        h2d_copy_out(torch.ones(3), out)
+    assert tuple(out.shape) == (2, 4)  # devcopy difference: ExecuTorch leaves out resized here
+
+
+def test_out_keeps_its_shape_when_the_copy_fails():
+    sim = FailingCopies()
+    with scoped_allocators(sim):
+        out = dev(sim, [8])
+        with pytest.raises(RuntimeError, match="device copy failed"):
+            h2d_copy_out(torch.ones(3), out)
+    assert tuple(out.shape) == (8,)
+
+
 def test_seed_rule_copies_at_the_current_device(sim):
     h2d_copy_out(torch.ones(4), dev(sim, [4], index=1), device_rule="seed")
     assert sim.stats.last_h2d.index == 0
