@@ -1,13 +1,12 @@
-"""The workbench in a real browser: JupyterLab runs 00_tour, the explorer reacts to a strategy change and the
-registration panel shows `Missing operator` once device_copy_ops_aten_lib is unlinked."""
+"""The workbench in a real browser: JupyterLab runs 00_tour, the explorer reacts to a strategy change, the
+registration panel shows `Missing operator` once device_copy_ops_aten_lib is unlinked, and a timing run plots."""
 from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
-
-from conftest import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -18,7 +17,7 @@ KERNEL_IDLE = """() => {
 }"""
 CELLS_DONE = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
   .every(p => /\\[\\d+\\]/.test(p.textContent))"""
-DOCS_SCREENSHOT = ROOT / "docs" / "workbench.png"
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "workbench.png"
 
 
 def run_all_cells(page, lab, notebook: str) -> None:
@@ -48,6 +47,7 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
     assert "H2D 4" in wait_for_text(totals, "strategy executorch")
     explorer.locator(".devcopy-strategy select").select_option("dedupe")
     assert "H2D 2" in wait_for_text(totals, "strategy dedupe")
+    assert explorer.locator("svg.devcopy-graph .devcopy-h2d").count() == 2
     explorer.screenshot(path=artifacts / "placement-dedupe.png")
     if os.environ.get("DEVCOPY_UPDATE_SCREENSHOT") or not DOCS_SCREENSHOT.exists():
         shutil.copyfile(artifacts / "placement-dedupe.png", DOCS_SCREENSHOT)
@@ -63,3 +63,13 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
     assert "Missing operator: [0] et_copy::_h2d_copy.out" in outcome
     assert "To fix: link device_copy_ops_aten_lib" in outcome
     registration.screenshot(path=artifacts / "registration-missing-operator.png")
+
+    timing = page.locator(".devcopy-timing")
+    timing.scroll_into_view_if_needed()
+    timing.locator("input[type=text]").first.fill("4K,16K")
+    timing.locator("input[type=text]").first.press("Enter")
+    timing.locator(".devcopy-run").click()
+    wait_for_text(timing, "done: ")
+    assert timing.locator(".jp-OutputArea-output img").count() == 1  # the plot, redrawn into the panel's Output
+    assert timing.locator(".devcopy-table tbody tr").count() > 0
+    timing.screenshot(path=artifacts / "copy-timings.png")

@@ -2,7 +2,7 @@
 import pytest
 
 from devcopy_widgets import CopyTimingPanel, TimingState
-from devcopy_widgets.timing_plot import bandwidth_figure
+from devcopy_widgets.timing_plot import bandwidth_figure, bandwidth_png
 from devcopy_widgets.timing_state import ceiling, is_baseline
 
 
@@ -54,3 +54,7 @@ def test_a_bad_size_is_shown_in_the_panel():
 def test_an_unknown_direction_names_the_valid_ones():
     with pytest.raises(ValueError, match="Valid: h2d, d2h, both, all"):
         TimingState(direction="up").choices()
+
+
+def test_the_plot_is_a_png_whatever_the_matplotlib_backend(ran):
+    assert bandwidth_png(ran.state.result).startswith(b"\x89PNG")
