@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 
-from .timing_state import ceiling, is_baseline
+from .timing_state import ceilings, is_baseline
 
 
 def bandwidth_figure(result, ceiling_gbps: float | None = None):
@@ -21,9 +21,8 @@ def bandwidth_figure(result, ceiling_gbps: float | None = None):
         xs, ys = zip(*sorted(points))
         ax.plot(xs, ys, "--" if is_baseline(method) else "-", marker="o", markersize=3,
                 label=f"{method} {direction} {memory} ({clock})")
-    line = ceiling(result, ceiling_gbps)
-    if line is not None:
-        ax.axhline(line[0], color="black", linewidth=1, linestyle=":", label=line[1])
+    for gbps, label in ceilings(result, ceiling_gbps):
+        ax.axhline(gbps, color="black", linewidth=1, linestyle=":", label=label)
     ax.set(xscale="log", xlabel="bytes per copy", ylabel="GB/s",
            title=f"copy bandwidth on {result.backend} ({result.device})")
     ax.legend(fontsize=7, loc="upper left")

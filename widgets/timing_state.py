@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from devcopy_lib.bench.harness import Policy, SweepResult
+from devcopy_lib.bench.plots import CEILING_METHOD
 from devcopy_lib.bench.sizes import parse_sizes
 from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, sweep
 from devcopy_lib.devices.backend import select_backend
@@ -70,11 +71,15 @@ def is_baseline(method: str) -> bool:
     return not method.startswith("devcopy")
 
 
-def ceiling(result: SweepResult, ceiling_gbps: float | None = None) -> tuple[float, str] | None:
-    """The line the copies cannot beat: given, the PCIe link on CUDA, or the host memcpy peak when simulated."""
+def ceilings(result: SweepResult, ceiling_gbps: float | None = None) -> list[tuple[float, str]]:
+    """The lines copies cannot beat: the given one; on CUDA the PCIe link and the measured pinned
+    cudaMemcpyAsync peak (as in bench's plots); on the simulated backend the host memcpy peak."""
     if ceiling_gbps is not None:
-        return ceiling_gbps, f"ceiling {ceiling_gbps:g} GB/s"
+        return [(ceiling_gbps, f"ceiling {ceiling_gbps:g} GB/s")]
     if result.backend == "cupy":
-        return PCIE5_X16_GBPS, f"PCIe 5.0 x16 link ({PCIE5_X16_GBPS:g} GB/s, theoretical)"
+        measured = [m.gbps for m in result.measurements if (m.method, m.memory) == (CEILING_METHOD, "pinned")]
+        lines = [(PCIE5_X16_GBPS, f"PCIe 5.0 x16 link ({PCIE5_X16_GBPS:g} GB/s, theoretical)")]
+        return lines + ([(max(measured), f"measured ceiling ({CEILING_METHOD} pinned, {max(measured):.1f} GB/s)")]
+                        if measured else [])
     peaks = [m.gbps for m in result.measurements if is_baseline(m.method)]
-    return (max(peaks), f"host memcpy peak ({max(peaks):.1f} GB/s, simulated)") if peaks else None
+    return [(max(peaks), f"host memcpy peak ({max(peaks):.1f} GB/s, simulated)")] if peaks else []

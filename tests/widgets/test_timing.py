@@ -3,7 +3,7 @@ import pytest
 
 from devcopy_widgets import CopyTimingPanel, TimingState
 from devcopy_widgets.timing_plot import bandwidth_figure, bandwidth_png
-from devcopy_widgets.timing_state import ceiling, is_baseline
+from devcopy_widgets.timing_state import ceilings, is_baseline
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,18 @@ def test_plot_has_a_line_per_method_and_the_ceiling(ran):
 def test_baselines_are_the_methods_that_are_not_devcopy(ran):
     methods = {m.method for m in ran.state.result.measurements}
     assert {m for m in methods if is_baseline(m)} == methods - {m for m in methods if m.startswith("devcopy")}
-    assert ceiling(ran.state.result, 12.5) == (12.5, "ceiling 12.5 GB/s")
+    assert ceilings(ran.state.result, 12.5) == [(12.5, "ceiling 12.5 GB/s")]
+
+
+def test_on_cuda_the_ceilings_are_the_link_and_the_measured_cudaMemcpyAsync_peak():
+    from devcopy_lib.bench.harness import SweepResult
+    from devcopy_lib.bench.measurement import Measurement
+
+    result = SweepResult("cupy", "NVIDIA H200", [Measurement("cudaMemcpyAsync", "h2d", "pinned", 1 << 30, "wall",
+                                                             [0.02])])
+    (link, link_label), (measured, label) = ceilings(result)
+    assert link == 64.0 and "PCIe 5.0 x16" in link_label
+    assert measured == pytest.approx((1 << 30) / 0.02 / 1e9) and "cudaMemcpyAsync pinned" in label
 
 
 def test_a_bad_size_is_shown_in_the_panel():
