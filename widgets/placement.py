@@ -45,6 +45,13 @@ class PlacementExplorer(w.VBox):
         self._rebuild_ops()
         self.refresh()
 
+    @classmethod
+    def for_model(cls, module, example_inputs, name: str = "my_model", **settings) -> "PlacementExplorer":
+        """An explorer opened on your own module (the sample models stay selectable)."""
+        state = PlacementState(**settings)
+        state.add_model(name, module, example_inputs)
+        return cls(state)
+
     def _wire(self, *widgets) -> None:
         """The one place controls are connected: any value change goes through `_changed`."""
         for widget in widgets:

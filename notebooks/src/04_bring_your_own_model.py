@@ -63,12 +63,10 @@ for mode in ("portable", "aten"):
 
 # %% [markdown]
 # ## Explore it
-# `add_model` puts your module in the explorer's model list.
+# `PlacementExplorer.for_model` opens the explorer on your module; the sample models stay in its list.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from devcopy_widgets import PlacementExplorer
 
-explorer = PlacementExplorer()
-explorer.add_model("gate", model, inputs)
-explorer
+PlacementExplorer.for_model(model, inputs, name="gate")

@@ -74,6 +74,9 @@ def test_your_own_module_can_be_explored():
     assert view.state.model == "mine" and view.model.value == "mine"
     assert "sin.default" in [box.description for box in view.op_boxes]
     assert view.placed.report.delegates == 1
+    opened = PlacementExplorer.for_model(Scale(), (torch.randn(3),), strategy="dedupe")
+    assert (opened.model.value, opened.strategy.value, opened.error) == ("my_model", "dedupe", None)
+    assert "add" in opened.model.options
 
 
 def test_state_has_no_widgets():
