@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from devcopy_lib import MissingOperatorError, models
+from devcopy_lib import MissingOperatorError
 from devcopy_lib.runtime.libs import LIB_NAMES
 
 from . import html
@@ -19,7 +19,8 @@ class RegistrationPanel(w.VBox):
         self.error = None
         self.result = None
         self._syncing = False  # True while _show_libs sets the boxes: their events are not user edits
-        self.model = w.Dropdown(options=list(models.MODELS), value=self.state.placement.model, description="model")
+        self.model = w.Dropdown(options=self.state.placement.model_names, value=self.state.placement.model,
+                                 description="model")
         self.mode = w.ToggleButtons(options=MODES, value=self.state.mode)
         self.lib_boxes = {name: w.Checkbox(description=name, indent=False, layout=w.Layout(width="auto"))
                           for name in LIB_NAMES}

@@ -46,3 +46,16 @@ def test_changing_the_model_changes_the_operator_table():
     panel = RegistrationPanel()
     panel.model.value = "cpu_between"
     assert "aten::cumsum.out" in panel.matrix.value
+
+
+def test_your_own_model_is_offered_and_runs():
+    import torch
+
+    from devcopy_widgets import PlacementState
+
+    placement = PlacementState()
+    placement.add_model("mine", torch.nn.ReLU(), (torch.randn(5),))
+    panel = RegistrationPanel(placement=placement)
+    assert panel.model.value == "mine" and "add" in panel.model.options
+    panel.run()
+    assert panel.result.ok and panel.result.copies_executed == {"h2d": 1, "d2h": 1}
