@@ -1,5 +1,6 @@
 """Plots of a sweep (matplotlib imported here, lazily): bandwidth vs size with the measured ceiling, and small-copy
-latency on both clocks."""
+latency on both clocks. Figures are built without pyplot, so no backend is switched: a notebook kernel keeps its own;
+each function returns the Figure and writes it to `path` when one is given."""
 from __future__ import annotations
 
 from .harness import SweepResult
@@ -9,20 +10,33 @@ CEILING_METHOD = "cudaMemcpyAsync"
 SMALL_BYTES = 1 << 16
 
 
-def _pyplot():
-    import matplotlib
+def _figure(ncols: int, width: float, height: float):
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=(width * ncols, height))
+    return fig, fig.subplots(1, ncols, squeeze=False)
 
 
-def plot_bandwidth(result: SweepResult, path: str, clock: str = "wall") -> None:
+def _finish(fig, path: str | None):
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def to_png(fig) -> bytes:
+    """The figure as PNG bytes (`IPython.display.Image(to_png(fig))` shows it in any kernel)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
+def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "wall"):
     """GB/s vs bytes on log axes, one panel per (direction, memory), the measured pinned ceiling dashed."""
-    plt = _pyplot()
     panels = [p for p in PANELS if any((m.direction, m.memory, m.clock) == (*p, clock) for m in result.measurements)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    fig, axes = _figure(len(panels), 4.2, 3.8)
     for ax, (direction, memory) in zip(axes[0], panels):
         rows = [m for m in result.measurements if (m.direction, m.memory, m.clock) == (direction, memory, clock)]
         for method in dict.fromkeys(m.method for m in rows):
@@ -38,16 +52,13 @@ def plot_bandwidth(result: SweepResult, path: str, clock: str = "wall") -> None:
         ax.legend(fontsize=6)
     axes[0][0].set_ylabel("GB/s")
     fig.suptitle(f"{result.device} ({result.backend})", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return _finish(fig, path)
 
 
-def plot_latency(result: SweepResult, path: str) -> None:
+def plot_latency(result: SweepResult, path: str | None = None):
     """Median microseconds of copies up to 64 KiB (one-way), one panel per clock."""
-    plt = _pyplot()
     clocks = list(dict.fromkeys(m.clock for m in result.measurements))
-    fig, axes = plt.subplots(1, len(clocks), figsize=(6 * len(clocks), 4), squeeze=False)
+    fig, axes = _figure(len(clocks), 6, 4)
     for ax, clock in zip(axes[0], clocks):
         rows = [m for m in result.measurements
                 if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != "both"]
@@ -57,6 +68,4 @@ def plot_latency(result: SweepResult, path: str) -> None:
         ax.set(xscale="log", xlabel="bytes", ylabel="median µs", title=f"small copies ({clock} clock)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=5, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return _finish(fig, path)

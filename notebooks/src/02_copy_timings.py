@@ -39,6 +39,27 @@ for row in result.rows()[:8]:
           f"{row['gbps']:6.2f} GB/s")
 
 # %% [markdown]
+# ## Bandwidth against size
+# One panel per direction and host memory, on the wall clock (what a caller sees); the dashed line is the pinned
+# `cudaMemcpyAsync` peak measured in this same run.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from IPython.display import Image
+
+from devcopy_lib.bench.plots import plot_bandwidth, to_png
+
+Image(to_png(plot_bandwidth(result, clock="wall")))
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+largest = max(m.nbytes for m in result.measurements)
+print(f"at {largest} bytes (wall clock):")
+for row in result.rows():
+    if row["bytes"] == largest and row["clock"] == "wall":
+        print(f"  {row['method']:22} {row['direction']} {row['memory']:8} {row['gbps']:7.2f} GB/s")
+
+# %% [markdown]
 # ## The panel
 # Choose sizes (`4K..64M` is every power of two between; `4K,1M` a list), direction and host memory, then **Run**:
 # the plot redraws after each size, with the baselines dashed and the ceiling dotted.
