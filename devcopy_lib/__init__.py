@@ -34,6 +34,7 @@ _EXPORTS = {
     "lib_by_name": "runtime.libs",
     "registration_status": "runtime.libs",
     "load_method": "load",
+    "compare_outputs": "compare",
     "export_and_lower": "passes.lower",
     "DEFAULT_DELEGATE_OPS": "passes.lower",
     "place_devices": "passes.placement",

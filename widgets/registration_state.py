@@ -10,7 +10,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from devcopy_lib import load_method, registration_status
-from devcopy_lib.cli.run import compare
+from devcopy_lib.compare import compare_outputs
 from devcopy_lib.devices.backend import make_allocator
 from devcopy_lib.devices.registry import scoped_allocators
 from devcopy_lib.passes.emit import emit
@@ -86,5 +86,5 @@ class RegistrationState:
             copies = dict(method.copies_executed)
         with torch.no_grad():
             expected = pytree.tree_leaves(module(*inputs))
-        ok, err = compare(outputs, expected)
+        ok, err = compare_outputs(outputs, expected)
         return RunResult(allocator.backend, outputs, ok, err, copies)

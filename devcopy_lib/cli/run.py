@@ -23,23 +23,6 @@ def _libs(args: argparse.Namespace) -> list | None:
     return [lib_by_name(name, args.aten_device_rule) for name in names]
 
 
-def compare(outputs: tuple, expected: list) -> tuple[bool, float]:
-    """(every output matches eager within assert_close's default tolerance for its dtype, max |diff| in float64)."""
-    import torch
-
-    ok, worst = len(outputs) == len(expected), 0.0
-    for got, want in zip(outputs, expected):
-        try:
-            torch.testing.assert_close(got, want)
-        except AssertionError:
-            ok = False
-        if got.shape == want.shape and got.numel():
-            worst = max(worst, float((got.double() - want.double()).abs().max()))
-        elif got.shape != want.shape:
-            ok, worst = False, float("inf")
-    return ok, worst
-
-
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     """Run the model once in the requested mode on the requested backend; the JSON object of `devcopy run`."""
     import torch
@@ -47,6 +30,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
 
     from ..devices.backend import make_allocator
     from ..devices.registry import scoped_allocators
+    from ..compare import compare_outputs
     from ..load import load_method
 
     libs = _libs(args)
@@ -58,7 +42,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
                   "arena_bytes": method.arena_sizes}
     with torch.no_grad():
         expected = pytree.tree_leaves(module(*inputs))
-    ok, max_abs_err = compare(outputs, expected)
+    ok, max_abs_err = compare_outputs(outputs, expected)
     return {"ok": ok, "model": args.model, "mode": args.mode, "backend": allocator.backend,
             "strategy": args.strategy, "max_abs_err": max_abs_err, **result}
 
