@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
 from devcopy_lib import models
 from devcopy_lib.devices import CPU, Device
@@ -12,17 +11,9 @@ from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.out_variant import operator_name, out_variant
 from devcopy_lib.passes.placement import place_devices
 from devcopy_lib.runtime.program import DelegateCall, KernelCall, TensorValue
+from placement_helpers import Fn
 
 CUDA0 = Device.parse("cuda:0")
-
-
-class _Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def _emitted(model, inputs, delegate_ops=None, **placement):
@@ -64,7 +55,7 @@ def test_delegate_reads_device_values_and_its_owned_constants_are_device_constan
 
 
 def test_python_scalar_where_a_tensor_is_wanted_becomes_a_lifted_constant():
-    program = _emitted(_Fn(lambda x: torch.sin(x) * 2.0), (torch.randn(3),), delegate_ops=["sin.default"])
+    program = _emitted(Fn(lambda x: torch.sin(x) * 2.0), (torch.randn(3),), delegate_ops=["sin.default"])
     mul = next(i for i in program.instructions
                if isinstance(i, KernelCall) and program.operators[i.op] == "aten::mul.out")
     scalar = program.tensor(mul.args[1])
