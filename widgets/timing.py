@@ -4,11 +4,12 @@ from __future__ import annotations
 import ipywidgets as w
 from IPython.display import Image, display
 
+from devcopy_lib.bench.plots import to_png
 from devcopy_lib.bench.sizes import format_size
 
 from . import html
 from .guard import shown_errors
-from .timing_plot import bandwidth_png
+from .timing_plot import bandwidth_figure
 from .timing_state import DIRECTION_CHOICES, MEMORY_CHOICES, TABLE_COLUMNS, TimingState
 
 
@@ -52,7 +53,7 @@ class CopyTimingPanel(w.VBox):
     def _draw(self, result) -> None:
         self.plot.clear_output(wait=True)
         with self.plot:
-            display(Image(bandwidth_png(result, self.ceiling_gbps)))
+            display(Image(to_png(bandwidth_figure(result, self.ceiling_gbps))))
 
     @shown_errors
     def run(self) -> None:

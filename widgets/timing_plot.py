@@ -2,7 +2,6 @@
 ceiling as a horizontal line. matplotlib is imported only when a plot is drawn."""
 from __future__ import annotations
 
-import io
 from collections import defaultdict
 
 from .timing_state import ceilings, is_baseline
@@ -27,10 +26,3 @@ def bandwidth_figure(result, ceiling_gbps: float | None = None):
            title=f"copy bandwidth on {result.backend} ({result.device})")
     ax.legend(fontsize=7, loc="upper left")
     return fig
-
-
-def bandwidth_png(result, ceiling_gbps: float | None = None) -> bytes:
-    """`bandwidth_figure` as PNG bytes (displays the same with or without matplotlib's inline backend)."""
-    buffer = io.BytesIO()
-    bandwidth_figure(result, ceiling_gbps).savefig(buffer, format="png", dpi=90)
-    return buffer.getvalue()

@@ -2,7 +2,8 @@
 import pytest
 
 from devcopy_widgets import CopyTimingPanel, TimingState
-from devcopy_widgets.timing_plot import bandwidth_figure, bandwidth_png
+from devcopy_lib.bench.plots import to_png
+from devcopy_widgets.timing_plot import bandwidth_figure
 from devcopy_widgets.timing_state import ceilings, is_baseline
 
 
@@ -68,4 +69,4 @@ def test_an_unknown_direction_names_the_valid_ones():
 
 
 def test_the_plot_is_a_png_whatever_the_matplotlib_backend(ran):
-    assert bandwidth_png(ran.state.result).startswith(b"\x89PNG")
+    assert to_png(bandwidth_figure(ran.state.result)).startswith(b"\x89PNG")
