@@ -227,8 +227,14 @@ class PlacedProgram(LoweredProgram):
 
 
 def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
-    """A new GraphModule with a copied graph (node meta copied shallowly) sharing gm's delegates and constants."""
-    return fx.GraphModule(gm, copy.deepcopy(gm.graph), class_name=type(gm).__name__)
+    """A new GraphModule with a copied graph (node meta copied shallowly) sharing gm's delegates and constants.
+
+    It is torch.fx's lazy kind: `recompile()` only marks it, and its Python code is generated on the first call.
+    devcopy's own flow never calls the placed graph (emit reads its nodes), so the pass does not pay for codegen
+    that nothing runs; calling it eagerly, as the tests do, still works."""
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    return _LazyGraphModule(gm, copy.deepcopy(gm.graph), class_name=type(gm).__name__)
 
 
 def place_devices(lowered: LoweredProgram, strategy: str = "executorch", skip_h2d_for_method_inputs: bool = False,
