@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,6 @@ from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..devices import CPU, Device
-from .delegate import delegate_source
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from .peer import CrossDevicePair, PeerAccess, peer_rule
@@ -60,8 +60,8 @@ class PlaceDevicesPass(PassBase):
 
     def call(self, graph_module: fx.GraphModule) -> PassResult:
         graph = graph_module.graph
-        modified = self.tag_defaults(graph)
-        calls = [n for n in graph.nodes if call_device(n) is not None]
+        calls = {node: device for node in graph.nodes if (device := call_device(node)) is not None}
+        modified = self.tag_defaults(graph, calls)
         if self.non_cpu_memory_planning:
             modified |= self.insert_h2d(graph, calls)
             modified |= self.insert_d2h(graph, calls)
@@ -69,36 +69,33 @@ class PlaceDevicesPass(PassBase):
             modified |= self.direct_peer_copies(graph)
         else:
             modified |= self.tag_only(calls)
-        if modified:
-            graph.lint()
+        if modified:  # graph.lint() is left to the tests: it is O(nodes) work on every placement
             graph_module.recompile()
         return PassResult(graph_module, modified)
 
-    def tag_defaults(self, graph: fx.Graph) -> bool:
+    def tag_defaults(self, graph: fx.Graph, calls: dict[fx.Node, Device]) -> bool:
         """Always: a node without a device tag gets CPU, and a device delegate's call gets its device."""
         changed = False
         for node in graph.nodes:
-            changed |= _tag(node, call_device(node) or node.meta.get("device", CPU))
+            changed |= _tag(node, calls.get(node) or node.meta.get("device", CPU))
         return changed
 
-    def tag_only(self, calls: list[fx.Node]) -> bool:
+    def tag_only(self, calls: dict[fx.Node, Device]) -> bool:
         """Only with non_cpu_memory_planning=False: tag each device delegate's inputs and outputs with its device,
         in place, and insert no copies (ExecuTorch's legacy tagging)."""
         changed = False
-        for call in calls:
-            device = call_device(call)
+        for call, device in calls.items():
             for node in (*call.all_input_nodes, *call.users):
                 changed |= _tag(node, device)
         return changed
 
-    def insert_h2d(self, graph: fx.Graph, calls: list[fx.Node]) -> bool:
+    def insert_h2d(self, graph: fx.Graph, calls: dict[fx.Node, Device]) -> bool:
         """Per device delegate, per distinct input value not already on its device: an H2D right before the call,
         rewiring only that argument. `executorch`: one copy per (delegate, value); `dedupe`: one per (value,
         device), reused by every delegate on that device. Graph inputs skip the copy under skip_h2d_for_method_inputs."""
         changed = False
         shared: dict[tuple[fx.Node, Device], fx.Node] = {}
-        for call in calls:
-            device = call_device(call)
+        for call, device in calls.items():
             args = list(call.args)
             for index, arg in enumerate(args):
                 if not isinstance(arg, fx.Node) or device_of(arg) == device:
@@ -117,14 +114,13 @@ class PlaceDevicesPass(PassBase):
             call.args = tuple(args)
         return changed
 
-    def insert_d2h(self, graph: fx.Graph, calls: list[fx.Node]) -> bool:
+    def insert_d2h(self, graph: fx.Graph, calls: dict[fx.Node, Device]) -> bool:
         """Per output of a device delegate: tag the getitem with the device and, unless every user is the graph
         output under skip_d2h_for_method_outputs, one D2H after it shared by all users not already reading on the
         device (a direct D2D copy reads on the device)."""
         changed = False
-        for call in calls:
-            device = call_device(call)
-            for item in [u for u in call.users if delegate_source(u) is call]:
+        for call, device in calls.items():
+            for item in [u for u in call.users if u.op == "call_function" and u.target is operator.getitem]:
                 changed |= _tag(item, device)
                 readers = [u for u in item.users
                            if not (is_d2h(u) or is_d2d(u)) and (is_h2d(u) or device_of(u) != device)]

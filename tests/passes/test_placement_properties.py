@@ -15,6 +15,7 @@ OPTIONS = st.fixed_dictionaries({"skip_h2d_for_method_inputs": st.booleans(),
 
 def assert_no_edge_crosses_devices(gm, skip_d2h: bool) -> None:
     """Every value is read on the device it lives on, except across a copy; outputs are on CPU unless skipped."""
+    gm.graph.lint()  # a well-formed graph: the pass itself does not lint (hot path)
     for node in gm.graph.nodes:
         kind = node_kind(node)
         for arg in node.all_input_nodes:
