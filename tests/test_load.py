@@ -12,7 +12,7 @@ from devcopy_lib.devices import DeviceCopyError, SimulatedCudaAllocator, scoped_
 from devcopy_lib.passes.emit import emit
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
-from devcopy_lib.runtime.error import Error
+from devcopy_lib.tensors.error import Error
 from devcopy_lib.runtime.failures import ExecutionError, LoadError
 from devcopy_lib.runtime.libs import aten_lib, lib_by_name
 from devcopy_lib.load import load_method

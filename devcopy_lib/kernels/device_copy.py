@@ -19,10 +19,10 @@ import torch
 from ..devices.device import DeviceType
 from ..devices.errors import DeviceCopyError
 from ..devices.registry import get_device_allocator
-from ..runtime.aten_tensor import device_memory, resize_metadata, writable_nbytes
-from ..runtime.context import KernelRuntimeContext
-from ..runtime.error import Error
-from ..runtime.tensor import PortableTensor
+from ..tensors.aten_tensor import device_memory, resize_metadata, writable_nbytes
+from ..tensors.context import KernelRuntimeContext
+from ..tensors.error import Error
+from ..tensors.tensor import PortableTensor
 
 CURRENT_DEVICE = -1
 DEVICE_RULES = ("seed", "tensor")

@@ -14,9 +14,9 @@ import torch
 from torchgen.model import FunctionSchema
 
 from ..devices.errors import DeviceMemoryAccessError
-from ..runtime.context import KernelRuntimeContext
-from ..runtime.error import Error
-from ..runtime.tensor import PortableTensor, TensorShapeDynamism
+from ..tensors.context import KernelRuntimeContext
+from ..tensors.error import Error
+from ..tensors.tensor import PortableTensor, TensorShapeDynamism
 
 
 def aten_overload(name: str):

@@ -11,10 +11,9 @@
 ExecuTorch's Python package defines the same namespace with `Library("et_copy", "DEF")`, and a second `DEF` in one
 process fails. So: if the ops already exist (ExecuTorch imported first), they are reused; if ExecuTorch is installed
 but not yet imported, its op-definition module is imported so that a later `import executorch.exir` finds them
-defined; only without ExecuTorch does devcopy define the namespace itself. Then, in a FRAGMENT, devcopy registers
-its kernels for the `.out` overloads on backend keys CPU (trace-time copy) and CUDA (the ATen-mode kernel), so eager
-calls on CUDA tensors copy through the registered DeviceAllocator. ExecuTorch's DEF does not define `_d2d_copy`, so
-devcopy defines it in that same FRAGMENT, whoever DEF'd the namespace, once per process (whatever the import order).
+defined; only without ExecuTorch does devcopy define the namespace itself. ExecuTorch's DEF does not define
+`_d2d_copy`, so devcopy defines it in a FRAGMENT, whoever DEF'd the namespace, once per process (whatever the import
+order). This module only defines; `kernels/registration.py` registers devcopy's kernels for the `.out` overloads.
 Import this module for its side effect.
 """
 from __future__ import annotations
@@ -105,28 +104,13 @@ h2d_copy = torch.ops.et_copy._h2d_copy
 d2h_copy = torch.ops.et_copy._d2h_copy
 
 
-def _trace_time_copy(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    """All-CPU call (tracing, tests): the `.out` meaning at trace time, `out` resized to `self` and overwritten."""
-    out.resize_(self.shape).copy_(self)
-    return out
-
-
-def _register_kernels() -> torch.library.Library:
-    """devcopy's kernels for the `.out` overloads on backend keys CPU and CUDA, in a FRAGMENT (coexists with
-    whoever DEF'd the namespace). A backend-key kernel wins over ExecuTorch's CompositeImplicitAutograd one, also
-    outside inference mode, so eager `torch.ops.et_copy._h2d_copy.out(cpu, out=cuda)` runs devcopy's ATen-mode kernel
-    (device rule `tensor`: the CUDA tensor says which GPU) through the registered DeviceAllocator."""
-    from ..kernels.device_copy import aten_kernel_for
-
+def _define_peer() -> torch.library.Library:
+    """devcopy's `_d2d_copy` in a FRAGMENT, whoever DEF'd the namespace (ExecuTorch's DEF does not have it)."""
     lib = torch.library.Library(NAMESPACE, "FRAGMENT")
     if not hasattr(torch.ops.et_copy, "_d2d_copy"):
         _define(lib, PEER_SCHEMAS)
-    for name in ("_h2d_copy.out", "_d2h_copy.out", "_d2d_copy.out"):
-        kernel = aten_kernel_for(name, "tensor")
-        lib.impl(name, _trace_time_copy, "CPU")
-        lib.impl(name, lambda self, *, out, _kernel=kernel: _kernel(self, out), "CUDA")
     return lib
 
 
-_kernel_library = _register_kernels()  # kept alive: dropping it unregisters the kernels (and devcopy's _d2d_copy)
+_peer_library = _define_peer()  # kept alive: dropping it unregisters devcopy's _d2d_copy
 d2d_copy = torch.ops.et_copy._d2d_copy

@@ -1,7 +1,7 @@
 """Exceptions a method raises when loading or executing fails; `kind` is ExecuTorch's error name."""
 from __future__ import annotations
 
-from .error import Error
+from ..tensors.error import Error
 
 
 class MethodError(RuntimeError):

@@ -19,6 +19,8 @@ from typing import Iterable, Sequence
 
 from ..ops.schema import (ET_COPY_OPS_YAML, FALLBACK_KEY, FUNCTIONS_YAML, NATIVE_FUNCTIONS_YAML, PEER_COPY_OPS_YAML,
                           load_ops_yaml, native_functions, native_schema, parse_schema)
+from ..kernels import device_copy, portable_cpu
+from ..kernels.portable_cpu import boxed_aten_kernel
 from .registry import KernelLib
 
 DEVICE_COPY_LIB = "device_copy_ops_aten_lib"
@@ -31,8 +33,6 @@ DEVICE_RULES = ("seed", "tensor")
 
 def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):
     """kernel_name -> boxed kernel: `devcopy::portable::<fn>` / `devcopy::aten::<fn>` / `devcopy::portable::aten_out`."""
-    from ..kernels import device_copy, portable_cpu
-
     namespace, _, fn = kernel_name.rpartition("::")
     if kernel_name == "devcopy::portable::aten_out":
         return portable_cpu.boxed_aten_kernel(name, schema, portable=True)
@@ -68,8 +68,6 @@ def portable_lib() -> KernelLib:
 @functools.lru_cache(maxsize=None)
 def native_lib() -> KernelLib:
     """ATen's native lib: every op of native_functions.yaml, executed by PyTorch's kernels (torch.ops.aten)."""
-    from ..kernels.portable_cpu import boxed_aten_kernel
-
     def schema_of(op: str):
         return parse_schema(native_schema(op))
 

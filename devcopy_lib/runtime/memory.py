@@ -10,7 +10,7 @@ import numpy as np
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.device import Device, DeviceType
 from ..devices.registry import get_device_allocator, registered_allocators
-from .error import Error
+from ..tensors.error import Error
 from .failures import LoadError
 
 ALIGNMENT = 64

@@ -16,9 +16,9 @@ import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
-from .context import KernelRuntimeContext
+from ..tensors.context import KernelRuntimeContext
 from .device_views import device_view
-from .error import Error
+from ..tensors.error import Error
 from .failures import ExecutionError, LoadError
 from .libs import ATEN_DEFAULT_LIBS, as_libs
 from .memory import OwnedMemory, allocator_for

@@ -11,11 +11,11 @@ import numpy as np
 import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
-from .aten_tensor import device_tensor, resize_metadata
-from .error import Error
+from ..tensors.aten_tensor import device_tensor, resize_metadata
+from ..tensors.error import Error
 from .failures import ExecutionError
 from .program import TensorSpec
-from .tensor import PortableTensor, TensorShapeDynamism
+from ..tensors.tensor import PortableTensor, TensorShapeDynamism
 
 
 def _dynamism(spec: TensorSpec) -> TensorShapeDynamism:

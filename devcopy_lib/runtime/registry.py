@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 from torchgen.model import FunctionSchema
 
-from .error import Error
+from ..tensors.error import Error
 
 FALLBACK_KEY = ""
 MODES = ("portable", "aten")

@@ -1,7 +1,7 @@
 """`resolve_operators`: a method load's operator resolution, and `MissingOperatorError` in ExecuTorch's words."""
 from __future__ import annotations
 
-from .error import Error
+from ..tensors.error import Error
 from .libs import DEVICE_COPY_LIB, PEER_COPY_LIB, as_libs
 from .registry import FALLBACK_KEY, Kernel, OperatorRegistry
 

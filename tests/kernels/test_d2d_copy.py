@@ -9,10 +9,10 @@ import torch
 from devcopy_lib.devices import CPU, Device, SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.kernels.device_copy import PORTABLE_KERNELS, d2d_copy_out, h2d_copy_out
 from devcopy_lib.ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
-from devcopy_lib.runtime.aten_tensor import device_tensor
-from devcopy_lib.runtime.context import KernelRuntimeContext
-from devcopy_lib.runtime.error import Error
-from devcopy_lib.runtime.tensor import PortableTensor
+from devcopy_lib.tensors.aten_tensor import device_tensor
+from devcopy_lib.tensors.context import KernelRuntimeContext
+from devcopy_lib.tensors.error import Error
+from devcopy_lib.tensors.tensor import PortableTensor
 
 CUDA0, CUDA1 = Device.parse("cuda:0"), Device.parse("cuda:1")
 

@@ -7,7 +7,7 @@ import torch
 
 from devcopy_lib.devices import DeviceCopyError, SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.kernels.device_copy import d2h_copy_out, h2d_copy_out
-from devcopy_lib.runtime.aten_tensor import device_tensor
+from devcopy_lib.tensors.aten_tensor import device_tensor
 
 
 def dev(sim, sizes, dtype=torch.float32, index=0, capacity=None, carry_device=True):

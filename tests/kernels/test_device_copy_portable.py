@@ -7,9 +7,9 @@ import torch
 
 from devcopy_lib.devices import DeviceCopyError, SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.kernels.device_copy import _d2h_copy_out, _h2d_copy_out
-from devcopy_lib.runtime.context import KernelRuntimeContext
-from devcopy_lib.runtime.error import Error
-from devcopy_lib.runtime.tensor import PortableTensor, TensorShapeDynamism
+from devcopy_lib.tensors.context import KernelRuntimeContext
+from devcopy_lib.tensors.error import Error
+from devcopy_lib.tensors.tensor import PortableTensor, TensorShapeDynamism
 
 BOUND = TensorShapeDynamism.DYNAMIC_BOUND
 

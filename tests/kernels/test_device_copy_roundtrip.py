@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.kernels.device_copy import _d2h_copy_out, _h2d_copy_out
-from devcopy_lib.runtime.context import KernelRuntimeContext
-from devcopy_lib.runtime.error import Error
-from devcopy_lib.runtime.tensor import PortableTensor, TensorShapeDynamism
+from devcopy_lib.tensors.context import KernelRuntimeContext
+from devcopy_lib.tensors.error import Error
+from devcopy_lib.tensors.tensor import PortableTensor, TensorShapeDynamism
 
 DTYPES = [torch.bool, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.float16, torch.bfloat16,
           torch.float32, torch.float64]

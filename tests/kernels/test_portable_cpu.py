@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import torch
 
-from devcopy_lib.runtime.context import KernelRuntimeContext
-from devcopy_lib.runtime.error import Error
+from devcopy_lib.tensors.context import KernelRuntimeContext
+from devcopy_lib.tensors.error import Error
 from devcopy_lib.runtime.libs import portable_lib
-from devcopy_lib.runtime.tensor import PortableTensor, TensorShapeDynamism
+from devcopy_lib.tensors.tensor import PortableTensor, TensorShapeDynamism
 
 BOUND = TensorShapeDynamism.DYNAMIC_BOUND
 

@@ -7,8 +7,8 @@ import sys
 import pytest
 import torch
 
-import devcopy_lib.ops.aot  # noqa: F401 - defines torch.ops.et_copy and devcopy's kernels
-from devcopy_lib.runtime.aten_tensor import device_tensor
+import devcopy_lib.kernels  # noqa: F401 - defines torch.ops.et_copy and registers devcopy's kernels
+from devcopy_lib.tensors.aten_tensor import device_tensor
 
 CHECK = """
 import torch

@@ -6,7 +6,7 @@ import torch
 
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML, NATIVE_FUNCTIONS_YAML
 from devcopy_lib.runtime.libs import aten_lib, lib_by_name, native_lib, portable_lib, registration_status
-from devcopy_lib.runtime.context import KernelRuntimeContext
+from devcopy_lib.tensors.context import KernelRuntimeContext
 
 
 def test_libs_are_cached():

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
-from devcopy_lib.runtime.error import Error
+from devcopy_lib.tensors.error import Error
 from devcopy_lib.runtime.libs import aten_lib, portable_lib
 from devcopy_lib.runtime.resolve import MissingOperatorError, resolve_operators
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from devcopy_lib.devices import DeviceMemoryAccessError, scoped_allocators
-from devcopy_lib.runtime.error import Error
-from devcopy_lib.runtime.tensor import PortableTensor, TensorShapeDynamism
+from devcopy_lib.tensors.error import Error
+from devcopy_lib.tensors.tensor import PortableTensor, TensorShapeDynamism
 
 BOUND = TensorShapeDynamism.DYNAMIC_BOUND
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from devcopy_lib.runtime.context import KernelRuntimeContext
-from devcopy_lib.runtime.error import Error
+from devcopy_lib.tensors.context import KernelRuntimeContext
+from devcopy_lib.tensors.error import Error
 
 
 def test_error_codes_match_executorch():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from devcopy_lib.devices import DeviceMemoryAccessError
-from devcopy_lib.runtime.aten_tensor import SimulatedDeviceTensor, device_ptr, device_tensor, resize_metadata
+from devcopy_lib.tensors.aten_tensor import SimulatedDeviceTensor, device_ptr, device_tensor, resize_metadata
 
 
 def test_simulated_tensor_reports_device_and_metadata(sim):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 
@@ -33,6 +33,16 @@ _METADATA = {
 }
 
 
+# Operator name -> kernel run when an eager call reaches a simulated device tensor. The kernels layer fills it (this
+# layer stands below kernels and must not import them).
+_EAGER_KERNELS: dict[str, Callable[..., torch.Tensor]] = {}
+
+
+def register_eager_kernel(op: str, kernel: Callable[..., torch.Tensor]) -> None:
+    """Let eager calls of `op` (e.g. `et_copy::_h2d_copy.out`) on simulated device tensors run `kernel`."""
+    _EAGER_KERNELS[op] = kernel
+
+
 class SimulatedDeviceTensor(torch.Tensor):
     """A torch.Tensor over simulated device memory: `ptr` (a DevicePtr) holds its bytes; host reads raise."""
 
@@ -53,10 +63,9 @@ class SimulatedDeviceTensor(torch.Tensor):
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         if func in _METADATA:
             return _METADATA[func](args[0])
-        if func.namespace == "et_copy":  # eager et_copy calls run devcopy's ATen-mode kernel
-            from ..kernels.device_copy import aten_kernel_for
-
-            return aten_kernel_for(func.name(), "tensor")(*args, **(kwargs or {}))
+        kernel = _EAGER_KERNELS.get(func.name())
+        if kernel is not None:  # eager et_copy calls run the kernel registered for them (kernels/registration.py)
+            return kernel(*args, **(kwargs or {}))
         raise DeviceMemoryAccessError(
             f"{func} on a tensor in simulated device memory ({describe(args[0])}): host code cannot read device "
             "memory. A D2H copy is missing: copy it to a CPU tensor with et_copy::_d2h_copy.out first."
@@ -116,7 +125,7 @@ def device_memory(tensor: torch.Tensor, allocator) -> Iterator[DevicePtr]:
     else:
         raise RuntimeError(
             f"{describe(tensor)} is not backed by device memory: make ATen-mode device tensors with "
-            "devcopy_lib.runtime.aten_tensor.device_tensor(ptr, dtype, sizes)"
+            "devcopy_lib.tensors.aten_tensor.device_tensor(ptr, dtype, sizes)"
         )
 
 
