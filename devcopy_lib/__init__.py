@@ -36,6 +36,8 @@ _EXPORTS = {
     "load_method": "load",
     "compare_outputs": "compare",
     "export_and_lower": "passes.lower",
+    "export_program": "passes.lower",
+    "lower": "passes.lower",
     "DEFAULT_DELEGATE_OPS": "passes.lower",
     "place_devices": "passes.placement",
     "PlacementReport": "passes.report",

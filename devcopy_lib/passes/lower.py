@@ -96,20 +96,28 @@ class _OverloadSupport(OperatorSupportBase):
         return node.op == "call_function" and overload_name(node.target) in self.ops
 
 
-def export_and_lower(model: torch.nn.Module, example_inputs: Sequence[Any], delegate_ops: Sequence[str] | None = None,
-                     target_device: Any = "cuda:0", dynamic_shapes: Any = None,
-                     partition: str = "capability") -> LoweredProgram:
-    """Export `model`, decompose, and make each proposed partition of `delegate_ops` a delegate on `target_device`.
-
-    `target_device`: a device string / Device for every delegate, None for none, or a mapping from delegate name
-    (`delegate_0`) or op overload (`add.Tensor`) to a device (delegates it does not cover get no device).
-    """
-    ops = validate_overloads(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops)
+def _checked_options(delegate_ops: Sequence[str] | None, partition: str) -> tuple[str, ...]:
+    """The validated delegate ops (DEFAULT_DELEGATE_OPS for None); a ValueError naming the valid partitions."""
     if partition not in PARTITIONS:
         raise ValueError(f"Unknown partition {partition!r}. Valid: {', '.join(PARTITIONS)}. 'capability' groups "
                          f"supported ops like ExecuTorch's partitioners; 'per_node' makes one delegate per op.")
-    example_inputs = tuple(example_inputs)
-    exported = torch.export.export(model, example_inputs, dynamic_shapes=dynamic_shapes).run_decompositions()
+    return validate_overloads(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops)
+
+
+def export_program(model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None) -> ExportedProgram:
+    """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set."""
+    return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes).run_decompositions()
+
+
+def lower(exported: ExportedProgram, delegate_ops: Sequence[str] | None = None, target_device: Any = "cuda:0",
+          partition: str = "capability") -> LoweredProgram:
+    """Make each proposed partition of `delegate_ops` in a decomposed program a delegate on `target_device`.
+
+    `exported` is read, never changed, so one `export_program` result can be lowered with many delegate sets.
+    `target_device`: a device string / Device for every delegate, None for none, or a mapping from delegate name
+    (`delegate_0`) or op overload (`add.Tensor`) to a device (delegates it does not cover get no device).
+    """
+    ops = _checked_options(delegate_ops, partition)
     gm = exported.graph_module
     support = _OverloadSupport(ops)
     if partition == "capability":
@@ -117,7 +125,16 @@ def export_and_lower(model: torch.nn.Module, example_inputs: Sequence[Any], dele
         groups = [set(p.nodes) for p in proposed]
     else:
         groups = [{n} for n in gm.graph.nodes if support.is_node_supported(None, n)]
+    example_inputs = tuple(exported.example_inputs[0]) if exported.example_inputs else ()
     return _Builder(exported, groups, target_device).build(example_inputs, ops, partition)
+
+
+def export_and_lower(model: torch.nn.Module, example_inputs: Sequence[Any], delegate_ops: Sequence[str] | None = None,
+                     target_device: Any = "cuda:0", dynamic_shapes: Any = None,
+                     partition: str = "capability") -> LoweredProgram:
+    """`export_program` then `lower`: export `model`, decompose, and delegate the partitions of `delegate_ops`."""
+    _checked_options(delegate_ops, partition)  # refuse bad options before the expensive export
+    return lower(export_program(model, example_inputs, dynamic_shapes), delegate_ops, target_device, partition)
 
 
 def _resolve_device(target_device: Any, name: str, ops: tuple[str, ...]) -> Device | None:
