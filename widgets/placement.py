@@ -6,7 +6,9 @@ import ipywidgets as w
 from . import html, placement_summary as summary
 from .graph_svg import graph_svg
 from .guard import shown_errors
-from .placement_state import PARTITIONS, STRATEGIES, PlacementState
+from devcopy_lib.names import PARTITIONS, STRATEGIES
+
+from .placement_state import PlacementState
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
 

@@ -7,11 +7,9 @@ from typing import Any, Callable
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, models, place_devices
 from devcopy_lib.bench.cost_model import default_model
 from devcopy_lib.passes import executorch_reference
-from devcopy_lib.passes.lower import PARTITIONS
 from devcopy_lib.passes.ops import overload_name
-from devcopy_lib.passes.placement import STRATEGIES
 
-__all__ = ["PARTITIONS", "STRATEGIES", "PlacementState"]
+__all__ = ["PlacementState"]
 
 
 @dataclass

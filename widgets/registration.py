@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipywidgets as w
 
 from devcopy_lib import MissingOperatorError
-from devcopy_lib.runtime.libs import LIB_NAMES
+from devcopy_lib.names import LIB_NAMES
 
 from . import html
 from .guard import shown_errors

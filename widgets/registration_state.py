@@ -14,8 +14,7 @@ from devcopy_lib.compare import compare_outputs
 from devcopy_lib.devices.backend import make_allocator
 from devcopy_lib.devices.registry import scoped_allocators
 from devcopy_lib.passes.emit import emit
-from devcopy_lib.runtime.libs import LIB_NAMES
-from devcopy_lib.runtime.method import DEFAULT_LIBS
+from devcopy_lib.names import DEFAULT_LIBS, LIB_NAMES
 
 from .placement_state import PlacementState
 

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any, Callable, Iterable
 
+from ..names import BACKEND_CHOICES
+
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
 
@@ -27,7 +29,7 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 def add_backend(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--backend", default="auto", choices=["auto", "cupy", "simulated"],
+        "--backend", default="auto", choices=BACKEND_CHOICES,
         help="device backend (default: auto = cupy where CUDA is available, else simulated; env DEVCOPY_BACKEND)",
     )
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..names import PARTITIONS, STRATEGIES
 from .common import UsageError, add_json, emit, split_list
 
-STRATEGIES = ("executorch", "dedupe", "peer")
-PARTITIONS = ("capability", "per_node")
 DEMO_BACKEND_OPS = ("add.Tensor", "mm.default", "sin.default")  # what ExecuTorch's demo backend lowers
 
 

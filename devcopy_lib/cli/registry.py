@@ -1,21 +1,21 @@
 """`devcopy registry`: which libs of a mode register which ops (kernel key, kernel name, source file)."""
 from __future__ import annotations
 
+from ..names import COPY_OPS, DEFAULT_LIBS, LIB_NAMES, MODES
 from .common import UsageError, add_json, check_choices, emit, split_list
 
-DEFAULT_LIBS = {"portable": "portable", "aten": "native,device_copy_ops_aten_lib"}
-DEFAULT_OPS = "et_copy::_h2d_copy.out,et_copy::_d2h_copy.out"
+DEFAULT_OPS = ",".join((COPY_OPS["h2d"], COPY_OPS["d2h"]))
 
 
 def collect(mode: str, libs: list[str], ops: list[str]) -> dict:
-    from ..runtime.libs import LIB_NAMES, lib_by_name, registration_status
+    from ..runtime.libs import lib_by_name, registration_status
 
     check_choices(libs, LIB_NAMES, "lib")
     linked = [lib_by_name(name) for name in libs]
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:
         raise UsageError(f"lib(s) {', '.join(wrong)} are not {mode}-mode libs; pick libs of one mode "
-                         f"(default for --mode {mode}: {DEFAULT_LIBS[mode]})")
+                         f"(default for --mode {mode}: {','.join(DEFAULT_LIBS[mode])})")
     rows = registration_status(linked, ops)
     return {
         "ok": True,
@@ -38,14 +38,14 @@ def _render(result: dict) -> str:
 
 
 def run(args) -> int:
-    libs = split_list(args.libs or DEFAULT_LIBS[args.mode])
+    libs = split_list(args.libs) if args.libs else list(DEFAULT_LIBS[args.mode])
     emit(collect(args.mode, libs, split_list(args.ops)), args.json, _render)
     return 0
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("registry", help="which ops the libs of a mode register")
-    parser.add_argument("--mode", default="portable", choices=["portable", "aten"], help="runtime mode")
+    parser.add_argument("--mode", default="portable", choices=MODES, help="runtime mode")
     parser.add_argument("--libs", default=None,
                         help="comma list of libs (portable; native,device_copy_ops_aten_lib); default per mode")
     parser.add_argument("--ops", default=DEFAULT_OPS,

@@ -4,16 +4,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..names import DEFAULT_LIBS, LINKABLE_LIBS, MODES, PEER_COPY_LIB
 from .common import add_backend, add_json, check_choices, emit, split_list
 from .place import add_placement_args, lower_and_place
 
-MODES = ("portable", "aten")
-DEFAULT_ATEN_LIBS = "native,device_copy_ops_aten_lib"
+DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS["aten"])
 
 
 def _libs(args: argparse.Namespace) -> list | None:
     """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode."""
-    from ..runtime.libs import LINKABLE_LIBS, PEER_COPY_LIB, lib_by_name
+    from ..runtime.libs import lib_by_name
 
     if args.mode != "aten":
         return None

@@ -14,10 +14,11 @@ from typing import Any, Iterator, Union
 
 import numpy as np
 
+from ..names import CURRENT_DEVICE
+
 from .device import Device, DeviceType
 
 MAX_ALIGNMENT = 256
-CURRENT_DEVICE = -1
 
 
 class DeviceBlock:

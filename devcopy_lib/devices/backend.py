@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import os
 
+from ..names import BACKENDS
+
 from .allocator import DeviceAllocator
 from .device import DeviceType
 from .registry import get_device_allocator, register_device_allocator
 
-BACKENDS = ("cupy", "simulated")
 ENV_VAR = "DEVCOPY_BACKEND"
 
 

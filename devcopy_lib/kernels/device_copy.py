@@ -19,15 +19,12 @@ import torch
 from ..devices.device import DeviceType
 from ..devices.errors import DeviceCopyError
 from ..devices.registry import get_device_allocator
+from ..names import COPY_OPS as _OPS, CURRENT_DEVICE, DEVICE_RULES, DIRECTION_WORDS as _WORDS
 from ..tensors.aten_tensor import device_memory, resize_metadata, writable_nbytes
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
 from ..tensors.tensor import PortableTensor
 
-CURRENT_DEVICE = -1
-DEVICE_RULES = ("seed", "tensor")
-_OPS = {"h2d": "et_copy::_h2d_copy.out", "d2h": "et_copy::_d2h_copy.out", "d2d": "et_copy::_d2d_copy.out"}
-_WORDS = {"h2d": "host->device", "d2h": "device->host", "d2d": "device->device"}
 
 
 # ---- portable ---------------------------------------------------------------------------------------------------

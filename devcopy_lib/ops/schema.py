@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 import torchgen
 import yaml
+
 from torchgen.model import FunctionSchema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,7 +21,6 @@ NATIVE_FUNCTIONS_YAML = os.path.join(os.path.dirname(torchgen.__file__), "packag
 
 ENTRY_KEYS = ("func", "op", "kernels", "type_alias", "dim_order_alias")
 KERNEL_KEYS = ("arg_meta", "kernel_name")
-FALLBACK_KEY = ""  # the kernel key of an `arg_meta: null` entry
 
 
 class OpYamlError(ValueError):

@@ -44,6 +44,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..devices import Device
+from ..names import PARTITIONS
 from .delegate import Delegate
 from .ops import overload_name, validate_overloads
 
@@ -56,7 +57,6 @@ DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
     # views, so a weight's transpose runs inside the delegate that owns the weight (no per-run H2D of weights)
     "permute.default", "view.default", "expand.default", "clone.default", "_unsafe_view.default",
 )
-PARTITIONS = ("capability", "per_node")
 
 
 @dataclass

@@ -19,12 +19,12 @@ from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..devices import CPU, Device
+from ..names import STRATEGIES
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from .peer import CrossDevicePair, PeerAccess, peer_rule
 from .report import PlacementReport, build_report, value_bytes
 
-STRATEGIES = ("executorch", "dedupe", "peer")
 
 
 class PlacementError(RuntimeError):

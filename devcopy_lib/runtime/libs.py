@@ -17,18 +17,13 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
-from ..ops.schema import (ET_COPY_OPS_YAML, FALLBACK_KEY, FUNCTIONS_YAML, NATIVE_FUNCTIONS_YAML, PEER_COPY_OPS_YAML,
+from ..ops.schema import (ET_COPY_OPS_YAML, FUNCTIONS_YAML, NATIVE_FUNCTIONS_YAML, PEER_COPY_OPS_YAML,
                           load_ops_yaml, native_functions, native_schema, parse_schema)
 from ..kernels import device_copy, portable_cpu
+from ..names import DEVICE_COPY_LIB, FALLBACK_KEY, DEVICE_RULES, LIB_NAMES, LINKABLE_LIBS, PEER_COPY_LIB
 from ..kernels.portable_cpu import boxed_aten_kernel
 from .registry import KernelLib
 
-DEVICE_COPY_LIB = "device_copy_ops_aten_lib"
-PEER_COPY_LIB = "peer_copy_ops_aten_lib"
-LIB_NAMES = ("portable", "native", DEVICE_COPY_LIB)  # ExecuTorch's libs, what registration_status lists by default
-LINKABLE_LIBS = (*LIB_NAMES, PEER_COPY_LIB)
-ATEN_DEFAULT_LIBS = ("native", DEVICE_COPY_LIB)
-DEVICE_RULES = ("seed", "tensor")
 
 
 def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):

@@ -20,15 +20,14 @@ from ..tensors.context import KernelRuntimeContext
 from .device_views import device_view
 from ..tensors.error import Error
 from .failures import ExecutionError, LoadError
-from .libs import ATEN_DEFAULT_LIBS, as_libs
+from ..names import COPY_DIRECTIONS, DEFAULT_LIBS
+from .libs import as_libs
 from .memory import OwnedMemory, allocator_for
 from .memory_plan import plan_program
 from .mode_tensors import MODES
 from .program import DelegateCall, KernelCall, Program, ScalarValue, TensorListValue, TensorSpec, TensorValue
 from .resolve import resolve_operators
 
-DEFAULT_LIBS = {"portable": ("portable",), "aten": ATEN_DEFAULT_LIBS}
-COPY_DIRECTIONS = {"et_copy::_h2d_copy.out": "h2d", "et_copy::_d2h_copy.out": "d2h", "et_copy::_d2d_copy.out": "d2d"}
 
 
 @dataclass

@@ -25,9 +25,8 @@ import torch
 from torchgen.model import FunctionSchema
 
 from ..tensors.error import Error
+from ..names import FALLBACK_KEY, MODES
 
-FALLBACK_KEY = ""
-MODES = ("portable", "aten")
 
 BoxedKernel = Callable[[Any, list], Any]
 

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from ..tensors.error import Error
-from .libs import DEVICE_COPY_LIB, PEER_COPY_LIB, as_libs
-from .registry import FALLBACK_KEY, Kernel, OperatorRegistry
+from ..names import DEVICE_COPY_LIB, FALLBACK_KEY, PEER_COPY_LIB
+from .libs import as_libs
+from .registry import Kernel, OperatorRegistry
 
 
 class MissingOperatorError(RuntimeError):
