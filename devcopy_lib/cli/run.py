@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..names import DEFAULT_LIBS, LINKABLE_LIBS, MODES, PEER_COPY_LIB
+from ..names import DEFAULT_LIBS, DEVICE_RULES, LINKABLE_LIBS, MODES, PEER_COPY_LIB
 from .common import add_backend, add_json, check_choices, emit, split_list
 from .place import add_placement_args, lower_and_place
 
@@ -70,7 +70,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--mode", default="portable", choices=MODES, help="runtime mode (default portable)")
     parser.add_argument("--aten-libs", default=DEFAULT_ATEN_LIBS, metavar="LIBS",
                         help=f"ATen mode: comma list of libs to link (default {DEFAULT_ATEN_LIBS})")
-    parser.add_argument("--aten-device-rule", default="seed", choices=("seed", "tensor"),
+    parser.add_argument("--aten-device-rule", default="seed", choices=DEVICE_RULES,
                         help="ATen-mode copy kernel: seed = op identity + current device (the PR); tensor = the "
                              "device the tensor carries")
     add_backend(parser)
