@@ -181,6 +181,8 @@ class Method:
             self._set_input(position, self._slots[index], tensor)
         for step in self._steps:
             step()
+        for position in self.program.written_back_inputs:  # a mutated input: the caller sees it, as in eager
+            inputs[position].copy_(self._output(self.program.inputs[position]))
         return tuple(self._output(index) for index in self.program.outputs)
 
     def _set_input(self, position: int, slot: _Slot, tensor: torch.Tensor) -> None:

@@ -106,6 +106,7 @@ class Program:
     outputs: list[int]
     delegates: list[BackendDelegate] = field(default_factory=list)
     memory_plan: Any = None
+    written_back_inputs: list[int] = field(default_factory=list)  # input positions whose new value goes back to the caller
 
     def tensor(self, index: int) -> TensorValue:
         value = self.values[index]
