@@ -21,6 +21,7 @@ from ..runtime.program import (
 )
 from .delegate import delegate_of
 from .edge_form import WRITE_BACK
+from .hoist import HOISTED
 from .out_variant import operator_name, out_variant
 
 # Graph assertions carry no data; ExecuTorch removes them before emitting too.
@@ -85,14 +86,17 @@ class _Emitter:
         return self.add(TensorValue(spec, planned=False, data=tensor.detach().contiguous()))
 
     def planned(self, val: torch.Tensor, node: fx.Node, device: Device | None = None) -> int:
+        """A new tensor slot for `node`'s value; a hoisted value gets memory of its own (it lives across runs)."""
         device = (device or _device_of(node)) if self.device_planning else CPU
-        return self.add(TensorValue(tensor_spec(val, device, node.name)))
+        return self.add(TensorValue(tensor_spec(val, device, node.name), planned=not node.meta.get(HOISTED, False)))
 
     # ---- nodes ----------------------------------------------------------------------------------------------
     def run(self) -> Program:
         for node in self.gm.graph.nodes:
             handler = getattr(self, f"_{node.op}")
             handler(node)
+            if node.meta.get(HOISTED):  # hoisted nodes come first: the load-time part ends after the last one
+                self.program.load_instructions = len(self.program.instructions)
         return self.program
 
     def _placeholder(self, node: fx.Node) -> None:
