@@ -265,7 +265,7 @@ class _Builder:
             sub_env[node] = sub.node_copy(node, sub_env.__getitem__)
         sub.output(tuple(sub_env[n] for n in outputs))
         name = f"delegate_{len(self.delegates)}"
-        ops = tuple(overload_name(n.target) for n in nodes)
+        ops = tuple(op for n in nodes if (op := overload_name(n.target)))  # a partition's getitems are no ops
         delegate = Delegate(
             name, fx.GraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
             _resolve_device(self.target_device, name, ops),

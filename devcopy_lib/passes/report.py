@@ -8,6 +8,7 @@ apart (`constant_bytes`, loaded once). A cost model, when given, is any object w
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -104,7 +105,8 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
         delegate = delegate_of(node)
         ops = ", ".join(dict.fromkeys(delegate.ops))
         where = f"on {delegate.target_device}" if delegate.target_device else "with no target_device: stays on CPU"
-        return f"{delegate.name}: {len(delegate.ops)} ops ({ops}) {where}"
+        count = len(delegate.ops)
+        return f"{delegate.name}: {count} op{'s' if count != 1 else ''} ({ops}) {where}"
     if kind == "getitem":
         stays = " (stays on device: skip_d2h_for_method_outputs)" if (
             not device.is_cpu and all(u.op == "output" for u in node.users)) else ""
@@ -115,6 +117,8 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
         return f"{node.args[0].name} to cpu for {users}"
     if kind == "d2d":
         return f"{node.args[0].name} from {device_of(node.args[0])} to {device} directly (peer copy) for {users}"
+    if node.target is operator.getitem:
+        return f"output {node.args[1]} of {node.args[0].name}, on CPU"
     return f"{overload_name(node.target) or node.target} is not delegated"
 
 
