@@ -11,7 +11,6 @@ from devcopy_lib.names import PARTITIONS, STRATEGIES
 from .placement_state import PlacementState, parse_target
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
-WRAP = w.Layout(flex_flow="row wrap")  # control rows wrap in narrow windows (1280 px and less)
 
 
 def _strategies(state: PlacementState) -> tuple[str, ...]:
@@ -42,15 +41,16 @@ class PlacementExplorer(w.VBox):
         self.skip_d2h = w.Checkbox(value=s.skip_d2h_for_method_outputs, description="skip D2H for method outputs")
         self.compare = w.Checkbox(value=compare_executorch, description="compare with ExecuTorch")
         self.op_boxes: list[w.Checkbox] = []
-        self.ops = w.HBox(layout=WRAP)
+        wrap = w.Layout(**html.WRAP)
+        self.ops = w.HBox(layout=wrap)
         self.counts, self.graph, self.table = w.HTML(), w.HTML(), w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
         for widget, name in ((self.strategy, "devcopy-strategy"), (self.counts, "devcopy-counts"),
                              (self.model, "devcopy-model"), (self.partition, "devcopy-partition")):
             widget.add_class(name)
         super().__init__([
-            w.HBox([self.model, self.partition, self.target, self.strategy], layout=WRAP),
-            w.HBox([self.skip_h2d, self.skip_d2h, self.compare], layout=WRAP),
+            w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
+            w.HBox([self.skip_h2d, self.skip_d2h, self.compare], layout=wrap),
             w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"), self.ops,
             self.error_html, self.counts, self.savings, self.executorch, self.graph, self.table,
         ])

@@ -14,7 +14,6 @@ from . import html
 from .guard import shown_errors
 from .timing_state import Stopped, TimingState
 
-WRAP = w.Layout(flex_flow="row wrap")
 
 
 class CopyTimingPanel(w.VBox):
@@ -45,9 +44,10 @@ class CopyTimingPanel(w.VBox):
         self.plot = w.Output()
         self.run_button.add_class("devcopy-run")
         self.stop_button.add_class("devcopy-stop")
-        super().__init__([w.HBox([self.sizes, self.direction, self.memory], layout=WRAP), self.limits,
+        wrap = w.Layout(**html.WRAP)
+        super().__init__([w.HBox([self.sizes, self.direction, self.memory], layout=wrap), self.limits,
                           w.HBox([self.quick, self.run_button, self.stop_button, self.progress, self.status],
-                                 layout=WRAP), self.error_html, self.plot, self.table])
+                                 layout=wrap), self.error_html, self.plot, self.table])
         self.add_class("devcopy-timing")
         self._wire()
 
