@@ -1,7 +1,8 @@
 """Build the notebooks from their sources in notebooks/src (percent format: `# %%` code, `# %% [markdown]` text),
-execute them on the simulated backend with CI sizes, scrub volatile metadata and widget views, write *.ipynb.
+execute them on the simulated backend with CI sizes, scrub volatile metadata and widget views, write
+notebooks/*.ipynb.
 
-    .venv/bin/python notebooks/build.py [NAME ...]
+    .venv/bin/python tools/notebooks/build.py [NAME ...]
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from nbclient import NotebookClient
 
 from nbenv import NOTEBOOK_ENV
 
-HERE = Path(__file__).resolve().parent
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -58,16 +59,17 @@ def coalesced(outputs: list) -> list:
 
 
 def build(name: str) -> Path:
-    nb = parse((HERE / "src" / f"{name}.py").read_text(), name)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    nb = parse((NOTEBOOKS / "src" / f"{name}.py").read_text(), name)
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client.execute()
     scrub(nb)
-    target = HERE / f"{name}.ipynb"
+    target = NOTEBOOKS / f"{name}.ipynb"
     nbformat.write(nb, target)
     return target
 
 
 if __name__ == "__main__":
     os.environ.update(NOTEBOOK_ENV)
-    names = sys.argv[1:] or sorted(p.stem for p in (HERE / "src").glob("*.py"))
+    names = sys.argv[1:] or sorted(p.stem for p in (NOTEBOOKS / "src").glob("*.py"))
     for notebook in names:
         print("built", build(notebook))
