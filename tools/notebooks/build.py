@@ -35,15 +35,20 @@ def parse(source: str, name: str) -> nbformat.NotebookNode:
     return nb
 
 
+def stderr_cells(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """Cell id -> what it wrote to stderr: a user would see a pink box there, so the build refuses it."""
+    return {cell.id: "".join(o.text for o in cell.outputs if o.get("name") == "stderr")
+            for cell in nb.cells if cell.cell_type == "code" and any(o.get("name") == "stderr" for o in cell.outputs)}
+
+
 def scrub(nb: nbformat.NotebookNode) -> None:
     """Drop what changes between runs or only renders with a live kernel: widget views and state, execution
-    metadata, and stderr (library log noise; a checked cell that writes to stderr then fails nbval, as it should)."""
+    metadata."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata = {}
         if cell.cell_type == "code":
-            cell.outputs = coalesced([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})
-                                      and o.get("name") != "stderr"])
+            cell.outputs = coalesced([o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})])
 
 
 def coalesced(outputs: list) -> list:
@@ -62,6 +67,11 @@ def build(name: str) -> Path:
     nb = parse((NOTEBOOKS / "src" / f"{name}.py").read_text(), name)
     client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}})
     client.execute()
+    noisy = stderr_cells(nb)
+    if noisy:
+        raise SystemExit(f"{name}: cells wrote to stderr (a warning box under make lab); silence known third-party "
+                         f"noise in devcopy_lib/passes/noise.py or fix the cause:\n"
+                         + "\n".join(f"  {cell}: {text[:300]}" for cell, text in noisy.items()))
     scrub(nb)
     target = NOTEBOOKS / f"{name}.ipynb"
     nbformat.write(nb, target)
