@@ -178,7 +178,7 @@ class _Builder:
         self.exported = exported
         self.graph = exported.graph_module.graph
         self.order = {n: i for i, n in enumerate(self.graph.nodes)}
-        self.groups = [sorted(g, key=self.order.__getitem__) for g in groups]
+        self.groups = [sorted(_with_getitems(g), key=self.order.__getitem__) for g in groups]
         self.group_of = {n: i for i, g in enumerate(self.groups) for n in g}
         self.target_device = target_device
         self.constants, self.user_inputs = _constant_tensors(exported)
@@ -265,7 +265,7 @@ class _Builder:
             sub_env[node] = sub.node_copy(node, sub_env.__getitem__)
         sub.output(tuple(sub_env[n] for n in outputs))
         name = f"delegate_{len(self.delegates)}"
-        ops = tuple(op for n in nodes if (op := overload_name(n.target)))  # a partition's getitems are no ops
+        ops = tuple(overload_name(n.target) for n in nodes if n.target is not operator.getitem)
         delegate = Delegate(
             name, fx.GraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
             _resolve_device(self.target_device, name, ops),
@@ -279,6 +279,12 @@ class _Builder:
             item = self.new.create_node("call_function", operator.getitem, (call, index), name=node.name)
             item.meta["val"] = node.meta.get("val")
             self.env[node] = item
+
+
+def _with_getitems(group: set[fx.Node]) -> set[fx.Node]:
+    """A partition with the `getitem`s of its multi-output ops (torch.fx's partitioner adds them, per_node does not):
+    a delegate returns tensors, never an op's tuple."""
+    return set(group) | {u for n in group for u in n.users if u.op == "call_function" and u.target is operator.getitem}
 
 
 def _names(value) -> list[str]:

@@ -8,14 +8,13 @@ apart (`constant_bytes`, loaded once). A cost model, when given, is any object w
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import torch
 from torch import fx
 
-from .delegate import delegate_of, delegate_source
+from .delegate import delegate_of
 from .nodes import device_of, node_kind
 from .ops import overload_name
 
@@ -110,15 +109,13 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
     if kind == "getitem":
         stays = " (stays on device: skip_d2h_for_method_outputs)" if (
             not device.is_cpu and all(u.op == "output" for u in node.users)) else ""
-        return f"output {node.args[1]} of {delegate_source(node).name}{stays}"
+        return f"output {node.args[1]} of {node.args[0].name}{stays}"
     if kind == "h2d":
         return f"{node.args[0].name} to {device} for {users}"
     if kind == "d2h":
         return f"{node.args[0].name} to cpu for {users}"
     if kind == "d2d":
         return f"{node.args[0].name} from {device_of(node.args[0])} to {device} directly (peer copy) for {users}"
-    if node.target is operator.getitem:
-        return f"output {node.args[1]} of {node.args[0].name}, on CPU"
     return f"{overload_name(node.target) or node.target} is not delegated"
 
 
