@@ -39,6 +39,7 @@ class PlacementExplorer(w.VBox):
         self.strategy = w.Dropdown(options=_strategies(s), value=s.strategy, description="strategy")
         self.skip_h2d = w.Checkbox(value=s.skip_h2d_for_method_inputs, description="skip H2D for method inputs")
         self.skip_d2h = w.Checkbox(value=s.skip_d2h_for_method_outputs, description="skip D2H for method outputs")
+        self.hoist = w.Checkbox(value=s.hoist_constants, description="hoist constants (copy once at load)")
         self.compare = w.Checkbox(value=compare_executorch, description="compare with ExecuTorch")
         self.op_boxes: list[w.Checkbox] = []
         wrap = w.Layout(**html.WRAP)
@@ -50,13 +51,13 @@ class PlacementExplorer(w.VBox):
             widget.add_class(name)
         super().__init__([
             w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
-            w.HBox([self.skip_h2d, self.skip_d2h, self.compare], layout=wrap),
+            w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
             w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"), self.ops,
             self.error_html, self.counts, self.savings, self.executorch, self.graph, self.table,
         ])
         self.add_class("devcopy-placement")
         self._wire(self.model, self.partition, self.target, self.strategy, self.skip_h2d, self.skip_d2h,
-                   self.compare)
+                   self.hoist, self.compare)
         self._rebuild_ops()
         self.refresh()
 
@@ -91,6 +92,7 @@ class PlacementExplorer(w.VBox):
         s.target_device = parse_target(self.target.value)
         s.partition, s.strategy = self.partition.value, self.strategy.value
         s.skip_h2d_for_method_inputs, s.skip_d2h_for_method_outputs = self.skip_h2d.value, self.skip_d2h.value
+        s.hoist_constants = self.hoist.value
         offered = _strategies(s)  # peer only with two target devices
         if self.strategy.options != offered:
             self.strategy.options = offered  # keeps the value when still offered (no event then)

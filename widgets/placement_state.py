@@ -55,6 +55,7 @@ class PlacementState:
     strategy: str = "executorch"
     skip_h2d_for_method_inputs: bool = False
     skip_d2h_for_method_outputs: bool = False
+    hoist_constants: bool = False  # constant-derived CPU values and their H2D copies run once at load
     # prices each copy in the report: the model measured on the H200, or anything with predict(direction, nbytes)
     cost_model: Any = field(default_factory=default_model, repr=False)
     factories: dict[str, Callable[[], tuple]] = field(default_factory=lambda: dict(models.MODELS))
@@ -129,12 +130,14 @@ class PlacementState:
         return len(target_devices(self.target_device)) >= 2
 
     def placed(self):
-        """`place_devices` of `lowered()` with this state's strategy, skip switches and cost model."""
+        """`place_devices` of `lowered()` with this state's strategy, skip and hoist switches and cost model."""
         key = ("placed", self.model, self.ticked_ops(), self._target_key(), self.partition, self.strategy,
-               self.skip_h2d_for_method_inputs, self.skip_d2h_for_method_outputs, id(self.cost_model))
+               self.skip_h2d_for_method_inputs, self.skip_d2h_for_method_outputs, self.hoist_constants,
+               id(self.cost_model))
         return self._kept(key, lambda: place_devices(
             self.lowered(), strategy=self.strategy, skip_h2d_for_method_inputs=self.skip_h2d_for_method_inputs,
-            skip_d2h_for_method_outputs=self.skip_d2h_for_method_outputs, cost_model=self.cost_model))
+            skip_d2h_for_method_outputs=self.skip_d2h_for_method_outputs, hoist_constants=self.hoist_constants,
+            cost_model=self.cost_model))
 
     def executorch_counts(self) -> dict:
         """ExecuTorch 1.5.1's own {delegates, h2d, d2h, order} for the same model, ops, partition and switches."""

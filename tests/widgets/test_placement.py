@@ -185,3 +185,22 @@ def test_sizes_have_units_and_counts_are_plural_only_above_one():
     assert any(": 1 op (" in r for r in reasons) and not any(" 1 ops" in r for r in reasons)
     assert not any("built-in function" in r for r in reasons)
     assert re.search(r"H2D \d+ \([\d.]+ (B|KiB)\)", view.counts.value)
+
+
+def test_hoist_constants_copies_a_constant_derived_value_once_at_load(export_calls):
+    import torch
+
+    class Biased(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(8))
+
+        def forward(self, x):
+            return x + torch.cumsum(self.w, 0)  # cumsum stays on CPU: its result is constant-derived
+
+    view = PlacementExplorer.for_model(Biased(), (torch.randn(8),))
+    assert "would copy it once at load" in view.table.value
+    view.hoist.value = True
+    assert view.error is None and view.state.hoist_constants
+    assert "hoisted, computed and copied once at load" in view.table.value
+    assert view.placed.report.constant_derived["hoisted"] == 1 and len(export_calls) == 1
