@@ -40,6 +40,53 @@ class Alternating(torch.nn.Module):
         return x
 
 
+class _Gpt2Block(torch.nn.Module):
+    """GPT-2's block as transformers writes it: pre-norm causal attention (fused qkv, split, heads), tanh-GELU MLP."""
+
+    def __init__(self, dim: int, heads: int, seq: int):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim)
+        self.c_attn, self.c_proj = torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim)
+        self.c_fc, self.mlp_proj = torch.nn.Linear(dim, 4 * dim), torch.nn.Linear(4 * dim, dim)
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
+
+    def forward(self, x):
+        batch, seq, dim = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(dim, dim=2)
+        q, k, v = (t.view(batch, seq, self.heads, dim // self.heads).permute(0, 2, 1, 3) for t in (q, k, v))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / (dim // self.heads) ** 0.5
+        scores = torch.where(self.bias[:seq, :seq], scores, torch.finfo(scores.dtype).min)
+        attn = torch.matmul(torch.softmax(scores, dim=-1), v)
+        x = x + self.c_proj(attn.permute(0, 2, 1, 3).contiguous().view(batch, seq, dim))
+        h = self.c_fc(self.ln_2(x))
+        h = 0.5 * h * (1.0 + torch.tanh(0.7978845608028654 * (h + 0.044715 * torch.pow(h, 3.0))))
+        return x + self.mlp_proj(h)
+
+
+class Gpt2Shaped(torch.nn.Module):
+    """A GPT-2-shaped language model (token + position embeddings, blocks, final norm, tied lm_head), small widths:
+    graph size grows with `layers` (about 70 decomposed nodes each), as a real GPT-2's does."""
+
+    def __init__(self, layers: int, dim: int = 16, heads: int = 2, seq: int = 8, vocab: int = 32):
+        super().__init__()
+        self.wte, self.wpe = torch.nn.Embedding(vocab, dim), torch.nn.Embedding(seq, dim)
+        self.blocks = torch.nn.ModuleList(_Gpt2Block(dim, heads, seq) for _ in range(layers))
+        self.ln_f = torch.nn.LayerNorm(dim)
+
+    def forward(self, ids):
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+def gpt2_shaped(layers: int) -> tuple[torch.nn.Module, tuple]:
+    """(model, example inputs) for a GPT-2-shaped graph of `layers` blocks, seeded."""
+    torch.manual_seed(0)
+    return Gpt2Shaped(layers).eval(), (torch.randint(0, 32, (1, 8)),)
+
+
 def _time(fn, repeats: int) -> list[float]:
     samples = []
     for _ in range(repeats):

@@ -21,7 +21,8 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
                         help="executorch: PropagateDevicePass; dedupe: one H2D per value and device; peer: a direct "
                              "device-to-device copy instead of a host hop where peer access exists")
     parser.add_argument("--partition", default="capability", choices=PARTITIONS,
-                        help="capability: torch.fx's partitioner groups ops; per_node: one delegate per op")
+                        help="capability: group ops as torch.fx's partitioner does (near-linear); "
+                             "fx: torch.fx's own; per_node: one delegate per op")
     parser.add_argument("--skip-h2d-inputs", action="store_true",
                         help="graph inputs feeding a delegate are passed on the device (skip_h2d_for_method_inputs)")
     parser.add_argument("--skip-d2h-outputs", action="store_true",
