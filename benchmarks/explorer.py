@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = measure(name, args.repeats)
     result["median_op_toggle_s"] = statistics.median(result["op_toggle_new_delegate_set_s"])
     result.update(machine=f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'cpu'}",
+                  load_average_1min=os.getloadavg()[0],  # a shared machine: other work slows every number
                   date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   command="python " + " ".join(sys.argv), torch=torch.__version__)
     print(json.dumps(result, indent=1))
