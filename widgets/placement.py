@@ -4,7 +4,8 @@ from __future__ import annotations
 import ipywidgets as w
 
 from . import html, placement_summary as summary
-from .graph_svg import graph_svg
+from .graph_view import GraphView
+from .graph_view_data import graph_elements
 from .guard import shown_errors
 from devcopy_lib.names import PARTITIONS, STRATEGIES
 
@@ -14,7 +15,8 @@ TARGETS = ("cuda:0", "cuda:1", "cpu")
 
 
 class PlacementExplorer(w.VBox):
-    """The view over a `PlacementState`: every control edits the state, then the drawing is redone."""
+    """The view over a `PlacementState`: every control edits the state, then the view is redone (the graph keeps
+    its layout when only devices or kinds changed)."""
 
     def __init__(self, state: PlacementState | None = None, compare_executorch: bool = False, **settings):
         self.state = state or PlacementState(**settings)
@@ -30,7 +32,7 @@ class PlacementExplorer(w.VBox):
         self.compare = w.Checkbox(value=compare_executorch, description="compare with ExecuTorch")
         self.op_boxes: list[w.Checkbox] = []
         self.ops = w.HBox(layout=w.Layout(flex_flow="row wrap"))
-        self.counts, self.graph, self.table = w.HTML(), w.HTML(), w.HTML()
+        self.counts, self.graph, self.table = w.HTML(), GraphView(), w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
         for widget, name in ((self.strategy, "devcopy-strategy"), (self.counts, "devcopy-counts"),
                              (self.model, "devcopy-model"), (self.partition, "devcopy-partition")):
@@ -88,14 +90,14 @@ class PlacementExplorer(w.VBox):
     def refresh(self) -> None:
         """Recompute the placement from the state and redraw everything; an error is shown instead."""
         self.placed = None
-        for output in (self.counts, self.savings, self.graph, self.table, self.executorch):
+        for output in (self.counts, self.savings, self.table, self.executorch):
             output.value = ""
         self.placed = self.state.placed()
         report = self.placed.report
         self.counts.value = html.note(summary.totals_line(report), "devcopy-totals") + (
             html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
-        self.graph.value = graph_svg(*summary.nodes_and_edges(self.placed))
+        self.graph.show(*graph_elements(self.placed))
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self.executorch.value = self._executorch_html()
 
