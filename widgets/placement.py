@@ -4,7 +4,8 @@ from __future__ import annotations
 import ipywidgets as w
 
 from . import html, placement_summary as summary
-from .graph_svg import graph_svg
+from .graph_view import GraphView
+from .graph_view_data import graph_elements
 from .guard import shown_errors
 from devcopy_lib.names import PARTITIONS, STRATEGIES
 
@@ -23,7 +24,8 @@ def _target_text(target) -> str:
 
 
 class PlacementExplorer(w.VBox):
-    """The view over a `PlacementState`: every control edits the state, then the drawing is redone."""
+    """The view over a `PlacementState`: every control edits the state, then the view is redone (the graph keeps
+    its layout when only devices or kinds changed)."""
 
     def __init__(self, state: PlacementState | None = None, compare_executorch: bool = False, **settings):
         self.state = state or PlacementState(**settings)
@@ -44,7 +46,7 @@ class PlacementExplorer(w.VBox):
         self.op_boxes: list[w.Checkbox] = []
         wrap = w.Layout(**html.WRAP)
         self.ops = w.HBox(layout=wrap)
-        self.counts, self.graph, self.table = w.HTML(), w.HTML(), w.HTML()
+        self.counts, self.graph, self.table = w.HTML(), GraphView(), w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
         for widget, name in ((self.strategy, "devcopy-strategy"), (self.counts, "devcopy-counts"),
                              (self.model, "devcopy-model"), (self.partition, "devcopy-partition")):
@@ -119,7 +121,7 @@ class PlacementExplorer(w.VBox):
         self.counts.value = html.note(summary.totals_line(report), "devcopy-totals") + (
             html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
-        self.graph.value = graph_svg(*summary.nodes_and_edges(self.placed))
+        self.graph.show(*graph_elements(self.placed))
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self.executorch.value = self._executorch_html()
 

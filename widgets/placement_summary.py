@@ -1,4 +1,4 @@
-"""What the explorer draws, from a placed program: graph nodes and edges, table rows, totals. Pure functions."""
+"""What the explorer shows, from a placed program: table rows, totals, savings. Pure functions."""
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -6,13 +6,6 @@ from dataclasses import asdict
 from devcopy_lib.bench.sizes import format_bytes
 
 TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
-
-
-def nodes_and_edges(placed) -> tuple[list[dict], list[tuple[str, str]]]:
-    """The report's rows as node dicts (output node included) and the placed graph's data edges (src, dst)."""
-    nodes = [asdict(row) for row in placed.report.rows]
-    edges = [(arg.name, node.name) for node in placed.graph_module.graph.nodes for arg in node.all_input_nodes]
-    return nodes, edges
 
 
 def table_rows(report) -> list[dict]:
