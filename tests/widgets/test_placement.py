@@ -204,3 +204,11 @@ def test_hoist_constants_copies_a_constant_derived_value_once_at_load(export_cal
     assert view.error is None and view.state.hoist_constants
     assert "hoisted, computed and copied once at load" in view.table.value
     assert view.placed.report.constant_derived["hoisted"] == 1 and len(export_calls) == 1
+
+
+def test_the_python_surface_edits_the_state_then_refresh_redraws():
+    view = PlacementExplorer(model="shared_input", partition="per_node")
+    view.state.strategy, view.state.delegate_ops = "dedupe", ("add.Tensor",)
+    view.refresh()
+    assert view.placed.strategy == "dedupe" and view.placed.report.copies == {"h2d": 2, "d2h": 1}
+    assert "strategy dedupe" in view.counts.value
