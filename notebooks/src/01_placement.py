@@ -8,11 +8,8 @@
 # backend is selected (`DEVCOPY_BACKEND=cupy|simulated`).
 
 # %%
-import os
-
 from devcopy_lib.devices.backend import select_backend
 
-SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
 print("backend:", select_backend())
 
 # %% [markdown]
@@ -76,8 +73,11 @@ else:
 
 # %% [markdown]
 # ## Explore
-# Pick a model, tick ops, change the target, the strategy or the switches; tick *compare with ExecuTorch* to see
-# its counts for the same settings.
+# Pick a model, tick ops, change the strategy or the switches; tick *compare with ExecuTorch* to see its counts for
+# the same settings. The model is exported once: toggles and strategies only lower and place again. The target
+# applies on Enter; `delegate_0=cuda:0, delegate_1=cuda:1` puts delegates on two devices, and then the `peer`
+# strategy (direct device-to-device copies) is offered. *hoist constants* copies constant-derived values once at
+# load instead of on every call.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

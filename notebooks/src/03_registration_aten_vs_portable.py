@@ -8,11 +8,8 @@
 # **Backend.** Loading and running use the selected backend; the next cell says which.
 
 # %%
-import os
-
 from devcopy_lib.devices.backend import select_backend
 
-SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
 print("backend:", select_backend())
 
 # %% [markdown]

@@ -6,13 +6,10 @@
 # **Backend.** Running uses the selected backend; the next cell says which.
 
 # %%
-import os
-
 import torch
 
 from devcopy_lib.devices.backend import select_backend
 
-SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
 print("backend:", select_backend())
 
 # %% [markdown]
