@@ -65,6 +65,11 @@ DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
     "_softmax.default",
     # views, so a weight's transpose runs inside the delegate that owns the weight (no per-run H2D of weights)
     "permute.default", "view.default", "expand.default", "clone.default", "_unsafe_view.default",
+    "unsqueeze.default",
+    # what the real models (docs/real_models.md) compute: convolutions, normalisations, pooling, activations
+    "convolution.default", "_native_batch_norm_legit_no_training.default", "native_layer_norm.default",
+    "max_pool2d_with_indices.default", "mean.dim", "clamp.default", "gelu.default", "pow.Tensor_Scalar",
+    "rsqrt.default", "embedding.default", "cat.default", "split_with_sizes.default",
 )
 
 
