@@ -139,7 +139,7 @@ def _real(name):
 
 
 def test_a_real_model_matches_executorch():
-    assert_agree(*both(*_real("llama_tiny"), DEFAULT_DELEGATE_OPS), "llama_tiny")
+    assert_agree(*both(*_real("gpt2_2l"), MATRIX), "gpt2_2l")  # the tied lm_head weight's transpose: 154 MB H2D
 
 
 @pytest.mark.parametrize("name", sorted(REAL))
