@@ -88,12 +88,18 @@ def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
 def device_peak_bytes(gm: fx.GraphModule) -> int:
     """Peak bytes of values resident on non-CPU devices, each live from its definition to its last use."""
     position = {n: i for i, n in enumerate(gm.graph.nodes)}
-    live_until: list[tuple[int, int, int]] = []
+    change = [0] * (len(position) + 1)  # bytes becoming live at a position, minus those dead after the one before
     for node in gm.graph.nodes:
         if node.op != "output" and not device_of(node).is_cpu and delegate_of(node) is None:
             end = max((position[u] for u in node.users), default=position[node])
-            live_until.append((position[node], end, value_bytes(node.meta.get("val"))))
-    return max((sum(b for s, e, b in live_until if s <= i <= e) for i in range(len(position))), default=0)
+            nbytes = value_bytes(node.meta.get("val"))
+            change[position[node]] += nbytes
+            change[end + 1] -= nbytes
+    live = peak = 0
+    for delta in change[:-1]:
+        live += delta
+        peak = max(peak, live)
+    return peak
 
 
 def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
