@@ -131,3 +131,18 @@ def test_an_unknown_direction_names_the_valid_ones():
 def test_the_plot_is_a_png_whatever_the_matplotlib_backend(ran):
     assert to_png(plot_bandwidth(ran.state.result)).startswith(b"\x89PNG")
     assert re.match(r"iVBOR", ran.plot.outputs[0]["data"]["image/png"])
+
+
+@pytest.mark.gpu
+def test_on_cuda_pinned_memory_and_both_are_offered_and_one_bench_serves_every_run(monkeypatch):
+    monkeypatch.setenv("DEVCOPY_BACKEND", "cupy")
+    panel = CopyTimingPanel(sizes="4K,1M", direction="both", memory="pinned")
+    assert "both" in panel.direction.options and "pinned" in panel.memory.options and panel.limits.value == ""
+    bench = panel.state.bench()
+    panel.run()
+    panel.run()
+    assert panel.error is None and panel.state.bench() is bench
+    assert {(m.direction, m.memory) for m in panel.state.result.measurements} == {("both", "pinned")}
+    fig = plot_bandwidth(panel.state.result)
+    names = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("PCIe 5.0 x16" in n for n in names)
