@@ -2,8 +2,9 @@
 explorer on it, an op toggle (a new delegate set: lowered again), toggling back (a cached lowering) and a strategy
 switch. Counts `torch.export.export` calls to show the controls never export again.
 
-Run: `.venv/bin/python benchmarks/explorer.py [--model gpt2_12l] [--repeats 5]`; prints JSON with machine, date and
-command. The model is a factory of `devcopy_lib.models` (GPT-2 12-layer when present, else transformer_block).
+Run: `.venv/bin/python benchmarks/explorer.py [--model gpt2_12l] [--repeats 5] [--write]`; prints JSON with machine,
+date and command; `--write` also stores it in docs/data/explorer.json and renders docs/explorer.md. The model is a
+factory of `devcopy_lib.models` (GPT-2 12-layer when present, else transformer_block).
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ import torch
 from devcopy_lib import models
 
 DEFAULT_MODELS = ("gpt2_12l", "transformer_block")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA, PAGE = os.path.join(ROOT, "docs/data/explorer.json"), os.path.join(ROOT, "docs/explorer.md")
+GOALS = {"build_s": 5.0, "median_op_toggle_s": 1.0}  # seconds, after torch.export + decompositions
 
 
 def factory(name: str):
@@ -75,6 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help=f"a devcopy_lib.models factory (default: first of {DEFAULT_MODELS} found)")
     parser.add_argument("--repeats", type=int, default=5, help="op boxes toggled (each on, then back)")
+    parser.add_argument("--write", action="store_true", help="store docs/data/explorer.json, render docs/explorer.md")
     args = parser.parse_args(argv)
     name = args.model or next(n for n in DEFAULT_MODELS if n in models.MODELS or hasattr(models, n))
     result = measure(name, args.repeats)
@@ -84,7 +89,34 @@ def main(argv: list[str] | None = None) -> dict:
                   date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   command="python " + " ".join(sys.argv), torch=torch.__version__)
     print(json.dumps(result, indent=1))
+    if args.write:
+        with open(DATA, "w") as handle:
+            json.dump(result, handle, indent=1)
+        with open(PAGE, "w") as handle:
+            handle.write(render(result))
     return result
+
+
+def render(r: dict) -> str:
+    """docs/explorer.md from one result."""
+    def met(key):
+        return "yes" if r[key] < GOALS[key] else "**no**"
+
+    return (f"# Placement explorer at real-model scale\n\n"
+            f"Measured by `benchmarks/explorer.py` on {r['machine']} (load average {r['load_average_1min']:.1f}: a "
+            f"shared machine), {r['date']}, torch {r['torch']}. Command: `{r['command']}`.\n\n"
+            f"Model `{r['model']}`: {r['graph_nodes']} nodes after `torch.export` + decompositions, which took "
+            f"{r['export_s']:.1f} s and ran {r['torch_export_calls']} time(s) in the whole session below.\n\n"
+            f"| step | seconds | goal | met |\n|---|---|---|---|\n"
+            f"| build the explorer (lower, place, report, view) | {r['build_s']:.2f} | < 5 | {met('build_s')} |\n"
+            f"| op toggle, new delegate set (median of {len(r['op_toggle_new_delegate_set_s'])}) | "
+            f"{r['median_op_toggle_s']:.2f} | < 1 | {met('median_op_toggle_s')} |\n"
+            f"| op toggle back (cached lowering, median) | "
+            f"{statistics.median(r['op_toggle_cached_s']):.3f} | | |\n"
+            f"| strategy switch (slowest) | {max(r['strategy_switch_s']):.3f} | | |\n\n"
+            f"Every toggle: {', '.join(f'{s:.2f}' for s in r['op_toggle_new_delegate_set_s'])} s. A toggle lowers "
+            f"the exported program again (partitioning, delegate subgraphs) and places it; toggling back reuses the "
+            f"cached lowering, and a strategy switch only places.\n")
 
 
 if __name__ == "__main__":
