@@ -98,8 +98,8 @@ class CopyTimingPanel(w.VBox):
 
     @shown_errors
     def run(self) -> None:
-        """Sweep the chosen sizes; errors appear in the panel; Stop keeps the sizes already measured."""
-        self.table.value = ""
+        """Sweep the chosen sizes; errors appear in the panel beside the last good plot and table; Stop keeps the
+        sizes already measured."""
         self._stop.clear()
         self._busy(True)
         self.status.value = html.note("running ...")

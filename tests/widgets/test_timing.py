@@ -116,11 +116,17 @@ def test_the_matrix_is_sorted_by_size_with_devcopy_first():
                     {"size": "1 MiB", "devcopy engine h2d pinned": "10.00", "cupy h2d pinned": "10.00"}]
 
 
-def test_a_bad_size_is_shown_in_the_panel():
+def test_a_bad_size_is_shown_in_the_panel_beside_the_last_good_table():
     panel = CopyTimingPanel(sizes="4Q")
     panel.run()
     assert "Bad size" in panel.error_html.value and panel.state.result is None
     assert not panel.run_button.disabled and "devcopy-busy" not in panel._dom_classes
+    panel.sizes.value = "4,16"
+    panel.run()
+    good = panel.table.value
+    panel.sizes.value = "16..4"
+    panel.run()
+    assert "Bad size range" in panel.error_html.value and panel.table.value == good and "16 B" in good
 
 
 def test_an_unknown_direction_names_the_valid_ones():
