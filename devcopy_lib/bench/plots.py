@@ -34,11 +34,18 @@ def ceilings(result: SweepResult, ceiling_gbps: float | None = None) -> list[tup
     return [(max(peaks), f"host memcpy peak ({max(peaks):.1f} GB/s, simulated)")] if peaks else []
 
 
-def _figure(ncols: int, width: float, height: float):
+def _figure(panels: int, width: float, height: float, per_row: int = 3):
+    """A figure of `panels` axes, at most `per_row` to a row (five panels stay readable in a 1280 px notebook),
+    sharing the y axis; the unused axes of the last row removed. Returns (figure, axes in reading order)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width * ncols, height), layout="constrained")
-    return fig, fig.subplots(1, ncols, squeeze=False, sharey=True)
+    ncols = max(1, min(per_row, panels))
+    nrows = max(1, -(-panels // ncols))
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    axes = list(fig.subplots(nrows, ncols, squeeze=False, sharey=True).flat)
+    for extra in axes[max(1, panels):]:
+        extra.remove()
+    return fig, axes[:max(1, panels)]
 
 
 def _finish(fig, path: str | None):
@@ -78,10 +85,10 @@ def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "w
     """GB/s against bytes per copy, one panel per (direction, host memory) on `clock`: a line per method with IQR
     error bars, baselines dashed, the ceilings dotted; one legend, below the panels, names lines and ceilings."""
     panels = [p for p in PANELS if any((m.direction, m.memory, m.clock) == (*p, clock) for m in result.measurements)]
-    fig, axes = _figure(max(1, len(panels)), 4.0, 3.6)
+    fig, axes = _figure(len(panels), 4.0, 3.4)
     handles: dict[str, object] = {}
     colours = {method: f"C{i}" for i, method in enumerate(sorted({m.method for m in result.measurements}))}
-    for ax, (direction, memory) in zip(axes[0], panels):
+    for ax, (direction, memory) in zip(axes, panels):
         rows = [m for m in result.measurements if (m.direction, m.memory, m.clock) == (direction, memory, clock)]
         for method in sorted(dict.fromkeys(m.method for m in rows)):
             points = sorted((m for m in rows if m.method == method), key=lambda m: m.nbytes)
@@ -96,7 +103,8 @@ def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "w
         _binary_size_axis(ax.xaxis, [m.nbytes for m in rows])
         ax.tick_params(axis="x", labelrotation=45, labelsize=7)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].set_ylabel(f"GB/s ({clock} clock; bars: IQR)")
+    for ax in axes[::3]:
+        ax.set_ylabel(f"GB/s ({clock} clock; bars: IQR)")
     fig.suptitle(f"copy bandwidth on {result.backend}: {result.device}", fontsize=9)
     if handles:
         fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(3, len(handles)),
@@ -105,17 +113,19 @@ def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "w
 
 
 def plot_latency(result: SweepResult, path: str | None = None):
-    """Median microseconds of copies up to 64 KiB (one-way), one panel per clock, legend outside the data."""
+    """Median microseconds of copies up to 64 KiB (one-way), one panel per clock, legend outside the data: a colour
+    per method, circles H2D and squares D2H, solid pinned and dashed pageable host memory."""
     clocks = list(dict.fromkeys(m.clock for m in result.measurements))
-    fig, axes = _figure(max(1, len(clocks)), 5, 3.6)
+    colours = {method: f"C{i % 10}" for i, method in enumerate(sorted({m.method for m in result.measurements}))}
+    fig, axes = _figure(len(clocks), 5, 3.6)
     handles: dict[str, object] = {}
-    for ax, clock in zip(axes[0], clocks):
+    for ax, clock in zip(axes, clocks):
         rows = [m for m in result.measurements
                 if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != "both"]
-        for i, key in enumerate(sorted(dict.fromkeys((m.method, m.direction, m.memory) for m in rows))):
+        for key in sorted(dict.fromkeys((m.method, m.direction, m.memory) for m in rows)):
             points = sorted((m.nbytes, m.median * 1e6) for m in rows if (m.method, m.direction, m.memory) == key)
-            (line,) = ax.plot(*zip(*points), marker="o", markersize=3, color=f"C{i % 10}",
-                              linestyle="--" if is_baseline(key[0]) else "-")
+            (line,) = ax.plot(*zip(*points), color=colours[key[0]], marker="o" if key[1] == "h2d" else "s",
+                              markersize=3, linestyle="--" if key[2] == "pageable" else "-")
             handles.setdefault(" ".join(key), line)
         ax.set(xscale="log", xlabel="bytes per copy", ylabel="median µs", title=f"small copies ({clock} clock)")
         if rows:
