@@ -20,6 +20,7 @@ def _strategies(state: PlacementState) -> tuple[str, ...]:
 
 
 def _target_text(target) -> str:
+    """The target box's text for a state's target: the device, or `key=device` pairs."""
     return ", ".join(f"{k}={v}" for k, v in target.items()) if isinstance(target, dict) else str(target)
 
 
@@ -38,6 +39,8 @@ class PlacementExplorer(w.VBox):
         self.target = w.Combobox(options=TARGETS, value=_target_text(s.target_device), description="target",
                                  ensure_option=False, continuous_update=False,
                                  placeholder="cuda:0 or delegate_0=cuda:0, delegate_1=cuda:1")
+        if s.strategy not in _strategies(s):  # peer asked for with one target device: it would equal executorch
+            s.strategy = "executorch"
         self.strategy = w.Dropdown(options=_strategies(s), value=s.strategy, description="strategy")
         self.skip_h2d = w.Checkbox(value=s.skip_h2d_for_method_inputs, description="skip H2D for method inputs")
         self.skip_d2h = w.Checkbox(value=s.skip_d2h_for_method_outputs, description="skip D2H for method outputs")

@@ -158,6 +158,10 @@ def test_peer_is_offered_only_with_two_target_devices():
     assert view.placed.report.copies.get("d2d", 0) == 1
     view.target.value = "cuda:0"
     assert "peer" not in view.strategy.options and view.state.strategy == "executorch"
+    assert PlacementExplorer(model="add", strategy="peer").state.strategy == "executorch"
+    two = PlacementExplorer(model="back_to_back", partition="per_node", strategy="peer",
+                            target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"})
+    assert (two.strategy.value, two.error) == ("peer", None)
 
 
 def test_the_target_box_applies_on_enter_not_per_keystroke():
