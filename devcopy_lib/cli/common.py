@@ -151,7 +151,11 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     """The `error` object of a failed command: kind (ERROR_KINDS), message, missing operators and extra fields."""
     kind, extra = classify(exc)
     missing = [{"index": int(i), "name": str(n)} for i, n in getattr(exc, "missing", [])]
-    return {"kind": kind, "message": str(exc) or type(exc).__name__, "missing": missing, **extra}
+    message = str(exc) or type(exc).__name__
+    if kind == "internal":
+        message = (f"devcopy failed unexpectedly ({type(exc).__name__}: {message}). This is a devcopy bug: please "
+                   "report it with the command line.")
+    return {"kind": kind, "message": message, "missing": missing, **extra}
 
 
 def classify(exc: BaseException) -> tuple[str, dict[str, Any]]:

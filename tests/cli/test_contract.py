@@ -171,3 +171,16 @@ def test_a_refused_run_leaves_the_allocator_registry_as_it_was(capsys):
     before = registered_allocators()
     _json(capsys, "run", "add", "--backend", "simulated", "--mode", "aten", "--aten-libs", "native")
     assert registered_allocators() == before
+
+
+def test_an_unexpected_failure_says_it_is_a_bug_not_a_bare_internal_message(capsys, monkeypatch):
+    from devcopy_lib.cli import info
+
+    def broken(name):
+        raise TypeError("unsupported operand type(s) for *=: 'int' and 'NoneType'")
+
+    monkeypatch.setattr(info, "collect", broken)
+    code, result, _ = _json(capsys, "info", "--backend", "simulated")
+    assert (code, result["error"]["kind"], result["error"]["exception"]) == (1, "internal", "TypeError")
+    assert result["error"]["message"].startswith("devcopy failed unexpectedly (TypeError: unsupported operand")
+    assert "This is a devcopy bug" in result["error"]["message"]
