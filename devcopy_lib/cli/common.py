@@ -152,6 +152,8 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     kind, extra = classify(exc)
     missing = [{"index": int(i), "name": str(n)} for i, n in getattr(exc, "missing", [])]
     message = str(exc) or type(exc).__name__
+    if kind == "interrupted" and not str(exc):
+        message = "interrupted (Ctrl-C / KeyboardInterrupt)"
     if kind == "internal":
         message = (f"devcopy failed unexpectedly ({type(exc).__name__}: {message}). This is a devcopy bug: please "
                    "report it with the command line.")

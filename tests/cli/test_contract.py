@@ -72,7 +72,7 @@ def _json(capsys, *argv):
     ("exits_3", "user_code", 1, r"sys\.exit\(3\)"),
     ("exits_0", "user_code", 1, r"sys\.exit\(0\)"),
     ("raises", "user_code", 1, "ValueError: my bad"),
-    ("interrupted", "interrupted", 130, ""),
+    ("interrupted", "interrupted", 130, r"^interrupted \(Ctrl-C"),
     ("five", "usage", 2, "returns \\(module, example_inputs\\)"),
     ("float_input", "usage", 2, "input 0 is float 1.5"),
     ("str_input", "usage", 2, "input 0 is str 'abc'"),
