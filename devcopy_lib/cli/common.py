@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..names import BACKEND_CHOICES
+from ..names import BACKEND_CHOICES, DEFAULT_LIBS
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -125,6 +125,18 @@ def check_choices(values: Iterable[str], valid: Iterable[str], what: str) -> lis
             raise UsageError(f"Unknown {what} {value!r}.{hint} Valid {what}s: {', '.join(sorted(valid)[:40])}"
                              + (" ..." if len(valid) > 40 else ""))
     return values
+
+
+def linked_libs(names: list[str], valid: Iterable[str], mode: str, option: str, device_rule: str = "seed") -> list:
+    """The KernelLibs `names` link, each one known and of `mode`; anything else is a UsageError."""
+    from ..runtime.libs import lib_by_name
+
+    libs = [lib_by_name(name, device_rule) for name in check_choices(names, valid, "lib")]
+    wrong = [lib.name for lib in libs if lib.mode != mode]
+    if wrong:
+        raise UsageError(f"{option} {', '.join(wrong)}: not {mode}-mode lib(s); pick libs of one mode (default for "
+                         f"--mode {mode}: {','.join(DEFAULT_LIBS[mode])})")
+    return libs
 
 
 def check_output_path(path: str | None, option: str, suffixes: Iterable[str] = ()) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..names import DEFAULT_LIBS, DEVICE_RULES, LINKABLE_LIBS, MODES, PEER_COPY_LIB
 from . import model_spec
-from .common import Outcome, UsageError, add_backend, add_json, backend_name, check_choices, split_list
+from .common import Outcome, UsageError, add_backend, add_json, backend_name, linked_libs, split_list
 from .place import add_placement_args, lower_and_place
 
 DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS["aten"])
@@ -15,8 +15,6 @@ DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS["aten"])
 def _libs(args: argparse.Namespace) -> list | None:
     """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode; the
     ATen options in portable mode, or a lib of the other mode, are UsageErrors."""
-    from ..runtime.libs import lib_by_name
-
     if args.mode != "aten":
         given = [option for option, value in (("--aten-libs", args.aten_libs), ("--aten-device-rule",
                                                                                 args.aten_device_rule)) if value is not None]
@@ -25,16 +23,10 @@ def _libs(args: argparse.Namespace) -> list | None:
                              f"{','.join(DEFAULT_LIBS['portable'])}. Drop {' and '.join(given)} or add --mode aten.")
         return None
     aten_libs = DEFAULT_ATEN_LIBS if args.aten_libs is None else args.aten_libs
-    names = check_choices(split_list(aten_libs, "--aten-libs"), LINKABLE_LIBS, "lib")
+    names = split_list(aten_libs, "--aten-libs")
     if args.strategy == "peer" and args.aten_libs is None:  # the default links what the strategy needs
         names.append(PEER_COPY_LIB)
-    libs = [lib_by_name(name, args.aten_device_rule or "seed") for name in names]
-    wrong = [lib.name for lib in libs if lib.mode != "aten"]
-    if wrong:
-        raise UsageError(f"--aten-libs {', '.join(wrong)}: not an ATen-mode lib. ATen-mode libs: "
-                         f"{', '.join((*DEFAULT_LIBS['aten'], PEER_COPY_LIB))} "
-                         f"(default {DEFAULT_ATEN_LIBS}).")
-    return libs
+    return linked_libs(names, LINKABLE_LIBS, "aten", "--aten-libs", args.aten_device_rule or "seed")
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
