@@ -25,6 +25,7 @@ VALUES = {
     "--sizes": (["4K", "1K,4K"], ["", "4X", "99999999999999999999999G", "4K..1K", "0"]),
     "--csv": (["{tmp}/b.csv"], ["{tmp}/missing/b.csv", "{tmp}", ""]),
     "--plot": (["{tmp}/b.png"], ["{tmp}/b.xyz", "{tmp}/missing/b.png"]),
+    "--profile": (["2"], ["0", "x"]),  # devcopy run --profile N (the runtime's execution plan)
 }
 JUNK = ["--js", "--bogus", "-x", "extra"]
 SKIPPED = {"--help", "--json", "--compare-executorch"}  # --json is placed separately; ExecuTorch takes seconds
