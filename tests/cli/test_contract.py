@@ -183,3 +183,18 @@ def test_an_unexpected_failure_says_it_is_a_bug_not_a_bare_internal_message(caps
     assert (code, result["error"]["kind"], result["error"]["exception"]) == (1, "internal", "TypeError")
     assert result["error"]["message"].startswith("devcopy failed unexpectedly (TypeError: unsupported operand")
     assert "This is a devcopy bug" in result["error"]["message"]
+
+
+@pytest.mark.parametrize("backend", ["simulated", pytest.param("cupy", marks=pytest.mark.gpu)])
+def test_run_and_info_close_the_allocator_they_make(capsys, monkeypatch, backend):
+    """On CuPy, closing the allocator stops its copy engine's threads."""
+    from devcopy_lib.devices.allocator import DeviceAllocator
+    from devcopy_lib.devices.copy_engine import CopyEngine
+
+    closed, engines = [], []
+    real_close, real_engine_close = DeviceAllocator.close, CopyEngine.close
+    monkeypatch.setattr(DeviceAllocator, "close", lambda self: (closed.append(self.backend), real_close(self)))
+    monkeypatch.setattr(CopyEngine, "close", lambda self: (engines.append(self), real_engine_close(self)))
+    assert _json(capsys, "run", "add", "--backend", backend)[0] == 0
+    assert _json(capsys, "info", "--backend", backend)[0] == 0
+    assert closed == [backend, backend] and len(engines) == (2 if backend == "cupy" else 0)
