@@ -131,6 +131,8 @@ def test_to_json_is_strict_json():
     (["place", "add", "--delegate", " , "], "names nothing"),
     (["run", "add", "--mode", "aten", "--aten-libs", "portable"], "--aten-libs portable: not aten-mode lib"),
     (["run", "add", "--mode", "aten", "--aten-libs", ""], "--aten-libs '' names nothing"),
+    (["run", "add", "--mode", "aten", "--aten-libs", "native,native"], "--aten-libs: native given twice"),
+    (["run", "add", "--target", "cuda:128"], "Device index must be an int in 0..127"),
     (["registry", "--ops", ""], "--ops '' names nothing"),
     (["registry", "--libs", ""], "--libs '' names nothing"),
     (["place", "add", "--js"], "unrecognized arguments: --js"),
