@@ -200,3 +200,16 @@ def test_run_and_info_close_the_allocator_they_make(capsys, monkeypatch, backend
     assert _json(capsys, "run", "add", "--backend", backend)[0] == 0
     assert _json(capsys, "info", "--backend", backend)[0] == 0
     assert closed == [backend, backend] and len(engines) == (2 if backend == "cupy" else 0)
+
+
+def test_a_target_device_the_backend_does_not_have_is_an_argument_error(capsys, monkeypatch):
+    from devcopy_lib.devices import SimulatedCudaAllocator, backend
+
+    class OneDevice(SimulatedCudaAllocator):
+        def device_count(self):
+            return 1
+
+    monkeypatch.setattr(backend, "make_allocator", lambda name: OneDevice())
+    code, result, _ = _json(capsys, "run", "add", "--target", "cuda:1", "--backend", "simulated")
+    assert (code, result["error"]["kind"]) == (2, "usage")
+    assert "--target cuda:1: the simulated backend sees 1 device(s) (cuda:0..cuda:0)" in result["error"]["message"]
