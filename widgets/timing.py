@@ -75,6 +75,14 @@ class CopyTimingPanel(w.VBox):
         self._worker.start()
         return self._worker
 
+    def close(self) -> None:
+        """Stop a running sweep, close the allocators the panel made, then close the widget."""
+        self.stop()
+        if self._worker is not None:
+            self._worker.join()
+        self.state.close()
+        super().close()
+
     def stop(self) -> None:
         """Ask the sweep to stop after the case being timed (the Stop button)."""
         self._stop.set()

@@ -1,6 +1,6 @@
 """State of the copy timing panel: sizes, direction, host memory kind; runs the sweep one size at a time so the
 view can redraw between sizes, and stops between cases when asked. One bench (one allocator) per backend, reused by
-every run. No display calls."""
+every run until `close()`. No display calls."""
 from __future__ import annotations
 
 import threading
@@ -20,7 +20,7 @@ MEMORY_CHOICES = (*MEMORIES, "all")
 
 
 class Stopped(Exception):
-    """The sweep was stopped (the Stop button); what was measured before stays in `TimingState.result`."""
+    """The sweep was stopped (the Stop button); the cases measured before stay in `TimingState.result`."""
 
 
 @dataclass
@@ -83,8 +83,8 @@ class TimingState:
         try:
             for done, nbytes in enumerate(sizes, 1):
                 check()
-                self.result.measurements.extend(run_cases(bench.cases(nbytes, directions, memories),
-                                                          bench.clocks(), policy, check))
+                run_cases(bench.cases(nbytes, directions, memories), bench.clocks(), policy, check,
+                          self.result.measurements)
                 if progress is not None:
                     progress(done, len(sizes), format_bytes(nbytes))
                 if on_size is not None:
@@ -92,6 +92,13 @@ class TimingState:
         finally:
             bench.release()  # the buffers, not the allocator: the next run reuses it
         return self.result
+
+    def close(self) -> None:
+        """Close every bench's allocator (the state is done with them); a later run makes a new one."""
+        for bench in self._benches.values():
+            bench.release()
+            bench.alloc.close()
+        self._benches.clear()
 
     def matrix(self) -> tuple[list[str], list[dict]]:
         """(columns, rows) of the size x method GB/s table of the last result."""

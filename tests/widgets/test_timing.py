@@ -55,6 +55,17 @@ def test_one_bench_and_allocator_per_backend_across_sizes_and_runs(monkeypatch):
     state.run()
     state.run()
     assert len(made) == 1 and len(state.result.measurements) == 6
+    allocator = state.bench().alloc
+    state.close()
+    assert allocator.closed and state.bench().alloc is not allocator
+
+
+def test_closing_the_panel_closes_its_allocator():
+    panel = CopyTimingPanel(sizes="4")
+    panel.run()
+    allocator = panel.state.bench().alloc
+    panel.close()
+    assert allocator.closed
 
 
 def test_run_happens_on_a_worker_thread_and_stop_keeps_what_was_measured():
@@ -71,7 +82,7 @@ def test_run_happens_on_a_worker_thread_and_stop_keeps_what_was_measured():
     assert not panel.busy and "devcopy-busy" not in panel._dom_classes and not panel.run_button.disabled
     assert "stopped: " in panel.status.value and panel.error is None
     measured = {m.nbytes for m in panel.state.result.measurements}
-    assert 4 in measured and (64 << 20) not in measured
+    assert 4 in measured and (64 << 20) not in measured and len(panel.state.result.measurements) > 0
     assert panel.table.value.count("<tr>") == len(measured) + 1
 
 
