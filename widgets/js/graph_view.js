@@ -8,16 +8,19 @@ cytoscape.use(dagre);
 
 const FONT_PX = 12;
 const READABLE_ZOOM = 10 / FONT_PX; // node text is at least 10 px on screen from this zoom up
+const MAX_FIT_ZOOM = 1.5; // a few nodes are not blown up to fill the view
+const CHAR_PX = 0.61 * FONT_PX; // monospace: every character is this wide
+const LINE_PX = 1.25 * FONT_PX;
 const LAYOUT = { name: "dagre", rankDir: "TB", nodeSep: 16, rankSep: 34, edgeSep: 8, fit: false, animate: false };
 const STYLE = [
   { selector: "node", style: {
     shape: "round-rectangle", "background-color": "data(colour)", "border-width": 1, "border-color": "#546e7a",
     label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",
-    "font-family": "monospace", "font-size": FONT_PX, width: "label", height: "label", padding: 7,
+    "font-family": "monospace", "font-size": FONT_PX, width: labelWidth, height: labelHeight, padding: 7,
     "min-zoomed-font-size": 10 } },
   { selector: "node.input, node.output", style: { shape: "cut-rectangle" } },
   { selector: "node.delegate", style: { "border-width": 2.5, "border-color": "#263238", "font-weight": "bold" } },
-  { selector: "node.copy", style: { "border-width": 3.5, "border-color": "#c62828", shape: "round-tag" } },
+  { selector: "node.copy", style: { "border-width": 3.5, "border-color": "#c62828" } },
   { selector: "node.group.expanded", style: {
     "background-color": "#eceff1", "background-opacity": 0.45, "border-style": "dashed", "border-color": "#78909c",
     "text-valign": "top", "text-halign": "center", "font-size": 13, color: "#37474f", padding: 14 } },
@@ -34,6 +37,19 @@ const INSPECTOR_ROWS = [
   ["op", "op"], ["kind", "kind"], ["device", "device"], ["module", "module"], ["reason", "reason"],
   ["bytes", "bytes_text"], ["predicted", "predicted_text"],
 ];
+
+function lines(ele) {
+  return String(ele.data("label") || "").split("\n");
+}
+
+// Box sizes from the label (monospace), so a layout needs no text measuring and works before the view is on screen.
+function labelWidth(ele) {
+  return Math.max(24, ...lines(ele).map((line) => line.length * CHAR_PX));
+}
+
+function labelHeight(ele) {
+  return lines(ele).length * LINE_PX;
+}
 
 function make(tag, className, text) {
   const node = document.createElement(tag);
@@ -60,18 +76,22 @@ function render({ model, el }) {
   el.append(root);
   canvas.style.height = model.get("height");
 
-  const cy = cytoscape({ container: canvas, style: STYLE, minZoom: 0.02, maxZoom: 4, wheelSensitivity: 0.5,
+  // layout "null": the default grid layout would run now, before the view is on screen (its size is NaN then)
+  const cy = cytoscape({ container: canvas, style: STYLE, layout: { name: "null" }, minZoom: 0.02, maxZoom: 4,
                          boxSelectionEnabled: false, autounselectify: true, autoungrabify: true });
   root.devcopyCy = cy; // for tests: the DOM element carries its graph (never a global)
   let laidOut = null;
   let layouts = 0;
   let focus = null; // what to bring into view after the next layout: a group or node id, or "all"
-  let framed = false;
   const byId = () => new Map(model.get("nodes").map((n) => [n.id, n]));
 
   function readable(eles) {
     // Fit `eles`; when that would make text smaller than 10 px, show their top at a readable zoom instead.
     cy.fit(eles, 24);
+    if (cy.zoom() > MAX_FIT_ZOOM) {
+      cy.zoom(MAX_FIT_ZOOM);
+      cy.center(eles);
+    }
     if (cy.zoom() >= READABLE_ZOOM) return;
     const box = eles.boundingBox();
     cy.zoom(READABLE_ZOOM);
@@ -80,15 +100,14 @@ function render({ model, el }) {
   }
 
   function bringIntoView() {
-    if (!cy.width() || !cy.height()) return; // not on screen yet: the resize observer comes back here
-    const target = focus && focus !== "all" ? cy.getElementById(focus) : cy.elements();
+    const target = focus && focus !== "all" ? cy.getElementById(focus) : cy.collection();
     if (target.empty()) readable(cy.elements());
-    else if (target.isNode() && !target.isParent()) {
+    else if (target.isParent() || target.hasClass("collapsed")) readable(target.union(target.descendants()));
+    else {
       cy.zoom(Math.max(cy.zoom(), 1));
       cy.center(target);
-    } else readable(target.union(target.descendants()));
+    }
     focus = null;
-    framed = true;
   }
 
   function markPicked() {
@@ -168,8 +187,9 @@ function render({ model, el }) {
           ele.classes(e.classes || "");
         }
       });
-    } else {
+    } else if (canvas.isConnected && canvas.clientWidth > 0) {
       const start = performance.now();
+      cy.resize(); // the size cytoscape knows may predate the view being shown
       cy.batch(() => { cy.elements().remove(); cy.add(elements); });
       cy.layout(LAYOUT).run();
       laidOut = version;
@@ -177,7 +197,7 @@ function render({ model, el }) {
       root.dataset.layoutMs = Math.round(performance.now() - start);
       focus = focus || "all";
       bringIntoView();
-    }
+    } // else: not on screen yet; the resize observer draws once it is
     markPicked();
     showInspector();
     showLegend();
@@ -232,7 +252,7 @@ function render({ model, el }) {
   model.on("change:selected", onSelected);
   const resize = new ResizeObserver(() => {
     cy.resize();
-    if (!framed && cy.elements().nonempty()) bringIntoView();
+    if (model.get("layout_version") !== laidOut) draw();
   });
   resize.observe(canvas);
   draw();
