@@ -118,6 +118,17 @@ def test_to_edge_rewrites_match_executorch():
         assert_agree(*both(Everything(), inputs(2), ops, **options), options)
 
 
+def test_a_mutated_buffer_under_skip_h2d_is_refused_by_executorch_and_placed_by_devcopy():
+    """docs/differences.md: the buffer is program state, not a method input, so skip-H2D leaves it alone."""
+    from test_placement_fidelity import BufferUpdate
+
+    from devcopy_lib.passes.executorch_reference import ExecuTorchRefusal
+
+    mine, theirs = both(BufferUpdate(), inputs(1), ["add.Tensor", "sin.default"], skip_h2d_for_method_inputs=True)
+    assert isinstance(theirs, ExecuTorchRefusal) and "'b_b' to have exactly one user" in str(theirs)
+    assert (mine["delegates"], mine["h2d"], mine["d2h"]) == (1, 1, 2)  # the buffer's H2D; none for the input
+
+
 def test_executorch_refusal_is_its_own_error_kind():
     from devcopy_lib.passes.executorch_reference import ExecuTorchRefusal, executorch_counts
 
