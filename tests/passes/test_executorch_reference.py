@@ -160,3 +160,16 @@ def test_a_real_model_matches_executorch():
 @skip_unless_deep
 def test_real_models_match_executorch(name, ops, options):
     assert_agree(*both(*_real(name), ops, **options), (name, options))
+
+
+def test_the_cli_shows_executorchs_refusal_as_its_own_and_hoists(capsys):
+    import json
+
+    from devcopy_lib.cli import main
+
+    argv = ["place", "shared_input", "--delegate", "add.Tensor", "--partition", "per_node", "--strategy", "dedupe",
+            "--skip-h2d-inputs", "--hoist-constants", "--compare-executorch", "--json"]
+    assert main(argv) == 0  # dedupe re-tags an input read by delegates on one device; ExecuTorch refuses it
+    result = json.loads(capsys.readouterr().out)
+    assert result["executorch"]["refused"] is True and "exactly one user" in result["executorch"]["error"]
+    assert result["options"]["hoist_constants"] is True and "per_call_bytes" in result
