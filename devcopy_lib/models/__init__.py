@@ -1,7 +1,8 @@
 """Models to place and run, each a no-argument factory returning `(module, example_inputs)`.
 
 `MODELS`: the small samples (samples.py) that notebooks, docs and tests loop over. `REAL_MODELS`: torchvision and
-transformers models built from code/config with random weights (real.py), which need the `models` extra.
+transformers models built from code/config with random weights (real.py), which need the `models` extra;
+`DELEGATE_SETS`: the op sets a user would delegate (matrix ops, + views, a CNN set, the defaults).
 `load_model` resolves a name of either, or `path/to/file.py:factory`.
 """
 from __future__ import annotations
@@ -12,13 +13,13 @@ import os
 from torch import nn
 
 from .extras import INSTALL_HINT, ModelsExtraMissing
-from .real import REAL_MODELS, bert_small, gpt2_12l, gpt2_2l, llama_tiny, mobilenet_v3_small, resnet18
+from .real import DELEGATE_SETS, REAL_MODELS, bert_small, gpt2_12l, gpt2_2l, llama_tiny, mobilenet_v3_small, resnet18
 from .samples import (
     MODELS, add, back_to_back, cpu_between, mlp, output_and_cpu_user, residual, shared_input, transformer_block,
 )
 
 __all__ = [
-    "MODELS", "REAL_MODELS", "load_model", "ModelsExtraMissing", "INSTALL_HINT", *MODELS, *REAL_MODELS,
+    "MODELS", "REAL_MODELS", "DELEGATE_SETS", "load_model", "ModelsExtraMissing", "INSTALL_HINT", *MODELS, *REAL_MODELS,
 ]
 
 

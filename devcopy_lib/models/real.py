@@ -13,8 +13,19 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..passes.lower import DEFAULT_DELEGATE_OPS
 from .extras import require
 from .samples import seeded
+
+MATRIX_OPS = ("mm.default", "addmm.default", "bmm.default")  # what nn.Linear and attention decompose to
+VIEW_OPS = ("view.default", "_unsafe_view.default", "permute.default", "expand.default", "clone.default",
+            "unsqueeze.default")
+CNN_OPS = ("convolution.default", "_native_batch_norm_legit_no_training.default", "relu.default",
+           "max_pool2d_with_indices.default", "mean.dim", "add.Tensor")
+# The delegate sets a user picks for a device backend: every real model places and runs with each.
+DELEGATE_SETS: dict[str, tuple[str, ...]] = {
+    "matrix": MATRIX_OPS, "matrix_views": MATRIX_OPS + VIEW_OPS, "cnn": CNN_OPS, "default": DEFAULT_DELEGATE_OPS,
+}
 
 
 class HuggingFaceOutputs(nn.Module):

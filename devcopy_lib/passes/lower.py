@@ -61,6 +61,11 @@ DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
     "_softmax.default",
     # views, so a weight's transpose runs inside the delegate that owns the weight (no per-run H2D of weights)
     "permute.default", "view.default", "expand.default", "clone.default", "_unsafe_view.default",
+    "unsqueeze.default",
+    # what the real models (docs/real_models.md) compute: convolutions, normalisations, pooling, activations
+    "convolution.default", "_native_batch_norm_legit_no_training.default", "native_layer_norm.default",
+    "max_pool2d_with_indices.default", "mean.dim", "clamp.default", "gelu.default", "pow.Tensor_Scalar",
+    "rsqrt.default", "embedding.default", "cat.default", "split_with_sizes.default",
 )
 
 
@@ -167,7 +172,7 @@ class _Builder:
         self.edge = edge
         self.graph = edge.graph_module.graph
         self.order = {n: i for i, n in enumerate(self.graph.nodes)}
-        self.groups = [sorted(g, key=self.order.__getitem__) for g in groups]
+        self.groups = [sorted(_with_getitems(g), key=self.order.__getitem__) for g in groups]
         self.group_of = {n: i for i, g in enumerate(self.groups) for n in g}
         self.target_device = target_device
         self.constants, self.user_inputs = edge.constants, edge.user_inputs
@@ -255,7 +260,7 @@ class _Builder:
             sub_env[node] = sub.node_copy(node, sub_env.__getitem__)
         sub.output(tuple(sub_env[n] for n in outputs))
         name = f"delegate_{len(self.delegates)}"
-        ops = tuple(overload_name(n.target) for n in nodes)
+        ops = tuple(overload_name(n.target) for n in nodes if n.target is not operator.getitem)
         delegate = Delegate(
             name, fx.GraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
             _resolve_device(self.target_device, name, ops),
@@ -269,6 +274,12 @@ class _Builder:
             item = self.new.create_node("call_function", operator.getitem, (call, index), name=node.name)
             item.meta["val"] = node.meta.get("val")
             self.env[node] = item
+
+
+def _with_getitems(group: set[fx.Node]) -> set[fx.Node]:
+    """A partition with the `getitem`s of its multi-output ops (torch.fx's partitioner adds them, per_node does not):
+    a delegate returns tensors, never an op's tuple."""
+    return set(group) | {u for n in group for u in n.users if u.op == "call_function" and u.target is operator.getitem}
 
 
 def _names(value) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import torch
 from torch import fx
 
-from .delegate import delegate_of, delegate_source
+from .delegate import delegate_of
 from .hoist import HOISTED, hoistable_copies
 from .nodes import device_of, node_kind
 from .ops import overload_name
@@ -114,7 +114,7 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
     if kind == "getitem":
         stays = " (stays on device: skip_d2h_for_method_outputs)" if (
             not device.is_cpu and all(u.op == "output" for u in node.users)) else ""
-        return f"output {node.args[1]} of {delegate_source(node).name}{stays}"
+        return f"output {node.args[1]} of {node.args[0].name}{stays}"
     if kind == "h2d":
         return f"{node.args[0].name} to {device} for {users}"
     if kind == "d2h":
