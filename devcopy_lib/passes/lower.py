@@ -257,11 +257,11 @@ class _Builder:
     def _add_delegate(self, nodes: list[fx.Node]) -> None:
         """Replace one partition by a delegate call: distinct inputs in first-use order, owned constants inside."""
         members = set(nodes)
-        inputs, owned = [], []
+        inputs, owned = {}, {}  # ordered sets: a delegate may read hundreds of distinct values
         for node in nodes:
             for arg in node.all_input_nodes:
-                if arg not in members and arg not in inputs and arg not in owned:
-                    (owned if arg.name in self.constants else inputs).append(arg)
+                if arg not in members:
+                    (owned if arg.name in self.constants else inputs)[arg] = None
         outputs = [n for n in nodes if any(u not in members for u in n.users)]
         sub = fx.Graph()
         sub_env = {}
