@@ -222,8 +222,12 @@ def render(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _seconds(xs: list[float] | None) -> str:
-    return "-" if not xs else f"{_median(xs):.2f} s"
+def _seconds(xs: list[float] | float | None) -> str:
+    """A median (or a value) as `12.3 ms` below a second, `2.27 s` from one; `-` when there is none."""
+    if xs is None or xs == []:
+        return "-"
+    value = _median(xs) if isinstance(xs, list) else xs
+    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
 
 
 def _render_gpt2(rows: list[dict]) -> list[str]:
@@ -247,11 +251,11 @@ def _render_gpt2(rows: list[dict]) -> list[str]:
         totals[row["graph_nodes"]] = total = lowering + placement
         export = _median(row["export_s"])
         same = {True: "yes", False: "no"}.get(row.get("fx_agrees"), "-")
-        lines.append(f"| {row['layers']} | {row['graph_nodes']} | {row['partitions']} | {export:.2f} s | "
+        lines.append(f"| {row['layers']} | {row['graph_nodes']} | {row['partitions']} | {_seconds(export)} | "
                      f"{_seconds(row['decompositions_s'])} | {_seconds(row['partition_s'])} | "
                      f"{_seconds(row.get('partition_fx_s'))} | {same} | "
-                     f"{lowering - _median(row['partition_s']):.2f} s | {placement:.2f} s | {total:.2f} s | "
-                     f"{total / export:.2f}x |")
+                     f"{_seconds(lowering - _median(row['partition_s']))} | {_seconds(placement)} | "
+                     f"{_seconds(total)} | {total / export:.2f}x |")
     if len(totals) > 1:
         (small, t_small), (large, t_large) = sorted(totals.items())[-2:]
         lines += ["", f"Lowering + placement grows {t_large / t_small:.2f}x from {small} to {large} nodes "
