@@ -251,12 +251,12 @@ class _Builder:
     def _add_delegate(self, nodes: list[fx.Node]) -> None:
         """Replace one partition by a delegate call: distinct inputs in first-use order, owned constants inside."""
         members = set(nodes)
-        inputs, owned = [], []
+        inputs, owned = {}, {}  # ordered sets: a delegate may read hundreds of distinct values
         for node in nodes:
             for arg in node.all_input_nodes:
-                if arg not in members and arg not in inputs and arg not in owned:
+                if arg not in members:
                     constant = arg.name in self.constants and arg.name not in self.edge.mutable
-                    (owned if constant else inputs).append(arg)
+                    (owned if constant else inputs)[arg] = None
         outputs = [n for n in nodes if any(u not in members for u in n.users)]
         sub = fx.Graph()
         sub_env = {}

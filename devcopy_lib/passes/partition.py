@@ -6,16 +6,19 @@ visited in reverse graph order; a new partition per supported node; at every nod
 visit, tries to merge into the first; a merge is refused when the merged partition would sit on a cycle; getitems
 follow their producer; optionally single-compute-node partitions dropped). What changes is the cost of each step:
 
-- reachability is a bitset per node (a Python int over graph positions), built once in reverse graph order, instead
-  of a Python set of every downstream node;
-- a merge check ORs the reach bitsets of the merged partition's outside users and tests them against the merged
-  nodes and against the nodes of every partition that can reach either side (torch.fx walks the downstream nodes one
-  by one, for every user, for every candidate pair);
-- a node that changes nothing (not supported, and no merge happened since the last pass over the partitions) skips
-  the pass: its candidates, their bitsets and the reachability sets are those of the pass before, which merged nothing.
+- reachability is a bitset per node (a Python int over graph positions), built once, instead of a Python set of every
+  downstream node: a merge check ORs the bitsets of the pair's outside users and tests them against the pair's nodes
+  and against the partitions whose reachability set names either side, where torch.fx walks every downstream node;
+- a partition retires once it can never merge again: every supported node still to come, and the oldest partition
+  (the one the other partitions try to merge into), reach it through an unsupported node, a path torch.fx's check
+  always sees; retired partitions are skipped as merge candidates, their checks would fail and change nothing;
+- torch.fx's `partition_map` (the partitions each one reaches, stale entries included) is kept only for the ids a
+  check can still ask about (partitions not retired, and the oldest), inverted: id -> partitions whose map holds it;
+- a node that is not supported skips the pass over the partitions when the previous pass merged nothing: it would
+  repeat it exactly.
 
-The reachability sets between partitions (`reach_ids`) are kept as torch.fx keeps its `partition_map`, including
-entries that merges leave stale, so that every merge check answers as it does there.
+On transformer graphs few partitions are live and not retired at any time, so the work is linear in nodes and edges
+plus bitset operations of graph-size words (about N * (N + E) / 64 machine words in all).
 """
 from __future__ import annotations
 
@@ -47,7 +50,6 @@ class _Partitions:
     """The partitioner's state: node positions are graph order; partition ids count up from 0 as torch.fx's do."""
 
     def __init__(self, nodes: list[fx.Node], supported: list[bool]):
-        self.nodes = nodes
         pos = {n: i for i, n in enumerate(nodes)}
         self.user_bits = [_bits(pos[u] for u in n.users) for n in nodes]
         self.supported = _bits(i for i, s in enumerate(supported) if s)

@@ -102,7 +102,7 @@ def _assert_same(gm, support, single=True):
     return ours
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(gm=fx_graphs(), names=st.sets(st.sampled_from(NAMES)), single=st.booleans())
 def test_random_graphs_partition_as_torch_fx(gm, names, single):
     _assert_same(gm, _NamedSupport(names), single)
