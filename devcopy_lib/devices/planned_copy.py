@@ -15,12 +15,18 @@ from .allocator import CopyRecord, DevicePtr
 class PlannedCopy:
     """One validated copy: `copy(nbytes)` moves `nbytes` (<= `capacity`) between `host` and `ptr` on `index`."""
 
-    __slots__ = ("allocator", "direction", "ptr", "host", "address", "capacity", "index", "_transfer")
+    __slots__ = ("allocator", "direction", "ptr", "host", "address", "capacity", "index", "_transfer", "_full")
 
     def __init__(self, allocator: Any, direction: str, ptr: DevicePtr, host: Any, address: int, capacity: int,
                  index: int, transfer: Callable[[int], None]) -> None:
         self.allocator, self.direction, self.ptr, self.host = allocator, direction, ptr, host
         self.address, self.capacity, self.index, self._transfer = address, capacity, index, transfer
+        self._full = self._record(capacity)  # the record of a full-size copy, the same on every call
+
+    def _record(self, nbytes: int) -> CopyRecord:
+        if self.direction == "h2d":
+            return CopyRecord(self.ptr, self.host, nbytes, self.index)
+        return CopyRecord(self.host, self.ptr, nbytes, self.index)
 
     def __call__(self, nbytes: int) -> None:
         if not 0 <= nbytes <= self.capacity or self.ptr.block.freed:
@@ -28,15 +34,16 @@ class PlannedCopy:
                              f"bytes of a live buffer ({self.ptr!r}, freed={self.ptr.block.freed}); "
                              "re-validate through copy_host_to_device / copy_device_to_host")
         stats = self.allocator.stats
+        record = self._full if nbytes == self.capacity else self._record(nbytes)
         if self.direction == "h2d":
             stats.h2d_count += 1
-            stats.last_h2d = CopyRecord(self.ptr, self.host, nbytes, self.index)
+            stats.last_h2d = record
             if nbytes:
                 self._transfer(nbytes)
                 stats.h2d_bytes += nbytes
         else:
             stats.d2h_count += 1
-            stats.last_d2h = CopyRecord(self.host, self.ptr, nbytes, self.index)
+            stats.last_d2h = record
             if nbytes:
                 self._transfer(nbytes)
                 stats.d2h_bytes += nbytes

@@ -216,13 +216,16 @@ def delegate_step(step: Step, delegate: Any, inputs: list[Slot], outputs: list[S
     gpu = next((slot.allocator for slot in outputs if slot.allocator is not None and slot.allocator.backend == "cupy"),
                None)
 
+    static_targets = [(slot, view, view()) for slot, view in writes] if all(s.static for s in outputs) else None
+
     def run() -> None:
         try:
             results = forward(*(fixed if fixed is not None else [get() for get in getters]))
         except Exception as exc:
             raise ExecutionError(Error.Internal, f"{what} raised: {exc}") from exc
-        for (slot, view), result in zip(writes, results):
-            target = view()
+        for (slot, view, target), result in zip(static_targets or [(s, v, None) for s, v in writes], results):
+            if target is None:
+                target = view()
             if target.shape != result.shape:
                 resize(slot.tensor, slot.spec, tuple(result.shape), f"{what} output")
                 target = view()
