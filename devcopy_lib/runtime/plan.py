@@ -8,7 +8,9 @@ reaches the caller, always naming the instruction (index, operator).
 """
 from __future__ import annotations
 
+import copy
 import math
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -163,7 +165,7 @@ def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None],
     n_out = len(kernel.schema.arguments.out)
     values = [_host_args(a, tensors) for a in args] if portable else list(args)
     positional, keywords = _split(kernel.schema, values)
-    overload = aten_overload(step.op)
+    overload = aten_overload(step.op)._op  # the C++ callable OpOverload.__call__ forwards to
     # ATen mode: a dynamic out is handed over empty, so PyTorch resizes it within its storage without warning
     shrink = [t for t, slot in zip(args[len(args) - n_out:], slots[len(slots) - n_out:])
               if slot is not None and not slot.static] if not portable else []
@@ -192,6 +194,30 @@ def _host_args(value: Any, tensors: Any) -> Any:
 
 
 # ---- delegates ------------------------------------------------------------------------------------------------
+_DIRECT: "weakref.WeakKeyDictionary[torch.fx.GraphModule, torch.fx.GraphModule]" = weakref.WeakKeyDictionary()
+
+
+def _direct_caller(overload: torch._ops.OpOverload) -> Any:
+    """An object that calls `overload`'s C++ operator directly (what OpOverload.__call__ forwards to, minus its
+    Python frame); its name is a valid identifier, so fx binds it as a global of the generated code."""
+    name = str(overload).replace("::", "_").replace(".", "_")
+    return type(name, (), {"__call__": staticmethod(overload._op), "__slots__": (), "__name__": name,
+                           "__module__": __name__})()
+
+
+def direct_module(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The delegate's GraphModule with every ATen operator resolved once, at load, to its C++ callable (cached
+    per module, so methods loading one program share it); the computation is unchanged."""
+    direct = _DIRECT.get(module)
+    if direct is None:
+        graph = copy.deepcopy(module.graph)
+        for node in graph.nodes:
+            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+                node.target = _direct_caller(node.target)
+        direct = _DIRECT[module] = torch.fx.GraphModule(module, graph)
+    return direct
+
+
 def check_delegate_devices(step: Step, delegate: Any, inputs: list[Slot], outputs: list[Slot]) -> None:
     """Every device tensor a delegate reads or writes must be on the delegate's device (type and index): its
     addresses are fixed at load, so a mismatch is refused here rather than computed on the wrong device."""
@@ -208,7 +234,7 @@ def check_delegate_devices(step: Step, delegate: Any, inputs: list[Slot], output
 def delegate_step(step: Step, delegate: Any, inputs: list[Slot], outputs: list[Slot], tensors: Any) -> None:
     """Run the delegate's GraphModule on views of its inputs; write each result into its planned output."""
     check_delegate_devices(step, delegate, inputs, outputs)
-    forward = delegate.module.forward
+    forward = direct_module(delegate.module).forward
     getters = [code_view(slot, tensors) for slot in inputs]
     fixed = tuple(get() for get in getters) if all(slot.static for slot in inputs) else None
     writes = [(slot, code_view(slot, tensors)) for slot in outputs]

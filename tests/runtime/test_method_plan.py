@@ -185,3 +185,36 @@ def test_a_planned_copy_refuses_more_than_it_validated_and_a_freed_buffer(sim):
     sim.deallocate(ptr)
     with pytest.raises(ValueError, match="freed=True"):
         planned(8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_on_cuda_the_plan_matches_eager_is_thread_safe_and_profiles_on_events(mode):
+    from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
+
+    allocator = CupyCudaAllocator()
+    module, inputs, program = _program("transformer_block")
+    with scoped_allocators(allocator), load_method(program, mode, _libs(mode)) as method:
+        torch.testing.assert_close(method(*inputs)[0], module(*inputs))
+        results, errors = [], []
+
+        def worker(seed: int) -> None:
+            try:
+                x = torch.randn(1, 4, 16, generator=torch.Generator().manual_seed(seed))
+                results.extend(torch.equal(method(x)[0], method(x)[0]) and
+                               torch.allclose(method(x)[0], module(x), atol=1e-5) for _ in range(20))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        assert results and all(results)
+        rows = method.profile(*inputs, repeat=3)
+        assert {r["clock"] for r in rows if r["kind"] != "kernel"} == {"events"}
+        assert {r["memory"] for r in rows if r["kind"] == "copy"} == {"pinned"}  # the arenas are page-locked
+    assert allocator.live_allocations() == 0
