@@ -59,11 +59,15 @@ class Method:
             arenas = self._allocate_arenas()
             for index, value in enumerate(program.values):
                 self._objects.append(self._build(index, value, arenas))
-            self.steps = [self._step(position, ins) for position, ins in enumerate(program.instructions)]
+            steps = [self._step(position, ins) for position, ins in enumerate(program.instructions)]
+            self.load_copies = self._run_load_part(steps[:program.load_instructions])
+            self.steps = steps[program.load_instructions:]  # what every call runs
             self._runs = [step.run for step in self.steps]
             self._inputs = [self._input_setter(position, self._slots[index])
                             for position, index in enumerate(program.inputs)]
             self._outputs = [self._output_getter(index) for index in program.outputs]
+            self._write_back = [(position, self._output_getter(program.inputs[position]))
+                                for position in program.written_back_inputs]
         except BaseException:
             self._release()
             raise
@@ -117,6 +121,15 @@ class Method:
         except Exception as exc:
             raise LoadError(Error.Internal, f"Copying a {list(data.shape)} constant to {slot.spec.device} at load "
                                             f"failed: {exc}") from exc
+
+    def _run_load_part(self, steps: list[Step]) -> dict[str, int]:
+        """Run the program's load-time instructions (hoisted constants) once; the copies they made, counted apart."""
+        for step in steps:
+            step.run()
+        made = dict(self.copies_executed)
+        for direction in self.copies_executed:
+            self.copies_executed[direction] = 0
+        return made
 
     def _step(self, position: int, instruction: Any) -> Step:
         tensors, counters = self._tensors, self.copies_executed
@@ -199,6 +212,8 @@ class Method:
             except BaseException as exc:
                 self._note_interrupt(exc)
                 raise
+            for position, read in self._write_back:  # a mutated input: the caller sees it, as in eager
+                inputs[position].copy_(read())
             return tuple(read() for read in self._outputs)
 
     def _start(self, inputs: tuple) -> None:

@@ -167,8 +167,9 @@ def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None],
     positional, keywords = _split(kernel.schema, values)
     overload = aten_overload(step.op)._op  # the C++ callable OpOverload.__call__ forwards to
     # ATen mode: a dynamic out is handed over empty, so PyTorch resizes it within its storage without warning
+    reads = args[: len(args) - n_out]
     shrink = [t for t, slot in zip(args[len(args) - n_out:], slots[len(slots) - n_out:])
-              if slot is not None and not slot.static] if not portable else []
+              if slot is not None and not slot.static and not any(t is a for a in reads)] if not portable else []
     error = Error.InvalidArgument if portable else Error.Internal
     verb = f"failed with InvalidArgument: {step.op}:" if portable else "raised:"
 
