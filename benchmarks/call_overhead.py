@@ -158,7 +158,13 @@ def measure_models(backend: str, rounds: int, names: list[str]) -> list[dict]:
         strategies = ["executorch", "dedupe"] if name == "transformer_block" else ["executorch"]
         for strategy in strategies:
             program = emit(place_devices(lowered, strategy))
-            reference = {"eager module": module_eager(module, cuda), "eager placed": placed_eager(program, cuda)}
+            reference = {"eager module": module_eager(module, cuda)}
+            try:
+                placed = placed_eager(program, cuda)
+                placed(*inputs)
+                reference["eager placed"] = placed
+            except Exception as exc:  # reported, not fatal: the module-eager reference still stands
+                print(f"{name}: the placed-eager reference failed: {type(exc).__name__}: {exc}"[:300], flush=True)
             for mode in ("portable", "aten"):
                 libs = None if mode == "portable" else aten_lib(custom_ops=[ET_COPY_OPS_YAML])
                 with torch.no_grad(), load_method(program, mode, libs) as method:
@@ -170,13 +176,14 @@ def measure_models(backend: str, rounds: int, names: list[str]) -> list[dict]:
                 n = len(program.instructions)
                 rows.append({"model": name, "strategy": strategy, "mode": mode, "instructions": n,
                              "call_s": times["devcopy"], "eager_module_s": times["eager module"],
-                             "eager_placed_s": times["eager placed"], "per_instruction_s": times["devcopy"] / n,
+                             "eager_placed_s": times.get("eager placed"), "per_instruction_s": times["devcopy"] / n,
                              "by_kind_s": _by_kind(profile),
                              "copies": [r for r in profile if r["kind"] == "copy"]})
                 print(f"{name:20s} {strategy:10s} {mode:8s} {n:3d} ins  call {times['devcopy'] * 1e6:9.1f} us  "
                       f"eager {times['eager module'] * 1e6:9.1f} us ({times['devcopy'] / times['eager module']:.2f}x)"
-                      f"  placed eager {times['eager placed'] * 1e6:9.1f} us "
-                      f"({times['devcopy'] / times['eager placed']:.2f}x)", flush=True)
+                      + (f"  placed eager {times['eager placed'] * 1e6:9.1f} us "
+                         f"({times['devcopy'] / times['eager placed']:.2f}x)" if "eager placed" in times else ""),
+                      flush=True)
     return rows
 
 
@@ -264,7 +271,7 @@ def targets(data: dict) -> list[dict]:
         for (model, strategy, mode), row in by.items():
             if model.startswith("mlp") and model != "mlp":
                 add(f"{model} ({mode}) <= 1.5x torch eager on CUDA", row["call_s"] / row["eager_module_s"], 1.5)
-            elif model in ("transformer_block", "gpt2_2l", "resnet18"):
+            elif model in ("transformer_block", "gpt2_2l", "resnet18") and row["eager_placed_s"]:
                 add(f"{model} ({strategy}, {mode}) <= 1.3x the placement run by torch eager",
                     row["call_s"] / row["eager_placed_s"], 1.3)
         for row in data.get("small_copies", []):
@@ -296,7 +303,8 @@ def render_section(runs: list[dict]) -> list[str]:
             lines.append(f"| {r['model']} | {r['strategy']} | {r['mode']} | {r['instructions']} | "
                          f"{r['call_s'] * 1e6:.1f} | {r['per_instruction_s'] * 1e6:.1f} | "
                          f"{r['eager_module_s'] * 1e6:.1f} | {r['call_s'] / r['eager_module_s']:.2f} | "
-                         f"{r['eager_placed_s'] * 1e6:.1f} | {r['call_s'] / r['eager_placed_s']:.2f} |")
+                         + (f"{r['eager_placed_s'] * 1e6:.1f} | {r['call_s'] / r['eager_placed_s']:.2f} |"
+                            if r["eager_placed_s"] else "failed |  |"))
         kinds = {}
         for r in data["models"]:
             for kind, v in r["by_kind_s"].items():

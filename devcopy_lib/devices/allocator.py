@@ -379,8 +379,10 @@ class DeviceAllocator(abc.ABC):
         if ptr is None or host is None:
             raise ValueError(f"{what}: null pointer (ptr or host)")
         _check_count("capacity", capacity)
-        index = self._resolve_index(index)
+        resolved = self._resolve_index(index)
         self._check_span(ptr, capacity, what)
+        self._check_index(ptr, index, what)
+        index = resolved
         address = host_address(host, capacity, writable=direction == "d2h", what=what) if capacity else 1
         return PlannedCopy(self, direction, ptr, host, address, capacity, index,
                            self._planned_transfer(direction, ptr, address, capacity, index))

@@ -33,20 +33,19 @@ class PlannedCopy:
             raise ValueError(f"planned {self.direction} copy of {nbytes} bytes: validated for 0..{self.capacity} "
                              f"bytes of a live buffer ({self.ptr!r}, freed={self.ptr.block.freed}); "
                              "re-validate through copy_host_to_device / copy_device_to_host")
-        stats = self.allocator.stats
+        if nbytes:
+            self._transfer(nbytes)
         record = self._full if nbytes == self.capacity else self._record(nbytes)
-        if self.direction == "h2d":
-            stats.h2d_count += 1
-            stats.last_h2d = record
-            if nbytes:
-                self._transfer(nbytes)
+        with self.allocator._lock:  # counted once it succeeded, as the public copies count
+            stats = self.allocator.stats
+            if self.direction == "h2d":
+                stats.h2d_count += 1
                 stats.h2d_bytes += nbytes
-        else:
-            stats.d2h_count += 1
-            stats.last_d2h = record
-            if nbytes:
-                self._transfer(nbytes)
+                stats.last_h2d = record
+            else:
+                stats.d2h_count += 1
                 stats.d2h_bytes += nbytes
+                stats.last_d2h = record
 
     def __repr__(self) -> str:
         return f"PlannedCopy({self.direction}, {self.ptr!r}, host 0x{self.address:x}, <= {self.capacity} bytes)"

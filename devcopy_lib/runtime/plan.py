@@ -99,11 +99,12 @@ def copy_step(step: Step, kernel: Any, src: Slot, out: Slot, tensors: Any, count
         return False
     allocator, ptr = device.allocator, device.ptr
     seed = rule == "seed"  # the PR's rule: the current device, whatever the tensor says
-    index = allocator.current_index() if seed else ptr.index
     try:
-        planned = allocator.planned_copy(direction, ptr, host.storage, device.spec.nbytes, index)
+        planned = allocator.planned_copy(direction, ptr, host.storage, device.spec.nbytes,
+                                         CURRENT_DEVICE if seed else ptr.index)
     except ValueError:
         return False
+    index = planned.index
     slow = allocator.copy_host_to_device if direction == "h2d" else allocator.copy_device_to_host
     itemsize, resize, sizes_of = src.spec.dtype.itemsize, tensors.resize, tensors.sizes
     what = f"instruction {step.index} ({step.op})"

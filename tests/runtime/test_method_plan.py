@@ -221,3 +221,12 @@ def test_on_cuda_the_plan_matches_eager_is_thread_safe_and_profiles_on_events(mo
         assert {r["clock"] for r in rows if r["kind"] != "kernel"} == {"events"}
         assert {r["memory"] for r in rows if r["kind"] == "copy"} == {"pinned"}  # the arenas are page-locked
     assert allocator.live_allocations() == 0
+
+
+def test_a_planned_copy_is_refused_for_another_devices_index(sim):
+    import numpy as np
+
+    ptr = sim.allocate(64, 0)
+    with pytest.raises(ValueError, match="lives on cuda:0 but index 1 was passed"):
+        sim.planned_copy("h2d", ptr, np.zeros(64, np.uint8), 64, 1)
+    assert sim.planned_copy("h2d", ptr, np.zeros(64, np.uint8), 64, -1).index == 0  # -1: the current device
