@@ -12,17 +12,17 @@ COLUMNS = ("#", "kind", "op", "bytes", "measured µs", "share", "predicted µs",
 
 def profile_table(rows: Sequence[dict]) -> list[dict]:
     """One display row per instruction (strings, keyed by COLUMNS): time, share of the call, and for copies the
-    prediction and its ratio to the measurement; a last row sums the call."""
+    prediction and its ratio to the wall-clock time (the cost model is a wall-clock fit); a last row sums the call."""
     total = sum(row["measured_s"] for row in rows) or 1.0
     table = []
     for row in rows:
-        predicted = row.get("predicted_s")
+        predicted, wall = row.get("predicted_s"), row.get("wall_s") or row["measured_s"]
         table.append({
             "#": str(row["index"]), "kind": row["kind"], "op": row["op"],
             "bytes": format_size(row["bytes"]) if row.get("bytes") is not None else "",
             "measured µs": f"{row['measured_s'] * 1e6:.1f}", "share": f"{row['measured_s'] / total:.0%}",
             "predicted µs": f"{predicted * 1e6:.1f}" if predicted is not None else "",
-            "pred/meas": f"{predicted / row['measured_s']:.2f}" if predicted is not None and row["measured_s"] else "",
+            "pred/meas": f"{predicted / wall:.2f}" if predicted is not None and wall else "",  # a wall-clock model
         })
     table.append({**dict.fromkeys(COLUMNS, ""), "#": "total", "measured µs": f"{total * 1e6:.1f}", "share": "100%"})
     return table

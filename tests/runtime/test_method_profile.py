@@ -54,7 +54,7 @@ def test_profile_table_and_timeline_show_each_step_and_the_prediction_ratio(sim)
         rows = method.profile(*inputs, repeat=2, cost_model=_PerByte())
     table = profile_table(rows)
     assert [r["kind"] for r in table] == ["copy", "copy", "delegate", "copy", ""]
-    assert table[0]["pred/meas"] == f"{64e-9 / rows[0]['measured_s']:.2f}" and table[2]["pred/meas"] == ""
+    assert table[0]["pred/meas"] == f"{64e-9 / rows[0]['wall_s']:.2f}" and table[2]["pred/meas"] == ""
     assert table[-1]["#"] == "total" and "| delegate |" in markdown_table(rows)
     figure = plot_timeline(rows)
     bars = figure.axes[0].patches
