@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from devcopy_lib import models
+from devcopy_lib.bench.cost_model import FIT_METHOD
 from devcopy_lib.bench.profile_view import markdown_table, plot_timeline, profile_table
 from devcopy_lib.cli import main
 from devcopy_lib.load import load_method
@@ -68,4 +69,4 @@ def test_devcopy_run_profile_puts_rows_in_the_json(capsys):
     assert [r["kind"] for r in result["profile"]] == ["copy", "copy", "delegate", "copy"]
     assert all(set(r) >= {"index", "kind", "op", "bytes", "measured_s", "predicted_s"} for r in result["profile"])
     assert result["profile"][0]["predicted_s"] > 0 and result["profile"][2]["predicted_s"] is None
-    assert result["cost_model"]["method"] == "devcopy allocator"
+    assert result["cost_model"]["method"] == FIT_METHOD
