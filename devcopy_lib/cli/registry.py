@@ -8,14 +8,13 @@ DEFAULT_OPS = ",".join((COPY_OPS["h2d"], COPY_OPS["d2h"]))
 
 
 def collect(mode: str, libs: list[str], ops: list[str]) -> dict:
-    from ..runtime.libs import lib_by_name, registration_status
+    from ..runtime.libs import libs_of_mode, registration_status
 
     check_choices(libs, LIB_NAMES, "lib")
-    linked = [lib_by_name(name) for name in libs]
-    wrong = [lib.name for lib in linked if lib.mode != mode]
-    if wrong:
-        raise UsageError(f"lib(s) {', '.join(wrong)} are not {mode}-mode libs; pick libs of one mode "
-                         f"(default for --mode {mode}: {','.join(DEFAULT_LIBS[mode])})")
+    try:
+        linked = libs_of_mode(mode, libs)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     rows = registration_status(linked, ops)
     return {
         "ok": True,

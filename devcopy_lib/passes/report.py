@@ -118,8 +118,15 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
     return f"{overload_name(node.target) or node.target} is not delegated"
 
 
-def _predict(cost_model: CostModel | None, kind: str, nbytes: int) -> float | None:
-    return float(cost_model.predict(kind, nbytes)) if cost_model is not None and kind in ("h2d", "d2h") else None
+def predict_seconds(cost_model: CostModel | None, direction: str, nbytes: int) -> float | None:
+    """A copy's seconds by `cost_model`; None without a model, for a node that is no copy, or for a direction the
+    model has no line for (a measured model has no d2d line)."""
+    if cost_model is None or direction not in ("h2d", "d2h", "d2d"):
+        return None
+    try:
+        return float(cost_model.predict(direction, nbytes))
+    except (KeyError, ValueError):
+        return None
 
 
 def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
@@ -137,7 +144,7 @@ def build_report(placed, cost_model: CostModel | None = None,
         kind = node_kind(node)
         nbytes = value_bytes(node.meta.get("val"))
         rows.append(NodeRow(node.name, kind, str(device_of(node)), _reason(node, kind, placed.options), nbytes,
-                            _predict(cost_model, kind, nbytes)))
+                            predict_seconds(cost_model, kind, nbytes)))
     copies, nbytes = copy_counts(gm)
     peak = device_peak_bytes(gm)
     comparison = []

@@ -5,8 +5,6 @@ executor loop then only resizes them and hands them to kernels.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
@@ -15,22 +13,11 @@ from ..tensors.aten_tensor import device_tensor, resize_metadata
 from ..tensors.error import Error
 from .failures import ExecutionError
 from .program import TensorSpec
-from ..tensors.tensor import PortableTensor, TensorShapeDynamism
+from ..tensors.tensor import PortableTensor, TensorShapeDynamism, resize_problem
 
 
 def _dynamism(spec: TensorSpec) -> TensorShapeDynamism:
     return TensorShapeDynamism.DYNAMIC_BOUND if spec.dynamic else TensorShapeDynamism.STATIC
-
-
-def _resize_problem(spec: TensorSpec, sizes: tuple[int, ...]) -> str:
-    """Why a tensor planned as `spec` cannot take `sizes` (empty when it can)."""
-    if len(sizes) != len(spec.sizes):
-        return f"rank {len(spec.sizes)} cannot change to {len(sizes)} (sizes {spec.sizes} -> {sizes})"
-    if not spec.dynamic and sizes != spec.sizes:
-        return f"a STATIC tensor of sizes {spec.sizes} cannot take sizes {sizes}"
-    if math.prod(sizes) > spec.numel:
-        return f"sizes {sizes} exceed the planned upper bound {spec.sizes}"
-    return ""
 
 
 class PortableTensors:
@@ -86,7 +73,7 @@ class AtenTensors:
     def resize(tensor: torch.Tensor, spec: TensorSpec, sizes: tuple[int, ...], what: str) -> None:
         if tuple(tensor.shape) == sizes:
             return
-        problem = _resize_problem(spec, sizes)
+        problem = resize_problem(spec.sizes, sizes, not spec.dynamic, spec.numel)
         if problem:
             raise ExecutionError(Error.InvalidArgument, f"{what}: {problem}")
         resize_metadata(tensor, sizes)
