@@ -33,13 +33,28 @@ def sim():
 
 @pytest.fixture
 def run_concurrently():
-    """Runs `worker(seed)` on several threads at once and joins them all (concurrent-copy tests)."""
+    """Runs `worker(seed)` on several threads started together, joins them all, then re-raises the first worker's
+    exception in the test (a thread's exception would otherwise be only a warning)."""
 
-    def run(worker, threads: int = 4) -> None:
-        pool = [threading.Thread(target=worker, args=(seed,)) for seed in range(threads)]
+    def run(worker, threads: int = 4, timeout_s: float = 120.0) -> None:
+        start = threading.Barrier(threads)
+        errors: list[BaseException] = []
+
+        def guarded(seed: int) -> None:
+            try:
+                start.wait(timeout_s)
+                worker(seed)
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread below
+                errors.append(exc)
+
+        pool = [threading.Thread(target=guarded, args=(seed,), name=f"worker-{seed}") for seed in range(threads)]
         for thread in pool:
             thread.start()
         for thread in pool:
-            thread.join()
+            thread.join(timeout_s)
+        if any(thread.is_alive() for thread in pool):
+            raise TimeoutError(f"a worker thread was still running after {timeout_s} s")
+        if errors:
+            raise errors[0]
 
     return run
