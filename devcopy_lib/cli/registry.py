@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..names import COPY_OPS, DEFAULT_LIBS, LIB_NAMES, MODES
-from .common import UsageError, add_json, check_choices, emit, split_list
+from .common import Outcome, UsageError, add_json, check_choices, split_list
 
 DEFAULT_OPS = ",".join((COPY_OPS["h2d"], COPY_OPS["d2h"]))
 
@@ -36,10 +36,9 @@ def _render(result: dict) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    libs = split_list(args.libs) if args.libs else list(DEFAULT_LIBS[args.mode])
-    emit(collect(args.mode, libs, split_list(args.ops)), args.json, _render)
-    return 0
+def run(args) -> Outcome:
+    libs = split_list(args.libs, "--libs") if args.libs is not None else list(DEFAULT_LIBS[args.mode])
+    return Outcome(collect(args.mode, libs, split_list(args.ops, "--ops")), _render)
 
 
 def add_parser(subparsers) -> None:

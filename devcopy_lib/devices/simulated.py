@@ -15,7 +15,8 @@ import numpy as np
 from .allocator import DeviceAllocator, DeviceBlock, DevicePtr
 from .device import DeviceType
 
-# Fake device addresses: distinct per index, never dereferenceable from the host.
+# Fake device addresses: index i owns [(i + 1) * _ADDRESS_SPACE, (i + 2) * _ADDRESS_SPACE), so addresses never
+# collide across indices; never dereferenceable from the host.
 _ADDRESS_SPACE = 1 << 40
 
 
@@ -62,8 +63,12 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _allocate(self, nbytes: int, index: int, alignment: int) -> DeviceBlock:
         base = self._next_address.get(index, (index + 1) * _ADDRESS_SPACE)
         address = -(-base // alignment) * alignment
-        self._next_address[index] = address + max(nbytes, 1)
-        return DeviceBlock(index, nbytes, address, np.zeros(max(nbytes, 1), dtype=np.uint8))
+        end = address + max(nbytes, 1)
+        if end > (index + 2) * _ADDRESS_SPACE:
+            raise MemoryError(f"the simulated cuda:{index} has {_ADDRESS_SPACE} bytes of address space")
+        memory = np.zeros(max(nbytes, 1), dtype=np.uint8)  # may raise MemoryError: the counter stays as it was
+        self._next_address[index] = end
+        return DeviceBlock(index, nbytes, address, memory)
 
     def _free(self, block: DeviceBlock) -> None:
         block.handle = None
@@ -80,10 +85,12 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
         ctypes.memmove(dst.block.handle.ctypes.data + dst.offset, src.block.handle.ctypes.data + src.offset, nbytes)
 
-    def device_array(self, ptr: DevicePtr, dtype, shape) -> np.ndarray:
+    def device_array(self, ptr: DevicePtr, dtype, shape, index: int | None = None) -> np.ndarray:
         """Device code's view of device memory (a delegate kernel's input/output); never for host code."""
         dtype = np.dtype(dtype)
         count = int(np.prod(shape, dtype=np.int64))
         self._check_span(ptr, count * dtype.itemsize, "device_array")
+        if index is not None:
+            self._check_index(ptr, index, "device_array")
         raw = ptr.block.handle[ptr.offset : ptr.offset + count * dtype.itemsize]
         return raw.view(dtype).reshape(shape)

@@ -90,6 +90,9 @@ class PortableTensor:
             if not (isinstance(storage, np.ndarray) and storage.dtype == np.uint8 and storage.ndim == 1
                     and storage.flags.c_contiguous):
                 raise TypeError(f"a CPU tensor's storage is a contiguous 1-D np.uint8 array, got {storage!r:.80}")
+            if not storage.flags.writeable:
+                raise ValueError("a CPU tensor's storage must be writable (kernels write outputs and resizes in "
+                                 "place), got a read-only array; pass a copy: np.array(storage)")
             have = storage.nbytes
         else:
             if not isinstance(storage, DevicePtr):
