@@ -1,4 +1,5 @@
-"""Shared fixtures: a scoped simulated accelerator, and the skip rules for GPU and reference tests."""
+"""Shared fixtures: a scoped simulated accelerator, a thread helper that hands worker failures to the test, and the
+skip rules for GPU, reference and deep tests."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,10 +14,19 @@ HAS_CUDA = cuda_available()
 HAS_EXECUTORCH = importlib.util.find_spec("executorch") is not None
 
 
+def pytest_addoption(parser):
+    parser.addoption("--deep", action="store_true", default=False,
+                     help="also run the tests marked `deep` (long, randomized property tests: `make test-deep`)")
+
+
 def pytest_collection_modifyitems(config, items):
     no_gpu = pytest.mark.skip(reason="needs CUDA + CuPy: run `pytest -m gpu` on the H200 (device tool)")
     no_et = pytest.mark.skip(reason="needs ExecuTorch 1.5.1: install the `reference` extra (not on the CUDA machine)")
+    shallow = pytest.mark.skip(reason="a deep property test (many random examples): run `make test-deep`")
+    deep = config.getoption("--deep", default=False)
     for item in items:
+        if "deep" in item.keywords and not deep:
+            item.add_marker(shallow)
         if "gpu" in item.keywords and not HAS_CUDA:
             item.add_marker(no_gpu)
         if "reference" in item.keywords and not HAS_EXECUTORCH:
