@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from ..devices.backend import ensure_cuda_allocator
-from ..names import COPY_DIRECTIONS, DEFAULT_LIBS
+from ..names import COPY_DIRECTIONS
 from ..tensors.error import Error
 from .failures import ExecutionError, LoadError
-from .libs import as_libs
+from .libs import libs_of_mode
 from .memory import OwnedMemory, allocator_for
 from .memory_plan import plan_program
 from .mode_tensors import MODES
@@ -281,16 +281,6 @@ def _needs_device(program: Program) -> bool:
     return any(isinstance(v, TensorValue) and not v.spec.device.is_cpu for v in program.values)
 
 
-def _linked(mode: str, libs: Sequence[Any] | None) -> list[Any]:
-    """The libs to resolve against (KernelLibs or names; None -> the mode's default), all of `mode`."""
-    linked = as_libs(DEFAULT_LIBS[mode] if libs is None else libs)
-    wrong = [lib.name for lib in linked if lib.mode != mode]
-    if wrong:
-        raise ValueError(f"Libs {wrong} are not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
-                         f"(default: {', '.join(DEFAULT_LIBS[mode])}).")
-    return linked
-
-
 def load_program(program: Program, mode: str = "portable", libs: Sequence[Any] | None = None,
                  backend: str | None = None) -> Method:
     """Load an emitted `program` in `mode` with `libs` linked (default per mode).
@@ -301,7 +291,7 @@ def load_program(program: Program, mode: str = "portable", libs: Sequence[Any] |
         raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
     if program.memory_plan is None:
         plan_program(program)
-    kernels = resolve_operators(program, _linked(mode, libs))
+    kernels = resolve_operators(program, libs_of_mode(mode, libs))
     if backend is not None and _needs_device(program):
         ensure_cuda_allocator(backend)
     return Method(program, mode, kernels)
