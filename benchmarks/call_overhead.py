@@ -29,8 +29,10 @@ from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.passes.emit import emit
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
-from devcopy_lib.runtime.libs import aten_lib
-from devcopy_lib.runtime.program import DelegateCall, KernelCall, TensorValue
+from devcopy_lib.kernels.portable_cpu import _split, aten_overload
+from devcopy_lib.runtime.libs import aten_lib, native_lib
+from devcopy_lib.runtime.resolve import resolve_operators
+from devcopy_lib.runtime.program import DelegateCall, TensorValue
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs/data"
@@ -86,8 +88,6 @@ def interleaved(fns: dict, rounds: int, calls: int, sync) -> dict[str, float]:
 def placed_eager(program, cuda: bool):
     """The same placement run by torch eager: CPU ops on CPU tensors, delegate subgraphs on device tensors (CUDA
     tensors on the CUDA machine, CPU tensors on the simulated one), copies as `copy_`. Returns `run(*inputs)`."""
-    from devcopy_lib.kernels.portable_cpu import _split, aten_overload
-
     def make(value: TensorValue) -> torch.Tensor:
         spec = value.spec
         device = f"cuda:{spec.device.index}" if cuda and not spec.device.is_cpu else "cpu"
@@ -116,9 +116,6 @@ def placed_eager(program, cuda: bool):
             steps.append(lambda s=src, d=dst: d.copy_(s))
         else:
             name = program.operators[ins.op]
-            from devcopy_lib.runtime.libs import native_lib
-            from devcopy_lib.runtime.resolve import resolve_operators
-
             schema = resolve_operators([name], [native_lib()])[0].schema
             positional, keywords = _split(schema, [lift(i) for i in ins.args])
             steps.append(lambda f=aten_overload(name), p=positional, k=keywords: f(*p, **k))

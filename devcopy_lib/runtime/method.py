@@ -25,7 +25,7 @@ from .memory import OwnedMemory, allocator_for
 from .memory_plan import plan_program
 from .mode_tensors import MODES
 from .plan import Slot, Step, code_view, copy_step, delegate_step, kernel_step, torch_op_step
-from .program import DelegateCall, KernelCall, Program, ScalarValue, TensorListValue, TensorValue
+from .program import DelegateCall, Program, ScalarValue, TensorListValue, TensorValue
 from .resolve import resolve_operators
 
 
@@ -149,8 +149,13 @@ class Method:
                 return step
         elif torch_op_step(step, kernel, args, [self._slots.get(i) for i in instruction.args], tensors):
             return step
-        kernel_step(step, kernel, args, counters)
+        kernel_step(step, kernel, args, counters, self._allocators())
         return step
+
+    def _allocators(self) -> tuple:
+        """The allocators this method's device memory came from, one per device type (what its kernels use)."""
+        found = {slot.allocator.device_type(): slot.allocator for slot in self._slots.values() if slot.allocator}
+        return tuple(found.values())
 
     def _input_setter(self, position: int, slot: Slot) -> Callable[[torch.Tensor], None]:
         """Input `position` -> its planned memory: checks what a call can change (type, dtype, sizes)."""

@@ -8,6 +8,7 @@ reaches the caller, always naming the instruction (index, operator).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import weakref
@@ -18,6 +19,7 @@ import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.errors import DeviceCopyError
+from ..devices.registry import scoped_allocators
 from ..kernels.portable_cpu import _split, aten_overload
 from ..names import COPY_DIRECTIONS, CURRENT_DEVICE
 from ..tensors.context import KernelRuntimeContext
@@ -113,9 +115,9 @@ def copy_step(step: Step, kernel: Any, src: Slot, out: Slot, tensors: Any, count
 
     def run() -> None:
         if static:
-            nbytes = fixed_bytes
+            nbytes, old = fixed_bytes, None
         else:
-            sizes = sizes_of(src.tensor)
+            sizes, old = sizes_of(src.tensor), sizes_of(out.tensor)
             resize(out.tensor, out.spec, sizes, what)
             nbytes = _numel(sizes) * itemsize
         try:
@@ -126,6 +128,8 @@ def copy_step(step: Step, kernel: Any, src: Slot, out: Slot, tensors: Any, count
             else:
                 planned(nbytes)
         except (DeviceCopyError, ValueError) as exc:
+            if old is not None:  # out is left as it was on a failure, as the kernel leaves it
+                resize(out.tensor, out.spec, old, what)
             raise ExecutionError(Error.Internal, f"{what} failed with Internal: {step.op}: device copy of {nbytes} "
                                                  f"bytes on {device.spec.device} failed: {exc}") from exc
         step.moved = nbytes
@@ -136,14 +140,17 @@ def copy_step(step: Step, kernel: Any, src: Slot, out: Slot, tensors: Any, count
 
 
 # ---- kernels --------------------------------------------------------------------------------------------------
-def kernel_step(step: Step, kernel: Any, args: list, counters: dict) -> None:
-    """Any kernel, boxed: `kernel(ctx, args)`; portable failures come back on the context, ATen-mode ones raise."""
+def kernel_step(step: Step, kernel: Any, args: list, counters: dict, allocators: tuple = ()) -> None:
+    """Any kernel, boxed: `kernel(ctx, args)`; portable failures come back on the context, ATen-mode ones raise. An
+    et_copy kernel run this way finds the method's own `allocators` (those it was loaded with) in the registry."""
     direction, name = COPY_DIRECTIONS.get(step.op), step.op
+    scope = (lambda: scoped_allocators(*allocators)) if direction and allocators else contextlib.nullcontext
 
     def run() -> None:
         ctx = KernelRuntimeContext()
         try:
-            kernel(ctx, args)
+            with scope():
+                kernel(ctx, args)
         except Exception as exc:  # ATen-mode kernels raise instead of failing the context
             raise ExecutionError(Error.Internal, f"instruction {step.index} ({name}) raised: {exc}") from exc
         if not ctx.ok:

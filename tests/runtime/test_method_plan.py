@@ -230,3 +230,18 @@ def test_a_planned_copy_is_refused_for_another_devices_index(sim):
     with pytest.raises(ValueError, match="lives on cuda:0 but index 1 was passed"):
         sim.planned_copy("h2d", ptr, np.zeros(64, np.uint8), 64, 1)
     assert sim.planned_copy("h2d", ptr, np.zeros(64, np.uint8), 64, -1).index == 0  # -1: the current device
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_copies_run_by_their_kernel_also_use_the_methods_allocator(sim, mode, monkeypatch):
+    import devcopy_lib.runtime.method as method_module
+
+    monkeypatch.setattr(method_module, "copy_step", lambda *args: False)  # every copy through its et_copy kernel
+    module, inputs, program = _program("add")
+    with load_method(program, mode, _libs(mode)) as method:
+        assert [step.run.__qualname__.split(".")[0] for step in method.steps if step.kind == "copy"] == \
+            ["kernel_step"] * 3
+        other = SimulatedCudaAllocator()
+        with scoped_allocators(other):
+            torch.testing.assert_close(method(*inputs)[0], module(*inputs))
+        assert other.stats.h2d_count == 0 and sim.stats.h2d_count == 2
