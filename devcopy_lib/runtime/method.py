@@ -50,6 +50,7 @@ class Method:
         self._tensors = MODES[mode]()
         self._memory = OwnedMemory()
         self._release = weakref.finalize(self, self._memory.free)  # a dropped method frees its device memory
+        self._release.atexit = False  # at exit the process returns it; allocators may already be closed by then
         self._closed = False
         self._interrupted: str | None = None
         self._lock = threading.Lock()
