@@ -131,6 +131,9 @@ def linked_libs(names: list[str], valid: Iterable[str], mode: str, option: str, 
     """The KernelLibs `names` link, each one known and of `mode`; anything else is a UsageError."""
     from ..runtime.libs import lib_by_name
 
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"{option}: {', '.join(twice)} given twice; name each lib once")
     libs = [lib_by_name(name, device_rule) for name in check_choices(names, valid, "lib")]
     wrong = [lib.name for lib in libs if lib.mode != mode]
     if wrong:

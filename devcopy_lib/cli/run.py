@@ -29,6 +29,18 @@ def _libs(args: argparse.Namespace) -> list | None:
     return linked_libs(names, LINKABLE_LIBS, "aten", "--aten-libs", args.aten_device_rule or "seed")
 
 
+def _on_existing_devices(placed, allocator):
+    """`placed`, once every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a
+    UsageError, found before loading)."""
+    count = allocator.device_count()
+    missing = sorted({str(d.target_device) for d in placed.delegates.values()
+                      if d.target_device is not None and count is not None and d.target_device.index >= count})
+    if missing:
+        raise UsageError(f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
+                         f"(cuda:0..cuda:{count - 1}); target one of those")
+    return placed
+
+
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     """Run the model once in the requested mode on the requested backend; the JSON object of `devcopy run`."""
     import torch
@@ -43,7 +55,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     backend = backend_name(args)
     module, inputs, placed = lower_and_place(args)
     with make_allocator(backend) as allocator, scoped_allocators(allocator), \
-            load_method(placed, args.mode, libs) as method:
+            load_method(_on_existing_devices(placed, allocator), args.mode, libs) as method:
         outputs = method(*inputs)
         result = {"copies_executed": dict(method.copies_executed), "caller_copies": method.caller_copies,
                   "arena_bytes": method.arena_sizes}

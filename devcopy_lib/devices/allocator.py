@@ -17,7 +17,7 @@ import numpy as np
 
 from ..names import CURRENT_DEVICE
 
-from .device import Device, DeviceType
+from .device import MAX_DEVICE_INDEX, Device, DeviceType
 
 MAX_ALIGNMENT = 256
 
@@ -396,8 +396,9 @@ class DeviceAllocator(abc.ABC):
 
     # ---- validation helpers ---------------------------------------------------------------------------------
     def _resolve_index(self, index: int) -> int:
-        if not isinstance(index, int) or isinstance(index, bool) or index < CURRENT_DEVICE:
-            raise ValueError(f"device index must be an int >= -1 (-1: the current device), got {index!r}")
+        if not isinstance(index, int) or isinstance(index, bool) or not CURRENT_DEVICE <= index <= MAX_DEVICE_INDEX:
+            raise ValueError(f"device index must be an int in -1..{MAX_DEVICE_INDEX} (-1: the current device), got "
+                             f"{index!r}")
         if index == CURRENT_DEVICE:
             return self.current_index()
         count = self.device_count()

@@ -131,6 +131,8 @@ def test_to_json_is_strict_json():
     (["place", "add", "--delegate", " , "], "names nothing"),
     (["run", "add", "--mode", "aten", "--aten-libs", "portable"], "--aten-libs portable: not aten-mode lib"),
     (["run", "add", "--mode", "aten", "--aten-libs", ""], "--aten-libs '' names nothing"),
+    (["run", "add", "--mode", "aten", "--aten-libs", "native,native"], "--aten-libs: native given twice"),
+    (["run", "add", "--target", "cuda:128"], "Device index must be an int in 0..127"),
     (["registry", "--ops", ""], "--ops '' names nothing"),
     (["registry", "--libs", ""], "--libs '' names nothing"),
     (["place", "add", "--js"], "unrecognized arguments: --js"),
@@ -198,3 +200,43 @@ def test_run_and_info_close_the_allocator_they_make(capsys, monkeypatch, backend
     assert _json(capsys, "run", "add", "--backend", backend)[0] == 0
     assert _json(capsys, "info", "--backend", backend)[0] == 0
     assert closed == [backend, backend] and len(engines) == (2 if backend == "cupy" else 0)
+
+
+def test_a_target_device_the_backend_does_not_have_is_an_argument_error(capsys, monkeypatch):
+    from devcopy_lib.devices import SimulatedCudaAllocator, backend
+
+    class OneDevice(SimulatedCudaAllocator):
+        def device_count(self):
+            return 1
+
+    monkeypatch.setattr(backend, "make_allocator", lambda name: OneDevice())
+    code, result, _ = _json(capsys, "run", "add", "--target", "cuda:1", "--backend", "simulated")
+    assert (code, result["error"]["kind"]) == (2, "usage")
+    assert "--target cuda:1: the simulated backend sees 1 device(s) (cuda:0..cuda:0)" in result["error"]["message"]
+
+
+def _library_failures():
+    from devcopy_lib.devices import DeviceCopyError, DeviceMemoryAccessError
+    from devcopy_lib.devices.cuda_status import CudaError
+    from devcopy_lib.passes.placement import PlacementError
+    from devcopy_lib.runtime.failures import ExecutionError, LoadError
+    from devcopy_lib.runtime.registry import RegistrationError
+    from devcopy_lib.runtime.resolve import MissingOperatorError
+    from devcopy_lib.tensors.error import Error
+
+    return [(PlacementError("p"), "placement", None), (MissingOperatorError("m", [(0, "x")]), "missing_operator",
+                                                        "OperatorMissing"),
+            (RegistrationError("r"), "registration", "RegistrationAlreadyRegistered"),
+            (LoadError(Error.NotFound, "l"), "load", "NotFound"), (ExecutionError(Error.Internal, "e"), "execution",
+                                                                   "Internal"),
+            (DeviceCopyError("d"), "device", None), (CudaError("c", "cudaErrorInvalidValue", 1), "device", None),
+            (DeviceMemoryAccessError("a"), "device", None), (MemoryError("o"), "device", None),
+            (KeyboardInterrupt(), "interrupted", None), (TypeError("t"), "internal", None)]
+
+
+def test_the_librarys_failures_map_onto_the_error_kinds():
+    from devcopy_lib.cli.common import classify
+
+    for exc, kind, code in _library_failures():
+        got, extra = classify(exc)
+        assert (got, extra.get("error_code")) == (kind, code), type(exc).__name__

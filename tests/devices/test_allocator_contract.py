@@ -231,3 +231,13 @@ def test_two_threads_freeing_one_pointer_free_it_once():
         _in_threads(free, threads=2)
         assert sorted(outcomes) == ["freed", "refused"]
     assert alloc.stats.deallocate_count == 20 and alloc.stats.live_bytes == 0
+
+
+def test_device_indices_fit_executorchs_int8_device_index(alloc):
+    from devcopy_lib.devices import Device
+
+    assert alloc.allocate(8, 127).index == 127
+    with pytest.raises(ValueError, match=r"device index must be an int in -1\.\.127"):
+        alloc.allocate(8, 128)
+    with pytest.raises(ValueError, match=r"Device index must be an int in 0\.\.127 \(a DeviceIndex is an int8\)"):
+        Device.parse("cuda:99999999999999999999")
