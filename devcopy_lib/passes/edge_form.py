@@ -56,6 +56,8 @@ class EdgeForm:
 def edge_form(exported: ExportedProgram) -> EdgeForm:
     """The graph of `exported` (read, never changed) after to_edge's copy-relevant rewrites."""
     gm = fx.GraphModule(exported.graph_module, copy.deepcopy(exported.graph_module.graph))
+    for original, node in zip(exported.graph_module.graph.nodes, gm.graph.nodes):
+        node.name = original.name  # copying renames a placeholder that shadows a builtin (`input`); keep the signature's
     constants, user_inputs = _inputs(exported)
     mutable, written_back = _write_back(exported, gm.graph, constants, user_inputs)
     _remove_assertions(gm.graph)
