@@ -131,8 +131,15 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
     return f"{overload_name(node.target) or node.target} is not delegated"
 
 
-def _predict(cost_model: CostModel | None, kind: str, nbytes: int) -> float | None:
-    return float(cost_model.predict(kind, nbytes)) if cost_model is not None and kind in ("h2d", "d2h") else None
+def predict_seconds(cost_model: CostModel | None, direction: str, nbytes: int) -> float | None:
+    """A copy's seconds by `cost_model`; None without a model, for a node that is no copy, or for a direction the
+    model has no line for (a measured model has no d2d line)."""
+    if cost_model is None or direction not in ("h2d", "d2h", "d2d"):
+        return None
+    try:
+        return float(cost_model.predict(direction, nbytes))
+    except (KeyError, ValueError):
+        return None
 
 
 def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
@@ -155,7 +162,7 @@ def build_report(placed, cost_model: CostModel | None = None,
             reason += (" (constant-derived: hoisted, computed and copied once at load)" if node.meta.get(HOISTED) else
                        " (constant-derived: hoist_constants=True / --hoist-constants would copy it once at load)")
         rows.append(NodeRow(node.name, kind, str(device_of(node)), reason, nbytes,
-                            None if node.meta.get(HOISTED) else _predict(cost_model, kind, nbytes)))
+                            None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, nbytes)))
     copies, nbytes = copy_counts(gm)
     derived_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable)
     hoisted_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable if n.meta.get(HOISTED))
