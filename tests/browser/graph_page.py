@@ -22,6 +22,14 @@ RUN_IN_KERNEL = """async (code) => {
   return out;
 }"""
 
+NEW_CELL = """async (code) => {
+  const app = window.jupyterapp, notebook = app.shell.currentWidget.content;
+  notebook.activeCellIndex = notebook.widgets.length - 1;
+  await app.commands.execute('notebook:insert-cell-below');
+  notebook.activeCell.model.sharedModel.setSource(code);
+  await app.commands.execute('notebook:run-cell');
+}"""
+
 
 def data(graph, key: str):
     """A data-* attribute of the graph view's root, JSON-decoded (counts are numbers, devices/kinds objects)."""
@@ -47,3 +55,8 @@ def node_at(graph, node_id: str, where: str = "centre") -> tuple[float, float] |
 def run_in_kernel(page, code: str) -> str:
     """Run `code` in the open notebook's kernel (not as a cell) and return what it printed."""
     return page.evaluate(RUN_IN_KERNEL, code)
+
+
+def run_new_cell(page, code: str) -> None:
+    """Add a cell holding `code` at the end of the open notebook and run it (its output shows in the page)."""
+    page.evaluate(NEW_CELL, code)
