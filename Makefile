@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip setuptools
-	$(PIP_INSTALL) -e ".[lab,test,reference]"
+	$(PIP_INSTALL) -e ".[lab,test,reference,models]"
 	rm -f $(VENV)/.installed-*; touch $@
 
 install: $(STAMP)

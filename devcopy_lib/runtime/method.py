@@ -67,6 +67,7 @@ class Method:
             for index, value in enumerate(program.values):
                 self._objects.append(self._build(index, value, arenas))
             self._steps = [self._step(position, ins) for position, ins in enumerate(program.instructions)]
+            self.load_copies = self._run_load_part()
         except BaseException:
             self._memory.free()
             raise
@@ -117,6 +118,17 @@ class Method:
         except Exception as exc:
             raise LoadError(Error.Internal, f"Copying a {list(data.shape)} constant to {slot.spec.device} at load "
                                             f"failed: {exc}") from exc
+
+    def _run_load_part(self) -> dict[str, int]:
+        """Run the program's load-time instructions (hoisted constants) once; the copies they made, counted apart."""
+        count = self.program.load_instructions
+        for step in self._steps[:count]:
+            step()
+        self._steps = self._steps[count:]
+        made = dict(self.copies_executed)
+        for direction in self.copies_executed:
+            self.copies_executed[direction] = 0
+        return made
 
     def _step(self, position: int, instruction: Any) -> Callable[[], None]:
         if isinstance(instruction, KernelCall):
@@ -181,6 +193,8 @@ class Method:
             self._set_input(position, self._slots[index], tensor)
         for step in self._steps:
             step()
+        for position in self.program.written_back_inputs:  # a mutated input: the caller sees it, as in eager
+            inputs[position].copy_(self._output(self.program.inputs[position]))
         return tuple(self._output(index) for index in self.program.outputs)
 
     def _set_input(self, position: int, slot: _Slot, tensor: torch.Tensor) -> None:

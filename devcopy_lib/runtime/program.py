@@ -106,6 +106,8 @@ class Program:
     outputs: list[int]
     delegates: list[BackendDelegate] = field(default_factory=list)
     memory_plan: Any = None
+    written_back_inputs: list[int] = field(default_factory=list)  # input positions whose new value goes back to the caller
+    load_instructions: int = 0  # the first N instructions run once, at load (hoisted constants), not on every call
 
     def tensor(self, index: int) -> TensorValue:
         value = self.values[index]
