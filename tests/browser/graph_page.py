@@ -6,7 +6,12 @@ import json
 NODE_AT = """(root, [id, where]) => {
   const cy = root.devcopyCy, node = cy.getElementById(id), canvas = root.querySelector('.dgv-canvas');
   if (node.empty()) return null;
-  const box = node.renderedBoundingBox({includeLabels: false}), r = canvas.getBoundingClientRect();
+  let box = node.renderedBoundingBox({includeLabels: false});
+  if (box.x1 < 0 || box.y1 < 0 || box.x2 > cy.width() || box.y2 > cy.height()) {  // off screen: as a user would pan
+    cy.center(node);
+    box = node.renderedBoundingBox({includeLabels: false});
+  }
+  const r = canvas.getBoundingClientRect();
   const x = where === 'left-edge' ? box.x1 + 4 : (box.x1 + box.x2) / 2;
   return [r.x + x, r.y + (box.y1 + box.y2) / 2];
 }"""
@@ -48,7 +53,8 @@ def wait_for_data(page, graph, condition: str, timeout: int = 60_000) -> None:
 
 
 def node_at(graph, node_id: str, where: str = "centre") -> tuple[float, float] | None:
-    """Page coordinates of a shown node's centre (or inside its frame's left edge), None when not shown."""
+    """Page coordinates of a shown node's centre (or inside its frame's left edge), None when not shown; a node
+    outside the canvas is centred first."""
     return graph.evaluate(NODE_AT, [node_id, where])
 
 

@@ -118,8 +118,9 @@ def check_zoom_pan_and_inspector(page, graph, explorer: str) -> None:
 
 
 REAL_MODEL = ("from devcopy_lib import models\n"
-              "real = PlacementExplorer.for_model(*models.transformer_block(), name='transformer_block')\n"
+              "real = PlacementExplorer.for_model(*models.gpt2_2l(), name='gpt2_2l')\n"
               "real")
+GROUP, INSIDE, COPY = "model.transformer.h.0.ln_1", "getitem", "inputs_0_h2d"
 
 
 def check_a_real_model_and_its_module_groups(page, artifacts) -> None:
@@ -128,21 +129,22 @@ def check_a_real_model_and_its_module_groups(page, artifacts) -> None:
     run_new_cell(page, REAL_MODEL)
     graph = page.locator(".devcopy-placement").nth(1).locator(".devcopy-graph-view")
     graph.wait_for(state="attached")
-    wait_for_data(page, graph, "Number(d.layouts) > 0 && d.collapsed === '0'")
+    wait_for_data(page, graph, "Number(d.layouts) > 0 && d.collapsed === '0'", timeout=120_000)
     graph.scroll_into_view_if_needed()
     page.wait_for_timeout(400)  # the page settles before a click is aimed at a node
-    run_in_kernel(page, "real.graph.close_group('norm1')")
+    run_in_kernel(page, f"real.graph.close_group('{GROUP}')")
     wait_for_data(page, graph, "d.collapsed === '1'")
-    assert node_at(graph, "native_layer_norm") is None
+    assert node_at(graph, INSIDE) is None
     graph.scroll_into_view_if_needed()
     page.wait_for_timeout(400)
-    page.mouse.click(*node_at(graph, "group:norm1"))  # a click on the box opens it again
+    page.mouse.click(*node_at(graph, f"group:{GROUP}"))  # a click on the box opens it again
     wait_for_data(page, graph, "d.collapsed === '0'")
-    assert node_at(graph, "native_layer_norm") is not None
-    graph.locator(".dgv-search").fill("getitem_3_h2")  # a name's part finds the node, centres and inspects it
+    assert node_at(graph, INSIDE) is not None
+    graph.locator(".dgv-search").fill(COPY[:-1])  # a name's part finds the node, centres and inspects it
     graph.locator(".dgv-search").press("Enter")
-    wait_for_data(page, graph, "d.selected === 'getitem_3_h2d'")
+    wait_for_data(page, graph, f"d.selected === '{COPY}'")
     assert graph.locator(".dgv-inspector .dgv-row-predicted td").text_content().endswith(" us")
-    graph.screenshot(path=artifacts / "placement-real-model.png")
+    graph.evaluate(f"r => {{ r.devcopyCy.zoom(0.9); r.devcopyCy.center(r.devcopyCy.getElementById('{COPY}')); }}")
+    graph.screenshot(path=artifacts / "placement-real-model.png")  # the README's picture: readable, in context
     if os.environ.get("DEVCOPY_UPDATE_SCREENSHOT") or not DOCS_SCREENSHOT.exists():
         shutil.copyfile(artifacts / "placement-real-model.png", DOCS_SCREENSHOT)
