@@ -80,7 +80,7 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
     timing.locator("input[type=text]").first.fill("4K,16K")
     timing.locator("input[type=text]").first.press("Enter")
     timing.locator(".devcopy-run").click()
-    wait_for_text(timing, "4K..16K")  # this run's own status: the tour's earlier run (4K..64K) also says "done"
+    wait_for_text(timing, "4 KiB..16 KiB")  # this run's own status: the tour's earlier run (4K..64K) also says "done"
     assert timing.locator(".jp-OutputArea-output img").count() == 1  # the plot, redrawn into the panel's Output
     assert timing.locator(".devcopy-table tbody tr").count() > 0
     timing.screenshot(path=artifacts / "copy-timings.png")

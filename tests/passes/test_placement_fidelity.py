@@ -106,3 +106,20 @@ def test_a_whole_dimension_slice_is_dropped_as_to_edge_drops_it():
     module = Fn(lambda x: torch.sin(x)[:2].cos())  # x has 2 rows: the slice keeps them all
     placed, counts = placed_counts(module, inputs(1), ["sin.default", "cos.default"])
     assert counts == (1, 1, 1) and count(placed.graph_module, "cpu_op") == 0
+
+
+@pytest.mark.gpu
+def test_mutation_lifting_and_hoisting_run_equal_to_eager_on_cuda_with_cupy():
+    from devcopy_lib.devices import scoped_allocators
+    from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
+
+    def mutate(x, y):
+        x.mul_(2)
+        return x + y + 1
+
+    with scoped_allocators(CupyCudaAllocator()):
+        for module, count, ops in [(BufferUpdate(), 1, ["add.Tensor", "sin.default"]),
+                                   (Fn(mutate), 2, ["add.Tensor", "mul.Tensor"])]:
+            for hoist in (False, True):
+                placed = place_devices(export_and_lower(module, inputs(count), ops), hoist_constants=hoist)
+                run_like_eager(placed, module, inputs(count), calls=3)
