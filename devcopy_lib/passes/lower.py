@@ -43,6 +43,7 @@ import torch.utils._pytree as pytree
 from torch import fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -274,7 +275,7 @@ class _Builder:
         name = f"delegate_{len(self.delegates)}"
         ops = tuple(overload_name(n.target) for n in nodes)
         delegate = Delegate(
-            name, fx.GraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
+            name, _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
             _resolve_device(self.target_device, name, ops),
             {a.name: self.constants[a.name] for a in owned}, ops, tuple(a.name for a in inputs),
         )
