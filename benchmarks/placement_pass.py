@@ -221,8 +221,9 @@ def render(data: dict) -> str:
         "export + lower + place (ExecuTorch: export, `to_edge`, `to_backend`, `to_executorch`). Medians; *faster* is "
         "ExecuTorch's median over devcopy's; *µs/node* is devcopy's pass time per node of the lowered graph (flat "
         "means linear). devcopy lowers with its capability partitioner (the partitions torch.fx's would propose); "
-        "ExecuTorch is timed up to 1,000 nodes, where its end to end already takes about half a minute. Raw samples "
-        "in `docs/data/placement_pass.json`.", "",
+        "ExecuTorch is timed up to 1,000 nodes, where its end to end already takes minutes. Wall-clock seconds, on a "
+        "machine shared with other jobs (load average about 10 on its 2 cores during the 2026-12-03 run): the "
+        "ratios say more than the absolute times. Raw samples in `docs/data/placement_pass.json`.", "",
         "| model ops | graph nodes | devcopy pass | ExecuTorch pass | faster | devcopy end to end | "
         "ExecuTorch end to end | faster | devcopy pass µs/node |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
