@@ -221,9 +221,10 @@ def render(data: dict) -> str:
         "export + lower + place (ExecuTorch: export, `to_edge`, `to_backend`, `to_executorch`). Medians; *faster* is "
         "ExecuTorch's median over devcopy's; *µs/node* is devcopy's pass time per node of the lowered graph (flat "
         "means linear). devcopy lowers with its capability partitioner (the partitions torch.fx's would propose); "
-        "ExecuTorch is timed up to 1,000 nodes, where its end to end already takes minutes. Wall-clock seconds, on a "
-        "machine shared with other jobs (load average about 10 on its 2 cores during the 2026-12-03 run): the "
-        "ratios say more than the absolute times. Raw samples in `docs/data/placement_pass.json`.", "",
+        "ExecuTorch is timed up to 1,000 nodes, where its end to end already takes minutes. Wall-clock seconds; "
+        "where the machine is shared with other jobs the ratios say more than the absolute times"
+        + (f" (1-minute load average at the end of the run: {data['load_average']:.1f})" if "load_average" in data
+           else "") + ". Raw samples in `docs/data/placement_pass.json`.", "",
         "| model ops | graph nodes | devcopy pass | ExecuTorch pass | faster | devcopy end to end | "
         "ExecuTorch end to end | faster | devcopy pass µs/node |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -315,6 +316,7 @@ def main() -> int:
     os.makedirs(os.path.dirname(DATA), exist_ok=True)
 
     def save():  # after every size, so a long last size never loses the finished ones
+        data["load_average"] = os.getloadavg()[0]
         with open(DATA, "w") as f:
             json.dump(data, f, indent=1)
         with open(PAGE, "w") as f:
