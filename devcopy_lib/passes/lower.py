@@ -22,6 +22,11 @@ The lowered representation (what placement, emit and memory planning consume):
 - `constants`: CPU-side constants (get_attr target -> tensor); `example_inputs`; `exported_program` (decomposed);
   `delegate_ops`; `partition` ("capability", "fx" or "per_node").
 
+Before partitioning, the graph takes the form ExecuTorch's `to_edge` gives it where that changes copies
+(`edge_form`: scalars lifted to constants, assertions removed, mutations written back with `copy_`); a mutated
+buffer is program state read on the CPU (`get_attr`), never delegate-owned; `written_back_inputs` lists the user
+inputs the program mutates.
+
 `capability` (the default) takes the partitions torch.fx's
 `CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()` proposes, from
 `partition.propose_partitions`, which makes the same decisions in near-linear time (torch.fx's grows superlinearly:
@@ -42,7 +47,6 @@ import torch
 import torch.utils._pytree as pytree
 from torch import fx
 from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
@@ -50,6 +54,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from ..devices import Device
 from ..names import PARTITIONS
 from .delegate import Delegate
+from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
 from .partition import propose_partitions
 
@@ -61,6 +66,11 @@ DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
     "_softmax.default",
     # views, so a weight's transpose runs inside the delegate that owns the weight (no per-run H2D of weights)
     "permute.default", "view.default", "expand.default", "clone.default", "_unsafe_view.default",
+    "unsqueeze.default",
+    # what the real models (docs/real_models.md) compute: convolutions, normalisations, pooling, activations
+    "convolution.default", "_native_batch_norm_legit_no_training.default", "native_layer_norm.default",
+    "max_pool2d_with_indices.default", "mean.dim", "clamp.default", "gelu.default", "pow.Tensor_Scalar",
+    "rsqrt.default", "embedding.default", "cat.default", "split_with_sizes.default",
 )
 
 
@@ -78,6 +88,7 @@ class LoweredProgram:
     delegate_ops: tuple[str, ...]
     partition: str = "capability"
     meta: dict[str, Any] = field(default_factory=dict)
+    written_back_inputs: tuple[int, ...] = ()  # user inputs the program mutates: the caller's tensor gets the value
 
     def __call__(self, *inputs):
         """Run the graph eagerly on CPU tensors (copies are clones), outputs structured like the model's."""
@@ -124,7 +135,8 @@ def lower(exported: ExportedProgram, delegate_ops: Sequence[str] | None = None, 
     (`delegate_0`) or op overload (`add.Tensor`) to a device (delegates it does not cover get no device).
     """
     ops = _checked_options(delegate_ops, partition)
-    gm = exported.graph_module
+    edge = edge_form(exported)
+    gm = edge.graph_module
     support = _OverloadSupport(ops)
     if partition == "capability":
         groups = propose_partitions(gm, support)
@@ -134,7 +146,7 @@ def lower(exported: ExportedProgram, delegate_ops: Sequence[str] | None = None, 
     else:
         groups = [{n} for n in gm.graph.nodes if support.is_node_supported(None, n)]
     example_inputs = tuple(exported.example_inputs[0]) if exported.example_inputs else ()
-    return _Builder(exported, groups, target_device).build(example_inputs, ops, partition)
+    return _Builder(exported, edge, groups, target_device).build(example_inputs, ops, partition)
 
 
 def export_and_lower(model: torch.nn.Module, example_inputs: Sequence[Any], delegate_ops: Sequence[str] | None = None,
@@ -160,36 +172,18 @@ def _resolve_device(target_device: Any, name: str, ops: tuple[str, ...]) -> Devi
     return found.pop() if found else None
 
 
-def _constant_tensors(exported: ExportedProgram) -> tuple[dict[str, torch.Tensor], list[str]]:
-    """Placeholder name -> tensor for parameters, buffers and lifted constants; plus the user-input names."""
-    constants, user_inputs = {}, []
-    for spec in exported.graph_signature.input_specs:
-        if spec.kind is InputKind.USER_INPUT:
-            user_inputs.append(spec.arg.name)
-        elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
-            source = exported.state_dict if spec.target in exported.state_dict else exported.constants
-            constants[spec.arg.name] = source[spec.target]
-        else:
-            raise ValueError(f"Input {spec.arg.name!r} is a {spec.kind.name}, which lowering does not support: "
-                             f"only user inputs, parameters, buffers and tensor constants.")
-    mutated = [s.arg.name for s in exported.graph_signature.output_specs if s.kind is not OutputKind.USER_OUTPUT]
-    if mutated:
-        raise ValueError(f"The program mutates {mutated}; lowering supports functional programs only. "
-                         f"Return the new value instead of updating a buffer in place.")
-    return constants, user_inputs
-
-
 class _Builder:
     """Builds the top-level graph: CPU nodes copied, each partition replaced by a delegate call and getitems."""
 
-    def __init__(self, exported: ExportedProgram, groups: list[set[fx.Node]], target_device: Any):
+    def __init__(self, exported: ExportedProgram, edge: EdgeForm, groups: list[set[fx.Node]], target_device: Any):
         self.exported = exported
-        self.graph = exported.graph_module.graph
+        self.edge = edge
+        self.graph = edge.graph_module.graph
         self.order = {n: i for i, n in enumerate(self.graph.nodes)}
-        self.groups = [sorted(g, key=self.order.__getitem__) for g in groups]
+        self.groups = [sorted(_with_getitems(g), key=self.order.__getitem__) for g in groups]
         self.group_of = {n: i for i, g in enumerate(self.groups) for n in g}
         self.target_device = target_device
-        self.constants, self.user_inputs = _constant_tensors(exported)
+        self.constants, self.user_inputs = edge.constants, edge.user_inputs
         self.new = fx.Graph()
         self.root = torch.nn.Module()
         self.env: dict[fx.Node, fx.Node] = {}
@@ -202,7 +196,7 @@ class _Builder:
             self.env[placeholders[name]] = self._copy(placeholders[name])
         for name, tensor in self.constants.items():
             node = placeholders[name]
-            if any(u not in self.group_of for u in node.users):  # a CPU op or the output reads it
+            if name in self.edge.mutable or any(u not in self.group_of for u in node.users):  # CPU reads it
                 self.root.register_buffer(name, tensor)
                 self.cpu_constants[name] = tensor
                 attr = self.new.get_attr(name)
@@ -220,7 +214,7 @@ class _Builder:
             graph_module=gm, delegates=dict(self.delegates), constants=self.cpu_constants,
             input_names=tuple(self.user_inputs), output_names=tuple(_names(output.args[0])),
             example_inputs=example_inputs, exported_program=self.exported, delegate_ops=tuple(ops),
-            partition=partition,
+            partition=partition, written_back_inputs=self.edge.written_back,
         )
 
     def _copy(self, node: fx.Node) -> fx.Node:
@@ -262,7 +256,8 @@ class _Builder:
         for node in nodes:
             for arg in node.all_input_nodes:
                 if arg not in members:
-                    (owned if arg.name in self.constants else inputs)[arg] = None
+                    constant = arg.name in self.constants and arg.name not in self.edge.mutable
+                    (owned if constant else inputs)[arg] = None
         outputs = [n for n in nodes if any(u not in members for u in n.users)]
         sub = fx.Graph()
         sub_env = {}
@@ -273,7 +268,7 @@ class _Builder:
             sub_env[node] = sub.node_copy(node, sub_env.__getitem__)
         sub.output(tuple(sub_env[n] for n in outputs))
         name = f"delegate_{len(self.delegates)}"
-        ops = tuple(overload_name(n.target) for n in nodes)
+        ops = tuple(overload_name(n.target) for n in nodes if n.target is not operator.getitem)
         delegate = Delegate(
             name, _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
             _resolve_device(self.target_device, name, ops),
@@ -287,6 +282,12 @@ class _Builder:
             item = self.new.create_node("call_function", operator.getitem, (call, index), name=node.name)
             item.meta["val"] = node.meta.get("val")
             self.env[node] = item
+
+
+def _with_getitems(group: set[fx.Node]) -> set[fx.Node]:
+    """A partition with the `getitem`s of its multi-output ops (torch.fx's partitioner adds them, per_node does not):
+    a delegate returns tensors, never an op's tuple."""
+    return set(group) | {u for n in group for u in n.users if u.op == "call_function" and u.target is operator.getitem}
 
 
 def _names(value) -> list[str]:
