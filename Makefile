@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 PYTEST_ARGS ?=
 
-.PHONY: lab test test-fast report browser-deps clean
+.PHONY: lab test test-fast test-deep mutation report browser-deps widget-js clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ browser-deps:
 	@test -x /usr/bin/chromium || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# Rebuild the graph view's bundle (widgets/static/graph_view.js, committed) from widgets/js/: needs node + npm.
+widget-js:
+	cd widgets/js && npm ci --no-audit --no-fund && npm run build
+
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
@@ -32,6 +36,16 @@ test: $(STAMP) browser-deps
 # The unit tests alone (no notebooks, no browser): the quick loop while developing.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not browser" -p no:nbval tests
+
+# The deep property tests alone: randomized (not derandomized), many more examples; not part of `make test`.
+test-deep: $(STAMP)
+	$(BIN)/python -m pytest -p no:nbval --deep -m deep tests
+
+# Mutation testing of the kernels and the placement pass (docs/testing.md); about 40 minutes on 2 cores.
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt "mutmut>=3.8"
+	rm -rf mutants && mkdir mutants  # mutants/ must exist before Python starts, or the import system skips it
+	PYTHONPATH=$$PWD/mutants $(BIN)/mutmut run --max-children $$(nproc); $(BIN)/mutmut results
 
 report: $(STAMP)
 	mkdir -p report

@@ -5,15 +5,24 @@ import torch
 
 
 def compare_outputs(outputs, expected) -> tuple[bool, float]:
-    """(every output matches eager within assert_close's default tolerance for its dtype, max |diff| in float64)."""
+    """(every output matches eager within assert_close's default tolerance for its dtype, max |diff| in float64).
+    NaN where eager has NaN and inf where eager has the same inf are equal (difference 0); a count or shape
+    mismatch gives (False, inf)."""
     ok, worst = len(outputs) == len(expected), 0.0
     for got, want in zip(outputs, expected):
+        if got.shape != want.shape:
+            return False, float("inf")
         try:
-            torch.testing.assert_close(got, want)
+            torch.testing.assert_close(got, want, equal_nan=True)
         except AssertionError:
             ok = False
-        if got.shape == want.shape and got.numel():
-            worst = max(worst, float((got.double() - want.double()).abs().max()))
-        elif got.shape != want.shape:
-            ok, worst = False, float("inf")
+        if got.numel():
+            diff = _max_abs_diff(got.double(), want.double())
+            worst = diff if diff > worst or diff != diff else worst  # a NaN difference sticks
     return ok, worst
+
+
+def _max_abs_diff(got: torch.Tensor, want: torch.Tensor) -> float:
+    """max |got - want| where equal values (same inf, NaN with NaN) count 0; NaN on one side only gives NaN."""
+    same = (got == want) | (got.isnan() & want.isnan())
+    return float(torch.where(same, 0.0, (got - want).abs()).max())

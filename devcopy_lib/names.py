@@ -7,8 +7,9 @@ from __future__ import annotations
 
 # Placement strategies: ExecuTorch's PropagateDevicePass, one H2D per (value, device), direct device-to-device copies.
 STRATEGIES = ("executorch", "dedupe", "peer")
-# How lowering groups supported nodes into delegates.
-PARTITIONS = ("capability", "per_node")
+# How lowering groups supported nodes into delegates: torch.fx's capability partitions (devcopy's near-linear
+# partitioner, or torch.fx's own as "fx"), or one delegate per supported node.
+PARTITIONS = ("capability", "fx", "per_node")
 # Runtime modes and the libs each links by default.
 MODES = ("portable", "aten")
 PORTABLE_LIB = "portable"

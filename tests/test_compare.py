@@ -27,3 +27,16 @@ def test_shape_or_count_mismatch_never_matches():
 
 def test_integer_outputs_need_exact_equality():
     assert compare_outputs((torch.tensor([1, 2]),), [torch.tensor([1, 3])]) == (False, 1.0)
+
+
+def test_nan_and_inf_where_eager_has_them_match():
+    want = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0])
+    assert compare_outputs((want.clone(),), [want]) == (True, 0.0)
+
+
+def test_nan_or_inf_where_eager_has_none_is_a_mismatch():
+    want = torch.tensor([1.0, 2.0])
+    ok, worst = compare_outputs((torch.tensor([float("nan"), 2.0]),), [want])
+    assert not ok and worst != worst  # NaN: no finite error describes it
+    ok, worst = compare_outputs((torch.tensor([float("inf"), 2.0]),), [want])
+    assert not ok and worst == float("inf")

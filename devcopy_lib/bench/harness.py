@@ -57,10 +57,11 @@ def measure(fn: Callable[[], Any], clock: Clock, policy: Policy) -> list[float]:
 
 
 def run_cases(cases: Iterable[Case], clocks: dict[str, Clock], policy: Policy,
-              progress: Progress | None = None) -> list[Measurement]:
-    """Time every case on every clock it and the backend both support, in order."""
+              progress: Progress | None = None, out: list[Measurement] | None = None) -> list[Measurement]:
+    """Time every case on every clock it and the backend both support, in order; each measurement is appended to
+    `out` (a new list by default) as it finishes, so a caller keeps the finished ones when interrupted."""
     cases = list(cases)
-    out = []
+    out = [] if out is None else out
     for done, case in enumerate(cases, 1):
         fn = case.make()
         for name in case.clocks:

@@ -31,14 +31,37 @@ def make_bench(backend: str):
     return SimulatedBench(allocator)
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep; `result` holds the measurements finished before it."""
+
+    def __init__(self, result: SweepResult) -> None:
+        super().__init__(f"sweep interrupted after {len(result.measurements)} measurement(s)")
+        self.result = result
+
+
+def plan(backend: str | None = None, sizes: list[int] | None = None, directions=DIRECTIONS, memories=MEMORIES):
+    """(backend name, bench, cases) of a sweep, nothing timed yet: an empty case list means the backend cannot time
+    these directions and memories."""
+    name = select_backend(backend)
+    bench = make_bench(name)
+    return name, bench, [c for n in (sizes or default_sizes(name)) for c in bench.cases(n, directions, memories)]
+
+
+def run_plan(name: str, bench, cases, policy: Policy | None = None, progress: Progress | None = None) -> SweepResult:
+    """Time a plan's cases, then release the bench and close its allocator; Ctrl-C raises SweepInterrupted."""
+    measurements: list = []
+    meta = {"simulated": name == "simulated"}
+    try:
+        run_cases(cases, bench.clocks(), policy or Policy(), progress, measurements)
+    except KeyboardInterrupt:
+        raise SweepInterrupted(SweepResult(name, bench.device, measurements, meta)) from None
+    finally:
+        bench.release()
+        bench.alloc.close()
+    return SweepResult(name, bench.device, measurements, meta)
+
+
 def sweep(backend: str | None = None, sizes: list[int] | None = None, directions=DIRECTIONS, memories=MEMORIES,
           policy: Policy | None = None, progress: Progress | None = None) -> SweepResult:
     """Run the sweep; the result names the backend (`simulated` on a machine without CUDA) and the device."""
-    name = select_backend(backend)
-    bench = make_bench(name)
-    cases = [c for n in (sizes or default_sizes(name)) for c in bench.cases(n, directions, memories)]
-    try:
-        measurements = run_cases(cases, bench.clocks(), policy or Policy(), progress)
-    finally:
-        bench.release()
-    return SweepResult(name, bench.device, measurements, {"simulated": name == "simulated"})
+    return run_plan(*plan(backend, sizes, directions, memories), policy, progress)

@@ -1,37 +1,77 @@
-"""`devcopy bench`: time host<->device copies over sizes, directions and host-memory kinds, on the selected backend."""
+"""`devcopy bench`: time host<->device copies over sizes, directions and host-memory kinds, on the selected backend.
+Every argument (sizes, output paths, what the backend can time) is checked before the first copy; Ctrl-C keeps the
+rows measured so far, in the JSON and the CSV (exit 130)."""
 from __future__ import annotations
 
 import sys
 
 from ..bench.harness import Policy, TextProgress
 from ..bench.sizes import format_size, parse_sizes
-from ..bench.sweep import DIRECTIONS, MEMORIES, default_sizes, sweep
-from ..devices.backend import select_backend
-from .common import UsageError, add_backend, add_json, emit
+from ..bench.sweep import DIRECTIONS, MEMORIES, SweepInterrupted, plan, run_plan
+from .common import (EXIT_INTERRUPTED, Outcome, UsageError, add_backend, add_json, backend_name, check_output_path,
+                     error_payload)
+
+MAX_SIZE = 1 << 40  # 1 TiB: more than any device or host here holds; a larger size is a typo
 
 
-def run(args) -> int:
+def _sizes(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
     try:
-        sizes = parse_sizes(args.sizes) if args.sizes else None
+        sizes = parse_sizes(text)
     except ValueError as exc:
         raise UsageError(f"--sizes: {exc}") from None
-    backend = select_backend(args.backend)
+    if sizes[-1] > MAX_SIZE:
+        raise UsageError(f"--sizes {text!r}: {sizes[-1]} bytes is more than {format_size(MAX_SIZE)}; give sizes up "
+                         "to 1G or so (e.g. 4K..1G)")
+    return sizes
+
+
+def _plot_suffixes() -> tuple[str, ...]:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError:
+        raise UsageError("--plot needs matplotlib: pip install matplotlib (or the lab extra), or leave --plot out") \
+            from None
+    return tuple(f".{ext}" for ext in FigureCanvasAgg.get_supported_filetypes())
+
+
+def _refuse_empty(name: str, bench, sizes, directions, memories) -> None:
+    """What the backend can time, named, when none of the requested directions and memories is among it."""
+    can = sorted({f"{c.direction}/{c.memory}" for c in bench.cases(sizes[0], DIRECTIONS, MEMORIES)})
+    bench.alloc.close()
+    raise UsageError(f"the {name} backend cannot time --direction {'/'.join(directions)} with --memory "
+                     f"{'/'.join(memories)}: it times {', '.join(can)} only. Pick one of those (or --backend cupy "
+                     "on a CUDA machine).")
+
+
+def run(args) -> Outcome:
+    sizes = _sizes(args.sizes)
+    check_output_path(args.csv, "--csv")
+    if args.plot is not None:
+        check_output_path(args.plot, "--plot", _plot_suffixes())
+    name = backend_name(args)
     directions = DIRECTIONS if args.direction == "all" else (args.direction,)
     memories = MEMORIES if args.memory == "all" else (args.memory,)
+    name, bench, cases = plan(name, sizes, directions, memories)
+    if not cases:
+        _refuse_empty(name, bench, sizes or [4096], directions, memories)
     progress = None if args.json or not sys.stderr.isatty() else TextProgress()
-    result = sweep(backend, sizes or default_sizes(backend), directions, memories,
-                   Policy.quick() if args.quick else Policy(), progress)
+    try:
+        result, interrupted = run_plan(name, bench, cases, Policy.quick() if args.quick else Policy(), progress), None
+    except SweepInterrupted as exc:
+        result, interrupted = exc.result, exc
     if args.csv:
         result.write_csv(args.csv)
-    if args.plot:
+    if args.plot and not interrupted:
         from ..bench.plots import plot_bandwidth
 
         plot_bandwidth(result, args.plot)
-    payload = {"backend": result.backend, "device": result.device, "rows": result.rows()}
-    emit(payload, args.json, _render)
-    for warning in result.warnings:
-        print("warning:", warning, file=sys.stderr)
-    return 0
+    payload = {"ok": interrupted is None, "backend": result.backend, "device": result.device, "rows": result.rows()}
+    if interrupted:
+        payload["error"] = error_payload(interrupted)
+        return Outcome(payload, _render, EXIT_INTERRUPTED, [f"interrupted: kept {len(payload['rows'])} row(s)"])
+    return Outcome(payload, _render, 0, [f"warning: {w}" for w in result.warnings])
 
 
 def _render(payload: dict) -> str:

@@ -1,23 +1,85 @@
-"""What every `devcopy` subcommand shares: exit codes, the one-JSON-object rule, and common options."""
+"""What every `devcopy` subcommand shares: exit codes, the error kinds, the one-JSON-object rule, and common options.
+
+The contract (docs/reliability.md): with `--json`, exactly one JSON object on stdout whatever happens (finite numbers
+only); exit 0 on success, 1 when the pass, the runtime or the user's model code fails, 2 on an argument error (found
+before any work starts), 130 on an interrupt.
+"""
 from __future__ import annotations
 
 import argparse
 import difflib
 import json
-import sys
+import math
+import os
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..names import BACKEND_CHOICES
+from ..names import BACKEND_CHOICES, DEFAULT_LIBS
 
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+# The one vocabulary of `error.kind` in the CLI's JSON (docs/reliability.md lists it with the exit codes).
+ERROR_KINDS = {
+    "usage": (EXIT_USAGE, "an argument (or DEVCOPY_BACKEND, or what MODEL names) is invalid; nothing ran"),
+    "user_code": (EXIT_REFUSED, "the model file or its factory raised or exited; `file` and `factory` name it"),
+    "unsupported_model": (EXIT_REFUSED, "the model exports, but devcopy cannot place or run it (non-tensor outputs, "
+                                        "data-dependent output sizes)"),
+    "placement": (EXIT_REFUSED, "the device-placement pass refused the program under the options"),
+    "missing_operator": (EXIT_REFUSED, "the linked libs do not register an operator the program calls; `missing` "
+                                       "lists them"),
+    "registration": (EXIT_REFUSED, "a kernel was registered twice"),
+    "load": (EXIT_REFUSED, "loading the method failed; `error_code` is ExecuTorch's Error name"),
+    "execution": (EXIT_REFUSED, "running the method failed; `error_code` is ExecuTorch's Error name"),
+    "device": (EXIT_REFUSED, "the device backend failed (a CUDA error, out of device memory)"),
+    "interrupted": (EXIT_INTERRUPTED, "interrupted (Ctrl-C); a bench keeps the rows measured so far"),
+    "internal": (EXIT_REFUSED, "a devcopy bug: anything else; the message says what was raised"),
+}
 
 
-class UsageError(Exception):
+class CliError(Exception):
+    """A failure with its `kind` (one of ERROR_KINDS) and extra JSON fields for the error object."""
+
+    kind = "internal"
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
+class UsageError(CliError):
     """A bad argument: exit 2, the message says what was wrong and what is valid."""
+
+    kind = "usage"
+
+
+class UserCodeError(CliError):
+    """The user's model file or factory raised or exited: exit 1, naming the file and the factory."""
+
+    kind = "user_code"
+
+
+class UnsupportedModel(CliError):
+    """The model loads and exports, but devcopy cannot place or run it."""
+
+    kind = "unsupported_model"
+
+
+@dataclass
+class Outcome:
+    """What a subcommand hands back: the JSON object, its text rendering, the exit code."""
+
+    payload: dict[str, Any]
+    render: Callable[[dict[str, Any]], str]
+    code: int = EXIT_OK
+    stderr: list[str] = field(default_factory=list)  # lines for stderr (a failure's message, warnings)
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that raises UsageError instead of exiting, so `--json` still gets its one object."""
+    """argparse that raises UsageError instead of exiting (so `--json` still gets its one object), and takes no
+    abbreviations (`--js` is an error, not `--json`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, allow_abbrev=False, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
@@ -34,8 +96,22 @@ def add_backend(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def split_list(text: str | None) -> list[str]:
-    return [part.strip() for part in (text or "").split(",") if part.strip()]
+def backend_name(args: argparse.Namespace) -> str:
+    """The backend `--backend` (or DEVCOPY_BACKEND) selects; an unknown or unavailable one is a UsageError."""
+    from ..devices.backend import select_backend
+
+    try:
+        return select_backend(args.backend)
+    except (ValueError, RuntimeError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def split_list(text: str | None, option: str | None = None) -> list[str]:
+    """`a, b` -> ['a', 'b']; with `option`, a list naming nothing (`--delegate ''`) is a UsageError."""
+    parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+    if option is not None and not parts:
+        raise UsageError(f"{option} {text!r} names nothing; give a comma list, or leave {option} out for the default")
+    return parts
 
 
 def check_choices(values: Iterable[str], valid: Iterable[str], what: str) -> list[str]:
@@ -51,21 +127,97 @@ def check_choices(values: Iterable[str], valid: Iterable[str], what: str) -> lis
     return values
 
 
-def error_payload(exc: BaseException) -> dict[str, Any]:
-    """The `error` object of a refused command: kind, message and any missing operators."""
-    missing = [{"index": int(i), "name": str(n)} for i, n in getattr(exc, "missing", [])]
-    return {"kind": getattr(exc, "kind", type(exc).__name__), "message": str(exc), "missing": missing}
+def linked_libs(names: list[str], valid: Iterable[str], mode: str, option: str, device_rule: str = "seed") -> list:
+    """The KernelLibs `names` link, each one known and of `mode`; anything else is a UsageError."""
+    from ..runtime.libs import lib_by_name
+
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"{option}: {', '.join(twice)} given twice; name each lib once")
+    libs = [lib_by_name(name, device_rule) for name in check_choices(names, valid, "lib")]
+    wrong = [lib.name for lib in libs if lib.mode != mode]
+    if wrong:
+        raise UsageError(f"{option} {', '.join(wrong)}: not {mode}-mode lib(s); pick libs of one mode (default for "
+                         f"--mode {mode}: {','.join(DEFAULT_LIBS[mode])})")
+    return libs
 
 
-def emit(result: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], str]) -> None:
-    if as_json:
-        print(json.dumps(result, default=str))
+def check_output_path(path: str | None, option: str, suffixes: Iterable[str] = ()) -> None:
+    """Refuse an output file that cannot be written (a directory, a missing or read-only folder, a wrong suffix)
+    before any work starts; nothing is created."""
+    if path is None:
+        return
+    suffixes = tuple(suffixes)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not path or os.path.isdir(path):
+        problem = "is a directory" if path else "is empty"
+    elif not os.path.isdir(folder):
+        problem = f"is in a folder that does not exist ({folder})"
+    elif not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        problem = "is not writable"
+    elif suffixes and not path.lower().endswith(suffixes):
+        problem = f"must end in {' or '.join(suffixes)}"
     else:
-        print(render(result))
+        return
+    raise UsageError(f"{option} {path!r} {problem}; give a writable file path")
 
 
-def fail(exc: BaseException, as_json: bool, code: int) -> int:
-    print(str(exc), file=sys.stderr)
-    if as_json:
-        print(json.dumps({"ok": False, "error": error_payload(exc)}, default=str))
-    return code
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """The `error` object of a failed command: kind (ERROR_KINDS), message, missing operators and extra fields."""
+    kind, extra = classify(exc)
+    missing = [{"index": int(i), "name": str(n)} for i, n in getattr(exc, "missing", [])]
+    message = str(exc) or type(exc).__name__
+    if kind == "interrupted" and not str(exc):
+        message = "interrupted (Ctrl-C / KeyboardInterrupt)"
+    if kind == "internal":
+        message = (f"devcopy failed unexpectedly ({type(exc).__name__}: {message}). This is a devcopy bug: please "
+                   "report it with the command line.")
+    return {"kind": kind, "message": message, "missing": missing, **extra}
+
+
+def classify(exc: BaseException) -> tuple[str, dict[str, Any]]:
+    """The ERROR_KINDS name of an exception, and the fields it adds (`error_code`, `file`, ...)."""
+    if isinstance(exc, CliError):
+        return exc.kind, exc.fields
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", {}
+    by_class = {"PlacementError": "placement", "MissingOperatorError": "missing_operator",
+                "RegistrationError": "registration", "LoadError": "load", "ExecutionError": "execution",
+                "DeviceCopyError": "device", "CudaError": "device", "DeviceMemoryAccessError": "device",
+                "MemoryError": "device"}
+    for cls in type(exc).__mro__:
+        if cls.__name__ in by_class:
+            error = getattr(exc, "error", None)
+            return by_class[cls.__name__], ({"error_code": error.name} if error is not None else {})
+    return "internal", {"exception": type(exc).__name__}
+
+
+def exit_code(exc: BaseException) -> int:
+    return ERROR_KINDS[classify(exc)[0]][0]
+
+
+def finite(value: Any, notes: list[str], where: str = "") -> Any:
+    """`value` with every non-finite float replaced by None, each replacement noted (JSON has no NaN/inf)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        notes.append(f"{where or 'value'} is {value} (not representable in JSON: written as null)")
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v, notes, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v, notes, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def to_json(payload: dict[str, Any]) -> str:
+    """One line of strict JSON: non-finite numbers become null with a `notes` entry each."""
+    notes: list[str] = []
+    clean = finite(payload, notes)
+    if notes:
+        clean["notes"] = [*clean.get("notes", []), *notes]
+    return json.dumps(clean, default=str, allow_nan=False)
+
+
+def failure(exc: BaseException) -> Outcome:
+    """The Outcome of a failed command: `{"ok": false, "error": {...}}` and the kind's exit code."""
+    error = error_payload(exc)
+    return Outcome({"ok": False, "error": error}, lambda p: "", exit_code(exc), [error["message"]])

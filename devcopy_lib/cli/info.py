@@ -5,7 +5,7 @@ import importlib.metadata
 import platform
 
 from ..devices.backend import make_allocator, select_backend
-from .common import add_backend, add_json, emit
+from .common import Outcome, add_backend, add_json, backend_name
 
 _PACKAGES = ("devcopy", "torch", "numpy", "cupy-cuda13x", "cupy-cuda12x", "cupy", "executorch", "ipywidgets",
              "jupyterlab")
@@ -13,7 +13,8 @@ _PACKAGES = ("devcopy", "torch", "numpy", "cupy-cuda13x", "cupy-cuda12x", "cupy"
 
 def collect(backend: str | None = None) -> dict:
     name = select_backend(backend)
-    allocator = make_allocator(name)
+    with make_allocator(name) as allocator:
+        devices = allocator.describe_devices()
     versions = {}
     for package in _PACKAGES:
         try:
@@ -24,7 +25,7 @@ def collect(backend: str | None = None) -> dict:
         "ok": True,
         "backend": name,
         "simulated": name == "simulated",
-        "devices": allocator.describe_devices(),
+        "devices": devices,
         "python": platform.python_version(),
         "versions": versions,
     }
@@ -37,9 +38,8 @@ def _render(info: dict) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    emit(collect(args.backend), args.json, _render)
-    return 0
+def run(args) -> Outcome:
+    return Outcome(collect(backend_name(args)), _render)
 
 
 def add_parser(subparsers) -> None:

@@ -6,12 +6,15 @@ import argparse
 from typing import Any
 
 from ..names import PARTITIONS, STRATEGIES
-from .common import UsageError, add_json, emit, split_list
+from . import model_spec
+from .common import Outcome, UsageError, add_json, split_list
 
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:
     """MODEL and the options that decide delegates and copies (also used by `devcopy run`)."""
-    parser.add_argument("model", metavar="MODEL", help="a sample name (add, mlp, ...) or path/to/file.py:factory")
+    parser.add_argument("model", metavar="MODEL",
+                        help="a sample name (add, mlp, ...) or path/to/file.py:factory (this executes the file: "
+                             "factory() returns (module, example_inputs))")
     parser.add_argument("--delegate", metavar="OPS", default=None,
                         help="comma list of ATen overloads to delegate (default: DEFAULT_DELEGATE_OPS)")
     parser.add_argument("--target", action="append", default=None, metavar="[OP=]DEVICE",
@@ -21,7 +24,8 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
                         help="executorch: PropagateDevicePass; dedupe: one H2D per value and device; peer: a direct "
                              "device-to-device copy instead of a host hop where peer access exists")
     parser.add_argument("--partition", default="capability", choices=PARTITIONS,
-                        help="capability: torch.fx's partitioner groups ops; per_node: one delegate per op")
+                        help="capability: group ops as torch.fx's partitioner does (near-linear); "
+                             "fx: torch.fx's own; per_node: one delegate per op")
     parser.add_argument("--skip-h2d-inputs", action="store_true",
                         help="graph inputs feeding a delegate are passed on the device (skip_h2d_for_method_inputs)")
     parser.add_argument("--skip-d2h-outputs", action="store_true",
@@ -33,10 +37,11 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
-    """`--target` values -> (default device, {op overload or delegate name: device}); a bad form is a UsageError."""
+    """`--target` values -> (default device, {op overload or delegate name: device}); a bad form, or one device or
+    OP given two different devices, is a UsageError."""
     from ..devices import Device
 
-    default, per_key = "cuda:0", {}
+    default, per_key = None, {}
     for value in values or ():
         key, sep, device = value.rpartition("=")
         key = key.strip()
@@ -49,30 +54,38 @@ def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
             raise UsageError(f"--target {value!r}: {exc}") from None
         if key in per_key and per_key[key] != parsed:
             raise UsageError(f"--target {key} is given twice ({per_key[key]} and {parsed}); give each OP one device.")
+        if not sep and default not in (None, parsed):
+            raise UsageError(f"--target is given two default devices ({default} and {parsed}); give one, and "
+                             "OP=DEVICE for the delegates that go elsewhere.")
         if sep:
             per_key[key] = parsed
         else:
             default = parsed
-    return default, per_key
+    return default or "cuda:0", per_key
 
 
 def _target_device(default: str, per_key: dict[str, str], ops) -> Any:
-    """A single device, or a mapping covering every delegate op (the default for ops without their own target)."""
+    """A single device, or a mapping covering every delegate op (the default for ops without their own target);
+    an OP target for an op that is not delegated is a UsageError."""
     from ..passes.lower import DEFAULT_DELEGATE_OPS
     from ..passes.ops import validate_overloads
 
     if not per_key:
         return default
     ops = DEFAULT_DELEGATE_OPS if ops is None else ops
-    validate_overloads([k for k in per_key if "." in k], "--target op")  # others name delegates (delegate_1)
+    named_ops = validate_overloads([k for k in per_key if "." in k], "--target op")  # others name delegates
+    stray = [op for op in named_ops if op not in ops]
+    if stray:
+        raise UsageError(f"--target {', '.join(stray)}: not a delegated op, so no delegate would go there. "
+                         f"Delegated ops: {', '.join(ops)}; add it with --delegate.")
     return {**{op: default for op in ops}, **per_key}
 
 
 def lower_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """`export_and_lower` keyword arguments from parsed options; a bad op or device is a UsageError."""
+    """`lower` keyword arguments from parsed options; a bad op or device is a UsageError."""
     from ..passes.ops import validate_overloads
 
-    ops = split_list(args.delegate) if args.delegate is not None else None
+    ops = split_list(args.delegate, "--delegate") if args.delegate is not None else None
     default, per_key = parse_targets(args.target)
     try:
         ops = validate_overloads(ops) if ops is not None else None
@@ -88,27 +101,29 @@ def placement_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             "skip_d2h_for_method_outputs": args.skip_d2h_outputs, "hoist_constants": args.hoist_constants}
 
 
-def load(args: argparse.Namespace):
-    """The model's `(module, example_inputs)`; an unknown model is a UsageError."""
-    from ..models import load_model
-
-    try:
-        return load_model(args.model)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+def _check_delegate_targets(per_key: dict[str, str], lowered) -> None:
+    """Every `--target NAME=DEVICE` that is not an op must name a delegate the lowering made."""
+    unknown = [key for key in per_key if "." not in key and key not in lowered.delegates]
+    if unknown:
+        raise UsageError(f"--target {', '.join(unknown)}: no such delegate. This lowering made: "
+                         f"{', '.join(lowered.delegates) or 'no delegate'} (see `devcopy place`).")
 
 
 def lower_and_place(args: argparse.Namespace):
     """`(module, example_inputs, placed)` for the parsed placement options."""
-    from ..passes.lower import export_and_lower
+    from ..passes.lower import export_program, lower
     from ..passes.placement import place_devices
 
     lowering = lower_kwargs(args)
-    module, inputs = load(args)
+    module, inputs = model_spec.load(args.model)
+    with model_spec.user_code(args.model, "torch.export"):
+        exported = export_program(module, inputs)
+    model_spec.check_exported(args.model, exported)
     try:
-        lowered = export_and_lower(module, inputs, **lowering)
+        lowered = lower(exported, **lowering)
     except ValueError as exc:  # a delegate mapped to two devices by --target OP=...
         raise UsageError(str(exc)) from None
+    _check_delegate_targets(parse_targets(args.target)[1], lowered)
     return module, inputs, place_devices(lowered, **placement_kwargs(args))
 
 
@@ -176,9 +191,8 @@ def _render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    emit(collect(args), args.json, _render)
-    return 0
+def run(args: argparse.Namespace) -> Outcome:
+    return Outcome(collect(args), _render)
 
 
 def add_parser(subparsers) -> None:

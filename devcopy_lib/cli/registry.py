@@ -2,20 +2,15 @@
 from __future__ import annotations
 
 from ..names import COPY_OPS, DEFAULT_LIBS, LIB_NAMES, MODES
-from .common import UsageError, add_json, check_choices, emit, split_list
+from .common import Outcome, add_json, linked_libs, split_list
 
 DEFAULT_OPS = ",".join((COPY_OPS["h2d"], COPY_OPS["d2h"]))
 
 
 def collect(mode: str, libs: list[str], ops: list[str]) -> dict:
-    from ..runtime.libs import lib_by_name, registration_status
+    from ..runtime.libs import registration_status
 
-    check_choices(libs, LIB_NAMES, "lib")
-    linked = [lib_by_name(name) for name in libs]
-    wrong = [lib.name for lib in linked if lib.mode != mode]
-    if wrong:
-        raise UsageError(f"lib(s) {', '.join(wrong)} are not {mode}-mode libs; pick libs of one mode "
-                         f"(default for --mode {mode}: {','.join(DEFAULT_LIBS[mode])})")
+    linked = linked_libs(libs, LIB_NAMES, mode, "--libs")
     rows = registration_status(linked, ops)
     return {
         "ok": True,
@@ -37,10 +32,9 @@ def _render(result: dict) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    libs = split_list(args.libs) if args.libs else list(DEFAULT_LIBS[args.mode])
-    emit(collect(args.mode, libs, split_list(args.ops)), args.json, _render)
-    return 0
+def run(args) -> Outcome:
+    libs = split_list(args.libs, "--libs") if args.libs is not None else list(DEFAULT_LIBS[args.mode])
+    return Outcome(collect(args.mode, libs, split_list(args.ops, "--ops")), _render)
 
 
 def add_parser(subparsers) -> None:
@@ -49,6 +43,6 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--libs", default=None,
                         help="comma list of libs (portable; native,device_copy_ops_aten_lib); default per mode")
     parser.add_argument("--ops", default=DEFAULT_OPS,
-                        help=f"comma list of op names or glob patterns like 'aten::add*' (default: the two et_copy ops)")
+                        help="comma list of op names or glob patterns like 'aten::add*' (default: the two et_copy ops)")
     add_json(parser)
     parser.set_defaults(handler=run)

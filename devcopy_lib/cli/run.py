@@ -5,22 +5,40 @@ import argparse
 from typing import Any
 
 from ..names import DEFAULT_LIBS, DEVICE_RULES, LINKABLE_LIBS, MODES, PEER_COPY_LIB
-from .common import add_backend, add_json, check_choices, emit, split_list
+from . import model_spec
+from .common import Outcome, UsageError, add_backend, add_json, backend_name, linked_libs, split_list
 from .place import add_placement_args, lower_and_place
 
 DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS["aten"])
 
 
 def _libs(args: argparse.Namespace) -> list | None:
-    """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode."""
-    from ..runtime.libs import lib_by_name
-
+    """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode; the
+    ATen options in portable mode, or a lib of the other mode, are UsageErrors."""
     if args.mode != "aten":
+        given = [option for option, value in (("--aten-libs", args.aten_libs), ("--aten-device-rule",
+                                                                                args.aten_device_rule)) if value is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)} only apply in ATen mode (--mode aten); portable mode links "
+                             f"{','.join(DEFAULT_LIBS['portable'])}. Drop {' and '.join(given)} or add --mode aten.")
         return None
-    names = check_choices(split_list(args.aten_libs), LINKABLE_LIBS, "lib")
-    if args.strategy == "peer" and args.aten_libs == DEFAULT_ATEN_LIBS:  # the default links what the strategy needs
+    aten_libs = DEFAULT_ATEN_LIBS if args.aten_libs is None else args.aten_libs
+    names = split_list(aten_libs, "--aten-libs")
+    if args.strategy == "peer" and args.aten_libs is None:  # the default links what the strategy needs
         names.append(PEER_COPY_LIB)
-    return [lib_by_name(name, args.aten_device_rule) for name in names]
+    return linked_libs(names, LINKABLE_LIBS, "aten", "--aten-libs", args.aten_device_rule or "seed")
+
+
+def _on_existing_devices(placed, allocator):
+    """`placed`, once every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a
+    UsageError, found before loading)."""
+    count = allocator.device_count()
+    missing = sorted({str(d.target_device) for d in placed.delegates.values()
+                      if d.target_device is not None and count is not None and d.target_device.index >= count})
+    if missing:
+        raise UsageError(f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
+                         f"(cuda:0..cuda:{count - 1}); target one of those")
+    return placed
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
@@ -34,45 +52,77 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     from ..load import load_method
 
     libs = _libs(args)
+    backend = backend_name(args)
     module, inputs, placed = lower_and_place(args)
-    allocator = make_allocator(args.backend)
-    with scoped_allocators(allocator), load_method(placed, args.mode, libs) as method:
+    with make_allocator(backend) as allocator, scoped_allocators(allocator), \
+            load_method(_on_existing_devices(placed, allocator), args.mode, libs) as method:
         outputs = method(*inputs)
         result = {"copies_executed": dict(method.copies_executed), "caller_copies": method.caller_copies,
                   "arena_bytes": method.arena_sizes}
-    with torch.no_grad():
+        if args.profile:
+            result.update(_profile(method, inputs, args.profile))
+    with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
         expected = pytree.tree_leaves(module(*inputs))
     ok, max_abs_err = compare_outputs(outputs, expected)
     return {"ok": ok, "model": args.model, "mode": args.mode, "backend": allocator.backend,
             "strategy": args.strategy, "max_abs_err": max_abs_err, **result}
 
 
+def _profile(method, inputs, repeat: int) -> dict[str, Any]:
+    """Per-instruction times of `repeat` profiled calls, copies priced by the default cost model."""
+    from ..bench.cost_model import default_model
+
+    model = default_model()
+    return {"profile": method.profile(*inputs, repeat=repeat, cost_model=model), "cost_model": model.source}
+
+
 def _render(result: dict[str, Any]) -> str:
     copies, arenas = result["copies_executed"], result["arena_bytes"]
+    profile = []
+    if "profile" in result:
+        from ..bench.profile_view import markdown_table
+
+        profile = [f"  profile (median of the profiled calls; copies priced by the {result['cost_model'].get('device', '')}"
+                   " cost model):", markdown_table(result["profile"])]
     return "\n".join([
         f"{result['model']}: {'ok' if result['ok'] else 'MISMATCH'} ({result['mode']} mode, {result['backend']} "
         f"backend, {result['strategy']} placement)",
-        f"  max |devcopy - eager| = {result['max_abs_err']:.3g}",
+        f"  max |devcopy - eager| = {result['max_abs_err']:.3g}" if result["max_abs_err"] is not None else
+        "  max |devcopy - eager|: not a number (NaN where eager has none)",
         f"  copies executed: {copies['h2d']} H2D, {copies['d2h']} D2H; by the caller: {result['caller_copies']}",
         "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
+        *profile,
     ])
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     result = collect(args)
-    emit(result, args.json, _render)
-    return 0 if result["ok"] else 1
+    return Outcome(result, _render, 0 if result["ok"] else 1)
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("run", help="place, load and run a model in a runtime mode; compare with eager")
     add_placement_args(parser)
     parser.add_argument("--mode", default="portable", choices=MODES, help="runtime mode (default portable)")
-    parser.add_argument("--aten-libs", default=DEFAULT_ATEN_LIBS, metavar="LIBS",
-                        help=f"ATen mode: comma list of libs to link (default {DEFAULT_ATEN_LIBS})")
-    parser.add_argument("--aten-device-rule", default="seed", choices=DEVICE_RULES,
-                        help="ATen-mode copy kernel: seed = op identity + current device (the PR); tensor = the "
-                             "device the tensor carries")
+    parser.add_argument("--aten-libs", default=None, metavar="LIBS",
+                        help=f"ATen mode only: comma list of libs to link (default {DEFAULT_ATEN_LIBS})")
+    parser.add_argument("--aten-device-rule", default=None, choices=DEVICE_RULES,
+                        help="ATen mode only: the copy kernel's device (default seed): seed = op identity + current "
+                             "device (the PR); tensor = the device the tensor carries")
+    parser.add_argument("--profile", nargs="?", const=10, type=_repeat, default=0, metavar="N",
+                        help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
+                             "and (copies) cost-model predicted seconds")
     add_backend(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
+
+
+def _repeat(text: str) -> int:
+    """--profile's N: an int >= 1 (argparse reports the error as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--profile takes a call count >= 1, got {text!r}")
+    return value

@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import itertools
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Union
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from ..names import CURRENT_DEVICE
 
-from .device import Device, DeviceType
+from .device import MAX_DEVICE_INDEX, Device, DeviceType
 
 MAX_ALIGNMENT = 256
 
@@ -24,12 +25,12 @@ MAX_ALIGNMENT = 256
 class DeviceBlock:
     """One device allocation. `handle` is the backend's object that owns the memory (kept alive by the block)."""
 
-    __slots__ = ("index", "nbytes", "address", "handle", "freed", "serial")
+    __slots__ = ("index", "nbytes", "address", "handle", "freed", "serial", "borrowed")
     _serials = itertools.count(1)
 
-    def __init__(self, index: int, nbytes: int, address: int, handle: Any) -> None:
+    def __init__(self, index: int, nbytes: int, address: int, handle: Any, borrowed: bool = False) -> None:
         self.index, self.nbytes, self.address, self.handle = index, nbytes, address, handle
-        self.freed = False
+        self.freed, self.borrowed = False, borrowed
         self.serial = next(self._serials)
 
     def __array__(self, *args, **kwargs):
@@ -62,6 +63,9 @@ class DevicePtr:
         return self.block.nbytes - self.offset
 
     def __add__(self, n: int) -> "DevicePtr":
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError(f"A DevicePtr advances by a whole number of bytes, got {n!r} ({type(n).__name__})")
+        n = int(n)
         if not 0 <= self.offset + n <= self.block.nbytes:
             raise ValueError(
                 f"Pointer offset {self.offset + n} is outside its allocation of {self.block.nbytes} bytes"
@@ -138,11 +142,36 @@ def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> 
 
 
 class DeviceAllocator(abc.ABC):
-    """Allocates device memory and copies between host and device; one per device type."""
+    """Allocates device memory and copies between host and device; one per device type. An allocator owns what it
+    made (its blocks, a copy engine): `close()` (or leaving a `with allocator:` block) frees them; using a closed
+    allocator is an error. Counters count successful calls only. Safe to share between threads: the live set and
+    the counters change under one lock (held for bookkeeping only, never during a copy)."""
 
     def __init__(self) -> None:
         self.stats = AllocatorStats()
         self._live: dict[int, DeviceBlock] = {}
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def __enter__(self) -> "DeviceAllocator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Free every live allocation and release what the backend owns (`_close`); a second call does nothing."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            for block in list(self._live.values()):
+                if not block.borrowed:
+                    self._release(block)
+        self._close()
+
+    def _close(self) -> None:
+        """Release backend resources (a copy engine's threads); called once by `close()`."""
 
     # ---- hooks a backend implements -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -169,6 +198,13 @@ class DeviceAllocator(abc.ABC):
 
     def _trim(self, index: int) -> None:
         """Release cached memory before the one retry of a failed allocation (pools override this)."""
+
+    @abc.abstractmethod
+    def device_array(self, ptr: DevicePtr, dtype: Any, shape: tuple[int, ...], index: int | None = None) -> Any:
+        """Device code's zero-copy view of `shape` elements of NumPy `dtype` at `ptr` (a delegate's input/output):
+        a NumPy array on the simulated device, a CuPy array on CUDA. Contract: the span must lie inside a live
+        allocation of this allocator; with `index`, `ptr` must live on device `index` (device code on cuda:1 cannot
+        read cuda:0 memory); the view is valid until `ptr` is freed; host code never reads it (that needs a D2H)."""
 
     def _peer_access(self, src_index: int, dst_index: int) -> bool:
         """Whether device `src_index` and `dst_index` (distinct) can copy directly; without an override: no."""
@@ -200,7 +236,8 @@ class DeviceAllocator(abc.ABC):
 
     def allocate(self, nbytes: int, index: int = 0, alignment: int = 64) -> DevicePtr:
         """Allocate `nbytes` on device `index` (-1: current), aligned to `alignment`; 0 bytes gives a valid handle."""
-        _check_count("nbytes", nbytes)
+        nbytes = _check_count("nbytes", nbytes)
+        self._check_open("allocate")
         if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1) or alignment > MAX_ALIGNMENT:
             raise ValueError(
                 f"alignment must be a power of two no larger than {MAX_ALIGNMENT}, got {alignment!r}"
@@ -217,56 +254,68 @@ class DeviceAllocator(abc.ABC):
                     f"Out of device memory: could not allocate {nbytes} bytes on {self.device(index)} "
                     f"({self.stats.live_bytes} bytes live through {self.backend}). Free buffers or use smaller sizes."
                 ) from None
-        self._live[block.serial] = block
-        s = self.stats
-        s.allocate_count += 1
-        s.live_bytes += nbytes
-        s.peak_bytes = max(s.peak_bytes, s.live_bytes)
+        with self._lock:
+            self._live[block.serial] = block
+            s = self.stats
+            s.allocate_count += 1
+            s.live_bytes += nbytes
+            s.peak_bytes = max(s.peak_bytes, s.live_bytes)
         return DevicePtr(block)
 
     def deallocate(self, ptr: DevicePtr, index: int = CURRENT_DEVICE) -> None:
-        """Free an allocation returned by `allocate` (the pointer at offset 0)."""
-        block = self._own_block(ptr, "deallocate")
-        if ptr.offset:
-            raise ValueError(f"deallocate: pointer is {ptr.offset} bytes into its allocation; pass the allocated pointer")
+        """Free an allocation returned by `allocate` (the pointer at offset 0); `index` >= 0 must be its device."""
+        self._resolve_index(index)
+        with self._lock:  # two threads freeing one pointer: exactly one succeeds
+            block = self._own_block(ptr, "deallocate")
+            self._check_index(ptr, index, "deallocate")
+            if ptr.offset:
+                raise ValueError(f"deallocate: pointer is {ptr.offset} bytes into its allocation; pass the allocated "
+                                 "pointer")
+            if block.borrowed:
+                raise ValueError(f"deallocate: {ptr!r} is borrowed memory (borrow()); its owner frees it")
+            self._release(block)
+            self.stats.deallocate_count += 1
+
+    def _release(self, block: DeviceBlock) -> None:
+        """Forget and free a live block (the caller holds the lock)."""
         del self._live[block.serial]
         block.freed = True
         self._free(block)
-        self.stats.deallocate_count += 1
         self.stats.live_bytes -= block.nbytes
 
     def copy_host_to_device(self, dst: DevicePtr, src: HostBuffer, nbytes: int, index: int = CURRENT_DEVICE) -> None:
-        """Copy `nbytes` from host `src` to device `dst`; `index` >= 0 selects the device, -1 the current one."""
-        index = self._start_copy("h2d", dst, src, src, nbytes, index)
+        """Copy `nbytes` from host `src` to device `dst`; `index` >= 0 must be `dst`'s device, -1 the current one."""
+        nbytes, index = self._start_copy("copy_host_to_device", dst, src, src, nbytes, index)
         if nbytes:
-            self._check_span(dst, nbytes, "copy_host_to_device")
             self._copy_in(dst, host_address(src, nbytes, writable=False, what="copy_host_to_device"), nbytes, index)
-            self.stats.h2d_bytes += nbytes
+        with self._lock:
+            s = self.stats
+            s.h2d_count += 1
+            s.h2d_bytes += nbytes
+            s.last_h2d = CopyRecord(dst, src, nbytes, index)
 
     def copy_device_to_host(self, dst: HostBuffer, src: DevicePtr, nbytes: int, index: int = CURRENT_DEVICE) -> None:
-        """Copy `nbytes` from device `src` to host `dst`; `index` >= 0 selects the device, -1 the current one."""
-        index = self._start_copy("d2h", dst, src, dst, nbytes, index)
+        """Copy `nbytes` from device `src` to host `dst`; `index` >= 0 must be `src`'s device, -1 the current one."""
+        nbytes, index = self._start_copy("copy_device_to_host", src, dst, dst, nbytes, index)
         if nbytes:
-            self._check_span(src, nbytes, "copy_device_to_host")
             self._copy_out(host_address(dst, nbytes, writable=True, what="copy_device_to_host"), src, nbytes, index)
-            self.stats.d2h_bytes += nbytes
-
-    def _start_copy(self, direction: str, dst: Any, src: Any, host: Any, nbytes: int, index: int) -> int:
-        """The checks and records every copy starts with, in ExecuTorch's order: null pointers (before the
-        zero-byte shortcut), the size, the index; then the call is counted. Returns the resolved index."""
-        if dst is None or src is None or (isinstance(host, int) and not isinstance(host, bool) and host == 0):
-            what = "copy_host_to_device" if direction == "h2d" else "copy_device_to_host"
-            raise ValueError(f"{what}: null pointer (dst or src)")
-        _check_count("nbytes", nbytes)
-        index = self._resolve_index(index)
-        s = self.stats
-        if direction == "h2d":
-            s.h2d_count += 1
-            s.last_h2d = CopyRecord(dst, src, nbytes, index)
-        else:
+        with self._lock:
+            s = self.stats
             s.d2h_count += 1
+            s.d2h_bytes += nbytes
             s.last_d2h = CopyRecord(dst, src, nbytes, index)
-        return index
+
+    def _start_copy(self, what: str, device: Any, other: Any, host: Any, nbytes: int, index: int) -> tuple[int, int]:
+        """The checks every copy starts with, in ExecuTorch's order: null pointers (before the zero-byte shortcut),
+        the size, the index; then the device pointer (live, even for 0 bytes; the span fits; on device `index`).
+        Returns (nbytes, the resolved index); the caller counts the call once it succeeded."""
+        if device is None or other is None or (isinstance(host, int) and not isinstance(host, bool) and host == 0):
+            raise ValueError(f"{what}: null pointer (dst or src)")
+        nbytes = _check_count("nbytes", nbytes)
+        resolved = self._resolve_index(index)
+        self._check_span(device, nbytes, what)
+        self._check_index(device, index, what)
+        return nbytes, resolved
 
     def can_access_peer(self, a: int, b: int) -> bool:
         """Whether device `a`'s memory can be copied directly to or from device `b` (same device: always)."""
@@ -279,42 +328,77 @@ class DeviceAllocator(abc.ABC):
         (direct), "host" (D2H into staging host memory, then H2D: no peer path or no peer access) or "empty"."""
         if dst is None or src is None:
             raise ValueError("copy_device_to_device: null pointer (dst or src)")
-        _check_count("nbytes", nbytes)
-        s = self.stats
-        s.d2d_count += 1
-        s.last_d2d = CopyRecord(dst, src, nbytes, dst.index if isinstance(dst, DevicePtr) else None)
-        if nbytes == 0:
-            return "empty"
+        nbytes = _check_count("nbytes", nbytes)
         self._check_span(src, nbytes, "copy_device_to_device (src)")
         self._check_span(dst, nbytes, "copy_device_to_device (dst)")
+        how = "empty" if nbytes == 0 else self._d2d(dst, src, nbytes)
+        with self._lock:
+            s = self.stats
+            s.d2d_count += 1
+            s.d2d_bytes += nbytes if how == "peer" else 0
+            s.d2d_host_hops += how == "host"
+            s.last_d2d = CopyRecord(dst, src, nbytes, dst.index)
+        return how
+
+    def _d2d(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> str:
         if self.can_access_peer(src.index, dst.index):
             self._copy_peer(dst, src, nbytes)
-            s.d2d_bytes += nbytes
             return "peer"
         staging = self.allocate_host(nbytes)
         self.copy_device_to_host(staging, src, nbytes, src.index)
         self.copy_host_to_device(dst, staging, nbytes, dst.index)
-        s.d2d_host_hops += 1
         return "host"
 
     @contextlib.contextmanager
     def borrow(self, address: int, nbytes: int, index: int, owner: Any) -> Iterator[DevicePtr]:
         """A DevicePtr over device memory this allocator did not allocate (a PyTorch CUDA tensor's, kept alive by
         `owner`), valid inside the with-block so copies can reach it; never freed here, not counted as allocated."""
-        block = DeviceBlock(self._resolve_index(index), nbytes, address, owner)
-        self._live[block.serial] = block
+        self._check_open("borrow")
+        block = DeviceBlock(self._resolve_index(index), nbytes, address, owner, borrowed=True)
+        with self._lock:
+            self._live[block.serial] = block
         try:
             yield DevicePtr(block)
         finally:
-            del self._live[block.serial]
+            with self._lock:
+                self._live.pop(block.serial, None)
 
     def live_allocations(self) -> int:
         return len(self._live)
 
+    # ---- pre-validated copies (devcopy's addition, devices/planned_copy.py) -------------------------------------
+    def planned_copy(self, direction: str, ptr: DevicePtr, host: HostBuffer, capacity: int,
+                     index: int = CURRENT_DEVICE):
+        """Validate once a copy a loaded method repeats ("h2d": host -> ptr, "d2h": ptr -> host, up to `capacity`
+        bytes on device `index`) and return a `PlannedCopy` whose calls skip these checks."""
+        from .planned_copy import PlannedCopy
+
+        if direction not in ("h2d", "d2h"):
+            raise ValueError(f"planned_copy: direction must be 'h2d' or 'd2h', got {direction!r}")
+        what = f"planned_copy ({direction})"
+        if ptr is None or host is None:
+            raise ValueError(f"{what}: null pointer (ptr or host)")
+        _check_count("capacity", capacity)
+        resolved = self._resolve_index(index)
+        self._check_span(ptr, capacity, what)
+        self._check_index(ptr, index, what)
+        index = resolved
+        address = host_address(host, capacity, writable=direction == "d2h", what=what) if capacity else 1
+        return PlannedCopy(self, direction, ptr, host, address, capacity, index,
+                           self._planned_transfer(direction, ptr, address, capacity, index))
+
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+        """The transfer a PlannedCopy runs, `transfer(nbytes)`: the backend's copy hooks (a backend may return a
+        faster direct path for what it validated here)."""
+        if direction == "h2d":
+            return lambda nbytes: self._copy_in(ptr, address, nbytes, index)
+        return lambda nbytes: self._copy_out(address, ptr, nbytes, index)
+
     # ---- validation helpers ---------------------------------------------------------------------------------
     def _resolve_index(self, index: int) -> int:
-        if not isinstance(index, int) or isinstance(index, bool) or index < CURRENT_DEVICE:
-            raise ValueError(f"device index must be an int >= -1 (-1: the current device), got {index!r}")
+        if not isinstance(index, int) or isinstance(index, bool) or not CURRENT_DEVICE <= index <= MAX_DEVICE_INDEX:
+            raise ValueError(f"device index must be an int in -1..{MAX_DEVICE_INDEX} (-1: the current device), got "
+                             f"{index!r}")
         if index == CURRENT_DEVICE:
             return self.current_index()
         count = self.device_count()
@@ -324,10 +408,22 @@ class DeviceAllocator(abc.ABC):
             )
         return index
 
+    def _check_open(self, what: str) -> None:
+        if self.closed:
+            raise ValueError(f"{what}: this {self.backend} allocator was closed; make a new one (make_allocator())")
+
+    def _check_index(self, ptr: DevicePtr, index: int, what: str) -> None:
+        """An explicit device index must be the one `ptr` lives on (-1, the current device, is not checked: on CUDA
+        a copy reaches any device's memory through the unified address space)."""
+        if index != CURRENT_DEVICE and index != ptr.block.index:
+            raise ValueError(f"{what}: {ptr!r} lives on cuda:{ptr.block.index} but index {index} was passed; pass "
+                             f"{ptr.block.index} (the pointer's device) or -1")
+
     def _own_block(self, ptr: DevicePtr, what: str) -> DeviceBlock:
         if not isinstance(ptr, DevicePtr):
             raise ValueError(f"{what}: expected a DevicePtr from allocate(), got {type(ptr).__name__}")
         if ptr.block.freed:
+            self._check_open(what)
             raise ValueError(f"{what}: {ptr!r} was already freed (use after free or double free)")
         if self._live.get(ptr.block.serial) is not ptr.block:
             raise ValueError(f"{what}: {ptr!r} was not allocated by this {self.backend}")
@@ -342,6 +438,9 @@ class DeviceAllocator(abc.ABC):
             )
 
 
-def _check_count(name: str, value: int) -> None:
+def _check_count(name: str, value: int) -> int:
+    """`value` as a Python int (NumPy ints would overflow address arithmetic), or ValueError."""
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return int(value)
+

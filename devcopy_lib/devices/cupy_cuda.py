@@ -146,6 +146,10 @@ class CupyCudaAllocator(DeviceAllocator):
     def _free(self, block: DeviceBlock) -> None:
         block.handle = None  # back to CuPy's pool, ordered on the stream
 
+    def _close(self) -> None:
+        """Stop the copy engine's host threads (the engine is this allocator's alone)."""
+        self.engine.close()
+
     def _trim(self, index: int) -> None:
         with _OnDevice(self._rt, index), cuda_status("free cached blocks on cuda:{}", index):
             self._cupy.get_default_memory_pool().free_all_blocks()
@@ -162,6 +166,22 @@ class CupyCudaAllocator(DeviceAllocator):
             return self.engine.d2h(dst_address, src.address, nbytes)
         with _OnDevice(self._rt, index):
             self.engine.d2h(dst_address, src.address, nbytes)
+
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+        """A planned copy with pinned host memory on a one-GPU machine: cudaMemcpyAsync + synchronize on the current
+        stream directly, skipping the engine's per-call decisions (small copies are latency-bound)."""
+        if self._count != 1 or not self.transport.is_pinned(address, capacity):
+            return super()._planned_transfer(direction, ptr, address, capacity, index)
+        rt, current_stream = self._rt, self._cupy.cuda.get_current_stream
+        dst, src = (ptr.address, address) if direction == "h2d" else (address, ptr.address)
+
+        def transfer(nbytes: int) -> None:
+            stream = current_stream().ptr
+            with cuda_status("planned cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
+                rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream)
+                rt.streamSynchronize(stream)
+
+        return transfer
 
     def _peer_access(self, src_index: int, dst_index: int) -> bool:
         with cuda_status("ask peer access cuda:{} -> cuda:{}", src_index, dst_index):
@@ -184,7 +204,7 @@ class CupyCudaAllocator(DeviceAllocator):
 
     def copy_host_to_device_async(self, dst: DevicePtr, src: Any, nbytes: int, stream: Any = None) -> CopyTicket:
         """Enqueue H2D on `stream` (default: current); pinned `src` must stay unchanged until the ticket is done."""
-        _check_count("nbytes", nbytes)
+        nbytes = _check_count("nbytes", nbytes)
         self._check_span(dst, nbytes, "copy_host_to_device_async")
         address = host_address(src, nbytes, writable=False, what="copy_host_to_device_async")
         with _OnDevice(self._rt, dst.index):
@@ -192,17 +212,19 @@ class CupyCudaAllocator(DeviceAllocator):
 
     def copy_device_to_host_async(self, dst: Any, src: DevicePtr, nbytes: int, stream: Any = None) -> CopyTicket:
         """Enqueue D2H on `stream`; read pinned `dst` only once the ticket is done (pageable: done on return)."""
-        _check_count("nbytes", nbytes)
+        nbytes = _check_count("nbytes", nbytes)
         self._check_span(src, nbytes, "copy_device_to_host_async")
         address = host_address(dst, nbytes, writable=True, what="copy_device_to_host_async")
         with _OnDevice(self._rt, src.index):
             return self.engine.d2h_async(address, src.address, nbytes, stream)
 
-    def device_array(self, ptr: DevicePtr, dtype, shape) -> Any:
+    def device_array(self, ptr: DevicePtr, dtype, shape, index: int | None = None) -> Any:
         """A CuPy array over device memory (device code's view; the block stays alive with the array)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         self._check_span(ptr, nbytes, "device_array")
+        if index is not None:
+            self._check_index(ptr, index, "device_array")
         memory = self._cupy.cuda.UnownedMemory(ptr.address, nbytes, ptr.block.handle, ptr.index)
         return self._cupy.ndarray(shape, dtype, self._cupy.cuda.MemoryPointer(memory, 0))
 

@@ -1,46 +1,60 @@
-"""One `DeviceAllocator` per device type, as ExecuTorch's runtime registry keeps them."""
+"""One `DeviceAllocator` per device type, as ExecuTorch's runtime registry keeps them.
+
+The registry is process-global; `scoped_allocators` pushes an override that only the calling thread sees, so a
+notebook cell, a test or a background timing sweep can run with its own allocator while another thread's Method
+keeps the allocator it was loaded with."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Iterator
 
 from .allocator import DeviceAllocator
 from .device import DeviceType
 
 _registry: dict[DeviceType, DeviceAllocator] = {}
+_local = threading.local()  # .scopes: this thread's stack of override registries (innermost last)
+
+
+def _current() -> dict[DeviceType, DeviceAllocator]:
+    """The registry the calling thread sees: its innermost scope, else the process-global one."""
+    scopes = getattr(_local, "scopes", None)
+    return scopes[-1] if scopes else _registry
 
 
 def register_device_allocator(allocator: DeviceAllocator) -> None:
-    """Register `allocator` for its device type; a second registration for the same type is an error."""
+    """Register `allocator` for its device type (in the calling thread's innermost scope, if any); a second
+    registration for the same type is an error."""
     if not isinstance(allocator, DeviceAllocator):
         raise TypeError(f"expected a DeviceAllocator, got {type(allocator).__name__}")
+    registry = _current()
     dtype = allocator.device_type()
-    if dtype in _registry:
+    if dtype in registry:
         raise ValueError(
-            f"A DeviceAllocator is already registered for {dtype.name} ({_registry[dtype].backend}). "
+            f"A DeviceAllocator is already registered for {dtype.name} ({registry[dtype].backend}). "
             "One allocator per device type; use scoped_allocators() to swap one in for a test or a notebook."
         )
-    _registry[dtype] = allocator
+    registry[dtype] = allocator
 
 
 def get_device_allocator(device_type: DeviceType) -> DeviceAllocator | None:
-    """The allocator registered for `device_type`, or None (the caller reports NotFound)."""
-    return _registry.get(DeviceType(device_type))
+    """The allocator the calling thread sees for `device_type`, or None (the caller reports NotFound)."""
+    return _current().get(DeviceType(device_type))
 
 
 def registered_allocators() -> dict[DeviceType, DeviceAllocator]:
-    return dict(_registry)
+    return dict(_current())
 
 
 @contextlib.contextmanager
 def scoped_allocators(*allocators: DeviceAllocator) -> Iterator[None]:
-    """Run with an empty registry holding only `allocators`; the previous registry is restored afterwards."""
-    saved = dict(_registry)
-    _registry.clear()
+    """In the calling thread only, run with a registry holding only `allocators`; other threads keep seeing theirs.
+    The allocators stay open (their owner closes them)."""
+    scopes = _local.__dict__.setdefault("scopes", [])
+    scopes.append({})
     try:
         for allocator in allocators:
             register_device_allocator(allocator)
         yield
     finally:
-        _registry.clear()
-        _registry.update(saved)
+        scopes.pop()

@@ -15,7 +15,8 @@ import numpy as np
 from .allocator import DeviceAllocator, DeviceBlock, DevicePtr
 from .device import DeviceType
 
-# Fake device addresses: distinct per index, never dereferenceable from the host.
+# Fake device addresses: index i owns [(i + 1) * _ADDRESS_SPACE, (i + 2) * _ADDRESS_SPACE), so addresses never
+# collide across indices; never dereferenceable from the host.
 _ADDRESS_SPACE = 1 << 40
 
 
@@ -60,10 +61,17 @@ class SimulatedCudaAllocator(DeviceAllocator):
         self._current = self._resolve_index(index)
 
     def _allocate(self, nbytes: int, index: int, alignment: int) -> DeviceBlock:
-        base = self._next_address.get(index, (index + 1) * _ADDRESS_SPACE)
-        address = -(-base // alignment) * alignment
-        self._next_address[index] = address + max(nbytes, 1)
-        return DeviceBlock(index, nbytes, address, np.zeros(max(nbytes, 1), dtype=np.uint8))
+        if nbytes >= _ADDRESS_SPACE:
+            raise MemoryError(f"the simulated cuda:{index} has {_ADDRESS_SPACE} bytes of address space")
+        memory = np.zeros(max(nbytes, 1), dtype=np.uint8)  # may raise MemoryError: the counter stays as it was
+        with self._lock:  # threads allocating at once get distinct addresses
+            base = self._next_address.get(index, (index + 1) * _ADDRESS_SPACE)
+            address = -(-base // alignment) * alignment
+            end = address + max(nbytes, 1)
+            if end > (index + 2) * _ADDRESS_SPACE:
+                raise MemoryError(f"the simulated cuda:{index} has used up its {_ADDRESS_SPACE} bytes of address space")
+            self._next_address[index] = end
+        return DeviceBlock(index, nbytes, address, memory)
 
     def _free(self, block: DeviceBlock) -> None:
         block.handle = None
@@ -74,16 +82,30 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _copy_out(self, dst_address: int, src: DevicePtr, nbytes: int, index: int) -> None:
         ctypes.memmove(dst_address, src.block.handle.ctypes.data + src.offset, nbytes)
 
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+        """A planned copy on the buffer's own index: one memmove between addresses resolved now (the buffer stays
+        alive with its method; PlannedCopy refuses it once freed)."""
+        hooks = type(self)._copy_in is SimulatedCudaAllocator._copy_in and \
+            type(self)._copy_out is SimulatedCudaAllocator._copy_out  # a subclass's own hooks (fault injection) run
+        if ptr.index != index or not capacity or not hooks:
+            return super()._planned_transfer(direction, ptr, address, capacity, index)
+        device, memmove = ptr.block.handle.ctypes.data + ptr.offset, ctypes.memmove
+        if direction == "h2d":
+            return lambda nbytes: memmove(device, address, nbytes)
+        return lambda nbytes: memmove(address, device, nbytes)
+
     def _peer_access(self, src_index: int, dst_index: int) -> bool:
         return self._peers if isinstance(self._peers, bool) else (src_index, dst_index) in self._peers
 
     def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
         ctypes.memmove(dst.block.handle.ctypes.data + dst.offset, src.block.handle.ctypes.data + src.offset, nbytes)
 
-    def device_array(self, ptr: DevicePtr, dtype, shape) -> np.ndarray:
+    def device_array(self, ptr: DevicePtr, dtype, shape, index: int | None = None) -> np.ndarray:
         """Device code's view of device memory (a delegate kernel's input/output); never for host code."""
         dtype = np.dtype(dtype)
         count = int(np.prod(shape, dtype=np.int64))
         self._check_span(ptr, count * dtype.itemsize, "device_array")
+        if index is not None:
+            self._check_index(ptr, index, "device_array")
         raw = ptr.block.handle[ptr.offset : ptr.offset + count * dtype.itemsize]
         return raw.view(dtype).reshape(shape)

@@ -45,7 +45,8 @@ def load_model(spec: str) -> tuple[nn.Module, tuple]:
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
         raise ValueError(f"{path!r} has no callable {name!r}. Callables there: {', '.join(found) or 'none'}.")
     result = factory()
-    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)):
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)
+            and isinstance(result[1], (tuple, list))):
         raise ValueError(f"{spec!r} returned {type(result).__name__}; a factory returns (module, example_inputs), "
                          f"e.g. `return MyModel(), (torch.randn(2, 8),)`.")
     module_, inputs = result

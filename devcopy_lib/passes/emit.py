@@ -59,7 +59,8 @@ def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
 def tensor_spec(val: torch.Tensor, device: Device, where: str) -> TensorSpec:
     """The spec of a traced tensor: dtype, upper-bound sizes, device, dynamism."""
     bounds = [_upper_bound(size, where) for size in val.shape]
-    return TensorSpec(val.dtype, tuple(s for s, _ in bounds), device, any(d for _, d in bounds))
+    return TensorSpec(val.dtype, tuple(s for s, _ in bounds), device, any(d for _, d in bounds),
+                      tuple(dim for dim, (_, dynamic) in enumerate(bounds) if dynamic))
 
 
 def _device_of(node: fx.Node) -> Device:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Union
 
 from ..devices import Device, DeviceType, get_device_allocator
+from .report import predict_seconds
 
 PeerAccess = Union[None, bool, Callable[[Device, Device], bool], Iterable[tuple[Any, Any]]]
 
@@ -70,7 +71,7 @@ class CrossDevicePair:
         hop_copies = 1 if self.d2h_shared else 2
         host_hop = {"copies": hop_copies, "host_bytes": hop_copies * self.bytes,
                     "predicted_s": _hop_seconds(cost_model, self.bytes, self.d2h_shared)}
-        direct = {"copies": 1, "host_bytes": 0, "predicted_s": _predict(cost_model, "d2d", self.bytes)}
+        direct = {"copies": 1, "host_bytes": 0, "predicted_s": predict_seconds(cost_model, "d2d", self.bytes)}
         saved_s = None if None in (host_hop["predicted_s"], direct["predicted_s"]) else \
             host_hop["predicted_s"] - direct["predicted_s"]
         return {"value": self.value, "src": self.src, "dst": self.dst, "bytes": self.bytes,
@@ -79,17 +80,7 @@ class CrossDevicePair:
                 "direct_saves": {"copies": hop_copies - 1, "host_bytes": host_hop["host_bytes"], "predicted_s": saved_s}}
 
 
-def _predict(cost_model: Any, direction: str, nbytes: int) -> float | None:
-    """Seconds by the cost model, or None without one or when it has no line for `direction` (d2d)."""
-    if cost_model is None:
-        return None
-    try:
-        return float(cost_model.predict(direction, nbytes))
-    except (KeyError, ValueError):
-        return None
-
-
 def _hop_seconds(cost_model: Any, nbytes: int, d2h_shared: bool) -> float | None:
-    h2d = _predict(cost_model, "h2d", nbytes)
-    d2h = 0.0 if d2h_shared else _predict(cost_model, "d2h", nbytes)
+    h2d = predict_seconds(cost_model, "h2d", nbytes)
+    d2h = 0.0 if d2h_shared else predict_seconds(cost_model, "d2h", nbytes)
     return None if h2d is None or d2h is None else h2d + d2h

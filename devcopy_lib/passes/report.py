@@ -88,12 +88,18 @@ def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
 def device_peak_bytes(gm: fx.GraphModule) -> int:
     """Peak bytes of values resident on non-CPU devices, each live from its definition to its last use."""
     position = {n: i for i, n in enumerate(gm.graph.nodes)}
-    live_until: list[tuple[int, int, int]] = []
+    change = [0] * (len(position) + 1)  # bytes becoming live at a position, minus those dead after the one before
     for node in gm.graph.nodes:
         if node.op != "output" and not device_of(node).is_cpu and delegate_of(node) is None:
             end = max((position[u] for u in node.users), default=position[node])
-            live_until.append((position[node], end, value_bytes(node.meta.get("val"))))
-    return max((sum(b for s, e, b in live_until if s <= i <= e) for i in range(len(position))), default=0)
+            nbytes = value_bytes(node.meta.get("val"))
+            change[position[node]] += nbytes
+            change[end + 1] -= nbytes
+    live = peak = 0
+    for delta in change[:-1]:
+        live += delta
+        peak = max(peak, live)
+    return peak
 
 
 def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
@@ -110,7 +116,8 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
         delegate = delegate_of(node)
         ops = ", ".join(dict.fromkeys(delegate.ops))
         where = f"on {delegate.target_device}" if delegate.target_device else "with no target_device: stays on CPU"
-        return f"{delegate.name}: {len(delegate.ops)} ops ({ops}) {where}"
+        count = len(delegate.ops)
+        return f"{delegate.name}: {count} op{'s' if count != 1 else ''} ({ops}) {where}"
     if kind == "getitem":
         stays = " (stays on device: skip_d2h_for_method_outputs)" if (
             not device.is_cpu and all(u.op == "output" for u in node.users)) else ""
@@ -124,8 +131,15 @@ def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
     return f"{overload_name(node.target) or node.target} is not delegated"
 
 
-def _predict(cost_model: CostModel | None, kind: str, nbytes: int) -> float | None:
-    return float(cost_model.predict(kind, nbytes)) if cost_model is not None and kind in ("h2d", "d2h") else None
+def predict_seconds(cost_model: CostModel | None, direction: str, nbytes: int) -> float | None:
+    """A copy's seconds by `cost_model`; None without a model, for a node that is no copy, or for a direction the
+    model has no line for (a measured model has no d2d line)."""
+    if cost_model is None or direction not in ("h2d", "d2h", "d2d"):
+        return None
+    try:
+        return float(cost_model.predict(direction, nbytes))
+    except (KeyError, ValueError):
+        return None
 
 
 def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
@@ -148,7 +162,7 @@ def build_report(placed, cost_model: CostModel | None = None,
             reason += (" (constant-derived: hoisted, computed and copied once at load)" if node.meta.get(HOISTED) else
                        " (constant-derived: hoist_constants=True / --hoist-constants would copy it once at load)")
         rows.append(NodeRow(node.name, kind, str(device_of(node)), reason, nbytes,
-                            None if node.meta.get(HOISTED) else _predict(cost_model, kind, nbytes)))
+                            None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, nbytes)))
     copies, nbytes = copy_counts(gm)
     derived_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable)
     hoisted_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable if n.meta.get(HOISTED))

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 from ..ops.schema import (ET_COPY_OPS_YAML, FUNCTIONS_YAML, NATIVE_FUNCTIONS_YAML, PEER_COPY_OPS_YAML,
                           load_ops_yaml, native_functions, native_schema, parse_schema)
 from ..kernels import device_copy, portable_cpu
-from ..names import DEVICE_COPY_LIB, FALLBACK_KEY, DEVICE_RULES, LIB_NAMES, LINKABLE_LIBS, PEER_COPY_LIB
+from ..names import DEFAULT_LIBS, DEVICE_COPY_LIB, FALLBACK_KEY, DEVICE_RULES, LIB_NAMES, LINKABLE_LIBS, PEER_COPY_LIB
 from ..kernels.portable_cpu import boxed_aten_kernel
 from .registry import KernelLib
 
@@ -36,7 +36,9 @@ def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):
         return lambda ctx, args: kernel(ctx, *args)
     if namespace == "devcopy::aten" and fn in device_copy.PORTABLE_KERNELS:  # same kernel names in both modes
         kernel = device_copy.aten_kernel_for(name, device_rule)
-        return lambda ctx, args: kernel(*args)
+        boxed = lambda ctx, args: kernel(*args)  # noqa: E731
+        boxed.device_rule = device_rule  # a loaded method's planned copies follow the same rule (runtime/plan.py)
+        return boxed
     raise LookupError(
         f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
         f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, devcopy::aten::{{{','.join(device_copy.PORTABLE_KERNELS)}}}"
@@ -113,6 +115,17 @@ def as_libs(libs: Iterable | KernelLib | str, device_rule: str = "seed") -> list
         else:
             flat.extend(as_libs(lib, device_rule))
     return flat
+
+
+def libs_of_mode(mode: str, libs: Iterable | KernelLib | str | None = None) -> list[KernelLib]:
+    """The libs a `mode` method links (KernelLibs or names; None -> the mode's default); ValueError when one is of
+    another mode, since a method resolves against one mode's kernels (docs/design.md section "Runtime modes")."""
+    linked = as_libs(DEFAULT_LIBS[mode] if libs is None else libs)
+    wrong = [lib.name for lib in linked if lib.mode != mode]
+    if wrong:
+        raise ValueError(f"Libs {wrong} are not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
+                         f"(default: {', '.join(DEFAULT_LIBS[mode])}).")
+    return linked
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ executor loop then only resizes them and hands them to kernels.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
@@ -28,8 +27,12 @@ def _resize_problem(spec: TensorSpec, sizes: tuple[int, ...]) -> str:
         return f"rank {len(spec.sizes)} cannot change to {len(sizes)} (sizes {spec.sizes} -> {sizes})"
     if not spec.dynamic and sizes != spec.sizes:
         return f"a STATIC tensor of sizes {spec.sizes} cannot take sizes {sizes}"
-    if math.prod(sizes) > spec.numel:
-        return f"sizes {sizes} exceed the planned upper bound {spec.sizes}"
+    for dim, (size, bound) in enumerate(zip(sizes, spec.sizes)):
+        if size > bound:
+            return f"sizes {sizes} exceed the planned upper bound {spec.sizes} in dimension {dim} ({size} > {bound})"
+        if size != bound and not spec.may_vary(dim):
+            return (f"dimension {dim} is static in the plan (size {bound}) and cannot take {size} (sizes {sizes}, "
+                    f"plan {spec.sizes}); export with a torch.export.Dim for it to vary")
     return ""
 
 
@@ -54,8 +57,11 @@ class PortableTensors:
 
     @staticmethod
     def resize(tensor: PortableTensor, spec: TensorSpec, sizes: tuple[int, ...], what: str) -> None:
-        if tensor.resize(sizes) is not Error.Ok:
-            raise ExecutionError(Error.InvalidArgument, f"{what}: {tensor.resize_problem(sizes)}")
+        if tensor.sizes == sizes:
+            return
+        problem = _resize_problem(spec, sizes)
+        if problem or tensor.resize(sizes) is not Error.Ok:
+            raise ExecutionError(Error.InvalidArgument, f"{what}: {problem or tensor.resize_problem(sizes)}")
 
     @staticmethod
     def host_tensor(tensor: PortableTensor) -> torch.Tensor:

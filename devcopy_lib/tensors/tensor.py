@@ -50,6 +50,20 @@ def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(s) for s in sizes)
 
 
+def resize_problem(current: tuple[int, ...], sizes: tuple[int, ...], static: bool, capacity: int) -> str:
+    """Why a tensor of sizes `current` (STATIC or not, `capacity` elements planned) cannot take `sizes`, in words;
+    empty when it can. ExecuTorch's resize rules, for both modes: docs/semantics.md section "Resize rules"."""
+    if sizes == current:
+        return ""
+    if len(sizes) != len(current):
+        return f"rank {len(current)} cannot change to {len(sizes)} (sizes {current} -> {sizes})"
+    if static:
+        return f"a STATIC tensor of sizes {current} cannot take sizes {sizes}; plan it DYNAMIC_BOUND"
+    if math.prod(sizes) > capacity:
+        return f"sizes {sizes} ({math.prod(sizes)} elements) exceed the planned capacity of {capacity} elements"
+    return ""
+
+
 class PortableTensor:
     """A tensor over planned (or owned) memory. `capacity` is in elements: the most this tensor may ever hold."""
 
@@ -76,6 +90,9 @@ class PortableTensor:
             if not (isinstance(storage, np.ndarray) and storage.dtype == np.uint8 and storage.ndim == 1
                     and storage.flags.c_contiguous):
                 raise TypeError(f"a CPU tensor's storage is a contiguous 1-D np.uint8 array, got {storage!r:.80}")
+            if not storage.flags.writeable:
+                raise ValueError("a CPU tensor's storage must be writable (kernels write outputs and resizes in "
+                                 "place), got a read-only array; pass a copy: np.array(storage)")
             have = storage.nbytes
         else:
             if not isinstance(storage, DevicePtr):
@@ -165,13 +182,7 @@ class PortableTensor:
         """ExecuTorch's resize rules: the rank never changes; STATIC keeps its sizes; DYNAMIC_* take any sizes within
         the planned capacity. Returns Ok or InvalidArgument; `validate_only` checks without changing the tensor."""
         sizes = _check_sizes(sizes)
-        if sizes == self.sizes:
-            return Error.Ok
-        if len(sizes) != len(self.sizes):
-            return Error.InvalidArgument
-        if self.dynamism is TensorShapeDynamism.STATIC:
-            return Error.InvalidArgument
-        if math.prod(sizes) > self.capacity:
+        if resize_problem(self.sizes, sizes, self.dynamism is TensorShapeDynamism.STATIC, self.capacity):
             return Error.InvalidArgument
         if not validate_only:
             self.sizes = sizes
@@ -179,14 +190,8 @@ class PortableTensor:
 
     def resize_problem(self, sizes: Sequence[int]) -> str:
         """Why `resize(sizes)` is refused, in words (empty when it is allowed)."""
-        sizes = _check_sizes(sizes)
-        if self.resize(sizes, validate_only=True) is Error.Ok:
-            return ""
-        if len(sizes) != len(self.sizes):
-            return f"rank {len(self.sizes)} cannot change to {len(sizes)} (sizes {self.sizes} -> {sizes})"
-        if self.dynamism is TensorShapeDynamism.STATIC:
-            return f"a STATIC tensor of sizes {self.sizes} cannot take sizes {sizes}; plan it DYNAMIC_BOUND"
-        return f"sizes {sizes} ({math.prod(sizes)} elements) exceed the planned capacity of {self.capacity} elements"
+        return resize_problem(self.sizes, _check_sizes(sizes), self.dynamism is TensorShapeDynamism.STATIC,
+                              self.capacity)
 
     # ---- host access ----------------------------------------------------------------------------------------
     def host_buffer(self) -> np.ndarray:

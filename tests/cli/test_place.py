@@ -31,7 +31,7 @@ def test_strategy_and_skip_switches(capsys):
 
 def test_refused_skip_is_exit_1_with_the_error_object(capsys):
     code, result = run_json(capsys, "shared_input", "--partition", "per_node", "--skip-h2d-inputs")
-    assert code == 1 and result["ok"] is False and result["error"]["kind"] == "PlacementError"
+    assert code == 1 and result["ok"] is False and result["error"]["kind"] == "placement"
 
 
 @pytest.mark.parametrize("argv,fragment", [(["add", "--delegate", "add.tensor"], "Close matches: add.Tensor"),

@@ -1,5 +1,6 @@
 """`devcopy run`: place, load and run in a mode, compare with eager; missing operators exit 1 with the fix."""
 import json
+import re
 
 import pytest
 
@@ -23,9 +24,11 @@ def test_run_add_matches_eager_in_each_mode(capsys, mode):
     assert result["copies_executed"] == {"h2d": 2, "d2h": 1} and result["caller_copies"] == 0
 
 
-def test_portable_mode_runs_without_the_device_copy_lib(capsys):
-    code, result, _ = _run(capsys, "add", "--aten-libs", "native")  # --aten-libs only matters in ATen mode
-    assert code == 0 and result["ok"] is True
+@pytest.mark.parametrize("option", [["--aten-libs", "native"], ["--aten-libs", ""], ["--aten-device-rule", "tensor"]])
+def test_aten_options_in_portable_mode_are_argument_errors(capsys, option):
+    code, result, _ = _run(capsys, "add", *option)
+    assert code == 2 and result["error"]["kind"] == "usage"
+    assert re.search(f"{option[0]} only apply in ATen mode", result["error"]["message"])
 
 
 def test_aten_mode_with_only_native_lists_each_missing_operator_and_the_fix(capsys):

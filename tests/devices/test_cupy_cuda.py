@@ -138,6 +138,38 @@ def test_describe_devices_gives_real_gpu_names(cuda):
     assert rows[0]["device"] == "cuda:0" and "simulated" not in rows[0]["name"] and rows[0]["name"]
 
 
+@pytest.mark.gpu
+def test_close_stops_the_owned_copy_engine_and_frees_device_memory():
+    from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
+
+    with CupyCudaAllocator() as cuda:
+        ptr = cuda.allocate(1 << 20)
+        engine = cuda.engine
+    assert cuda.closed and ptr.block.freed and cuda.live_allocations() == 0
+    with pytest.raises(RuntimeError, match="shutdown"):
+        engine._pool.submit(int)
+    with pytest.raises(ValueError, match="allocator was closed"):
+        cuda.allocate(8)
+
+
+@pytest.mark.gpu
+def test_a_copy_given_another_index_is_refused(cuda):
+    ptr = cuda.allocate(16, index=0)
+    wrong = 1 if cuda.device_count() > 1 else 5
+    with pytest.raises(ValueError, match=rf"lives on cuda:0 but index 1 was passed|index 5 is out of range"):
+        cuda.copy_host_to_device(ptr, np.ones(16, np.uint8), 16, index=wrong)
+    assert cuda.stats.last_h2d.dst is not ptr
+
+
+@pytest.mark.gpu
+def test_device_code_reading_another_devices_buffer_fails_loudly(cuda):
+    if cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices (cuda:0 memory read as cuda:1)")
+    ptr = cuda.allocate(16, index=0)
+    with pytest.raises(ValueError, match="lives on cuda:0 but index 1 was passed"):
+        cuda.device_array(ptr, np.float32, (4,), index=1)
+
+
 # ---- CPU-side: the device switch and the status decoder, with fakes ----------------------------------------------
 class _FakeRuntime:
     def __init__(self, current):

@@ -90,3 +90,10 @@ def test_validate_only_resize_leaves_sizes():
 def test_zero_dim_and_empty_tensors_have_host_views():
     assert PortableTensor.from_torch(torch.tensor(3.0)).host_view().item() == 3.0
     assert PortableTensor.from_torch(torch.zeros(0, 3)).host_view().shape == (0, 3)
+
+
+def test_read_only_storage_is_refused():
+    frozen = bytes(16)
+    with pytest.raises(ValueError, match="storage must be writable.*np.array"):
+        PortableTensor(torch.uint8, (16,), np.frombuffer(frozen, np.uint8))
+    assert frozen == bytes(16)

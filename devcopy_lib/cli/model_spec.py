@@ -1,0 +1,89 @@
+"""The MODEL argument: a sample name or `path/to/file.py:factory` (which executes the file). What the user's code
+raises or exits becomes a UserCodeError naming the file and the factory; what MODEL names that is not a model (no
+such file or factory, a factory returning something else, non-tensor inputs) is a UsageError; a model devcopy cannot
+place (non-tensor outputs, data-dependent output sizes) is UnsupportedModel."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+from .common import UnsupportedModel, UsageError, UserCodeError
+
+
+def user_file(spec: str) -> tuple[str, str] | None:
+    """(file, factory) when MODEL names the user's code, None for a sample name."""
+    from ..models import MODELS
+
+    path, sep, factory = spec.rpartition(":")
+    return (path, factory) if spec not in MODELS and sep and path.endswith(".py") else None
+
+
+@contextlib.contextmanager
+def user_code(spec: str, stage: str) -> Iterator[None]:
+    """Run a stage that executes the user's code (import, factory, forward): any exception or `sys.exit` from it
+    becomes a UserCodeError naming the file and the factory; Ctrl-C stays an interrupt."""
+    named = user_file(spec)
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise
+    except (Exception, SystemExit) as exc:
+        if named is None or isinstance(exc, UsageError):
+            raise
+        path, factory = named
+        what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        raise UserCodeError(f"{path}:{factory}: the model code failed during {stage}: {what}. Fix the model file "
+                            "(devcopy executes it to build the model).", file=path, factory=factory) from None
+
+
+def load(spec: str) -> tuple[Any, tuple]:
+    """The model's `(module, example_inputs)`; every input must be a tensor."""
+    import torch
+
+    from ..models import load_model
+
+    with user_code(spec, "loading (the file's top level or the factory)"):
+        try:
+            module, inputs = load_model(spec)
+        except ValueError as exc:
+            if _raised_by_user(exc):
+                raise
+            raise UsageError(str(exc)) from None  # load_model's own refusal: MODEL names no model
+    bad = [f"input {i} is {type(x).__name__} {x!r:.40}" for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)]
+    if bad:
+        raise UsageError(f"{spec}: example inputs must be tensors, but {'; '.join(bad)}. Return them as tensors, "
+                         "e.g. (torch.tensor(1.5),)")
+    return module, inputs
+
+
+def _raised_by_user(exc: BaseException) -> bool:
+    """True when the exception came from deeper than `load_model` itself (the user's file or factory)."""
+    from ..models import load_model
+
+    tb, seen = exc.__traceback__, False
+    while tb is not None:
+        if seen:
+            return True
+        seen = tb.tb_frame.f_code is load_model.__code__
+        tb = tb.tb_next
+    return False
+
+
+def check_exported(spec: str, exported) -> None:
+    """Refuse what placement cannot handle: outputs that are not tensors, sizes known only at run time."""
+    import torch
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    outputs = exported.graph_module.graph.output_node().args[0]
+    for i, out in enumerate(outputs):
+        value = getattr(out, "meta", {}).get("val")
+        if not isinstance(value, torch.Tensor):
+            shown = f"{type(out).__name__} {out!r:.40}" if value is None else type(value).__name__
+            raise UnsupportedModel(f"{spec}: output {i} is {shown}, not a tensor; devcopy places models whose "
+                                   "outputs are all tensors (return torch.tensor(...) instead)")
+    for node in exported.graph_module.graph.nodes:
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor) and free_unbacked_symbols(value):
+            raise UnsupportedModel(f"{spec}: {node.name} ({node.target}) has a data-dependent size "
+                                   f"{list(value.shape)}; devcopy plans memory from sizes known at export. Avoid "
+                                   "ops like nonzero/masked_select, or make the size static.")
