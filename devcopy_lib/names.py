@@ -24,6 +24,11 @@ DEVICE_RULES = ("seed", "tensor")
 BACKENDS = ("cupy", "simulated")
 BACKEND_CHOICES = ("auto", *BACKENDS)
 
+# What went wrong, in one vocabulary: the CLI's JSON `error.kind` and every devcopy exception's `kind` attribute
+# (docs/design.md section "Error kinds"). A runtime failure's ExecuTorch error code travels beside it (`error`).
+ERROR_KINDS = ("usage", "user_code", "unsupported_model", "placement", "missing_operator", "registration", "load",
+               "execution", "device", "interrupted", "internal")
+
 FALLBACK_KEY = ""  # the kernel key of an `arg_meta: null` entry: matches any dtype / dim order
 CURRENT_DEVICE = -1  # a device index meaning "the current device"
 

@@ -30,7 +30,7 @@ from .report import PlacementReport, build_report, value_bytes
 class PlacementError(RuntimeError):
     """The pass refuses the program under the requested options (the message says which option and how to fix)."""
 
-    kind = "PlacementError"
+    kind = "placement"
 
 
 class PlaceDevicesPass(PassBase):

@@ -92,7 +92,7 @@ def test_failing_copy_is_reported_with_bytes_and_direction():
 
 def test_out_keeps_its_shape_when_the_allocator_is_missing(sim):
     out = dev(sim, [2, 4])
-    with scoped_allocators(), pytest.raises(RuntimeError):
+    with scoped_allocators(), pytest.raises(RuntimeError, match="no device allocator registered for device_type=1"):
         h2d_copy_out(torch.ones(3), out)
     assert tuple(out.shape) == (2, 4)  # devcopy difference: ExecuTorch leaves out resized here
 
