@@ -19,8 +19,8 @@ import time
 
 import torch
 
-from devcopy_lib.passes.lower import export_and_lower
-from devcopy_lib.passes.placement import PlaceDevicesPass, copy_graph_module, place_devices
+from devcopy_lib import export_and_lower
+from devcopy_lib import PlaceDevicesPass, copy_graph_module, place_devices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA, PAGE = os.path.join(ROOT, "docs/data/placement_pass.json"), os.path.join(ROOT, "docs/placement_pass.md")
@@ -65,13 +65,13 @@ def executorch_case(pairs: int, repeats: int) -> dict:
     from executorch.exir.passes.propagate_device_pass import PropagateDevicePass
     from executorch.exir.passes.spec_prop_pass import SpecPropPass
 
-    from devcopy_lib.passes.executorch_reference import _partitioner
+    from devcopy_lib import reference
 
     model, inputs = Alternating(pairs), (torch.randn(4, 4), torch.randn(4, 4))
 
     def lower():
         edge = to_edge(torch.export.export(model, inputs), compile_config=EdgeCompileConfig(_check_ir_validity=False))
-        return edge.to_backend(_partitioner(OPS, "cuda:0", "capability"))
+        return edge.to_backend(reference.partitioner(OPS, "cuda:0", "capability"))
 
     def end_to_end():
         lower().to_executorch(ExecutorchBackendConfig(emit_stacktrace=False, enable_non_cpu_memory_planning=True))

@@ -9,7 +9,7 @@ from devcopy_lib.bench.harness import Policy, SweepResult
 from devcopy_lib.bench.plots import CEILING_METHOD
 from devcopy_lib.bench.sizes import parse_sizes
 from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, sweep
-from devcopy_lib.devices.backend import select_backend
+from devcopy_lib import select_backend
 
 DIRECTION_CHOICES = (*DIRECTIONS, "all")
 MEMORY_CHOICES = (*MEMORIES, "all")

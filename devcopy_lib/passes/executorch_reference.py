@@ -17,7 +17,7 @@ def available() -> bool:
     return importlib.util.find_spec("executorch") is not None
 
 
-def _partitioner(ops: Sequence[str], target_device: str | None, partition: str):
+def partitioner(ops: Sequence[str], target_device: str | None, partition: str):
     """An ExecuTorch Partitioner delegating `ops` (capability groups or one node each) to the demo backend."""
     from executorch.exir.backend.canonical_partitioners.pattern_op_partitioner import generate_pattern_op_partitions
     from executorch.exir.backend.compile_spec_schema import CompileSpec
@@ -69,7 +69,7 @@ def executorch_counts(model: torch.nn.Module, example_inputs: Sequence[Any], del
 
     exported = torch.export.export(model, tuple(example_inputs))
     edge = to_edge(exported, compile_config=EdgeCompileConfig(_check_ir_validity=False))
-    lowered = edge.to_backend(_partitioner(delegate_ops, target_device, partition))
+    lowered = edge.to_backend(partitioner(delegate_ops, target_device, partition))
     config = ExecutorchBackendConfig(
         emit_stacktrace=False,
         enable_non_cpu_memory_planning=non_cpu_memory_planning,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import copy
 import heapq
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -72,7 +72,6 @@ class LoweredProgram:
     exported_program: ExportedProgram
     delegate_ops: tuple[str, ...]
     partition: str = "capability"
-    meta: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, *inputs):
         """Run the graph eagerly on CPU tensors (copies are clones), outputs structured like the model's."""

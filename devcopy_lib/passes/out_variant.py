@@ -56,8 +56,3 @@ def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
         f"{op} has no out variant: none of {packet}'s overloads {sorted(packet.overloads())} takes the same "
         "arguments plus `out`. The runtime calls only out variants; decompose the op or delegate it."
     )
-
-
-def out_arguments(op: torch._ops.OpOverload) -> list[str]:
-    """The names of an out variant's out arguments, in schema order."""
-    return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write and a.kwarg_only]

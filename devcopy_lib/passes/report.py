@@ -90,7 +90,7 @@ def device_peak_bytes(gm: fx.GraphModule) -> int:
     return max((sum(b for s, e, b in live_until if s <= i <= e) for i in range(len(position))), default=0)
 
 
-def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
+def _reason(node: fx.Node, kind: str) -> str:
     device = device_of(node)
     users = ", ".join(u.name for u in node.users)
     if kind == "input":
@@ -143,7 +143,7 @@ def build_report(placed, cost_model: CostModel | None = None,
     for node in gm.graph.nodes:
         kind = node_kind(node)
         nbytes = value_bytes(node.meta.get("val"))
-        rows.append(NodeRow(node.name, kind, str(device_of(node)), _reason(node, kind, placed.options), nbytes,
+        rows.append(NodeRow(node.name, kind, str(device_of(node)), _reason(node, kind), nbytes,
                             predict_seconds(cost_model, kind, nbytes)))
     copies, nbytes = copy_counts(gm)
     peak = device_peak_bytes(gm)

@@ -207,8 +207,6 @@ class PortableTensor:
         flat = torch.from_numpy(self.storage[: self.capacity_nbytes]).view(self.dtype)
         return flat.as_strided(self.sizes, self.strides)
 
-    to_torch = host_view  # the name PyTorch users reach for; same zero-copy view
-
     def _require_host(self, what: str) -> None:
         if not self.is_cpu:
             raise DeviceMemoryAccessError(
