@@ -127,6 +127,19 @@ def check_choices(values: Iterable[str], valid: Iterable[str], what: str) -> lis
     return values
 
 
+def linked_libs(names: list[str], valid: Iterable[str], mode: str, option: str, device_rule: str = "seed") -> list:
+    """The KernelLibs `names` link, each one known and of `mode`; anything else is a UsageError."""
+    from ..runtime.libs import lib_by_name, libs_of_mode
+
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"{option}: {', '.join(twice)} given twice; name each lib once")
+    try:
+        return libs_of_mode(mode, [lib_by_name(name, device_rule) for name in check_choices(names, valid, "lib")])
+    except ValueError as exc:  # one mode's libs only: the same rule as load_method's (runtime.libs)
+        raise UsageError(f"{option} {exc}") from None
+
+
 def check_output_path(path: str | None, option: str, suffixes: Iterable[str] = ()) -> None:
     """Refuse an output file that cannot be written (a directory, a missing or read-only folder, a wrong suffix)
     before any work starts; nothing is created."""
@@ -151,23 +164,26 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     """The `error` object of a failed command: kind (ERROR_KINDS), message, missing operators and extra fields."""
     kind, extra = classify(exc)
     missing = [{"index": int(i), "name": str(n)} for i, n in getattr(exc, "missing", [])]
-    return {"kind": kind, "message": str(exc) or type(exc).__name__, "missing": missing, **extra}
+    message = str(exc) or type(exc).__name__
+    if kind == "interrupted" and not str(exc):
+        message = "interrupted (Ctrl-C / KeyboardInterrupt)"
+    if kind == "internal":
+        message = (f"devcopy failed unexpectedly ({type(exc).__name__}: {message}). This is a devcopy bug: please "
+                   "report it with the command line.")
+    return {"kind": kind, "message": message, "missing": missing, **extra}
 
 
 def classify(exc: BaseException) -> tuple[str, dict[str, Any]]:
-    """The ERROR_KINDS name of an exception, and the fields it adds (`error_code`, `file`, ...)."""
+    """The ERROR_KINDS name of an exception - the `kind` it carries (docs/design.md §8) - and the fields it adds
+    (`error_code`, `file`, ...)."""
     if isinstance(exc, CliError):
         return exc.kind, exc.fields
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", {}
-    by_class = {"PlacementError": "placement", "MissingOperatorError": "missing_operator",
-                "RegistrationError": "registration", "LoadError": "load", "ExecutionError": "execution",
-                "DeviceCopyError": "device", "CudaError": "device", "DeviceMemoryAccessError": "device",
-                "MemoryError": "device"}
-    for cls in type(exc).__mro__:
-        if cls.__name__ in by_class:
-            error = getattr(exc, "error", None)
-            return by_class[cls.__name__], ({"error_code": error.name} if error is not None else {})
+    kind = "device" if isinstance(exc, MemoryError) else getattr(exc, "kind", None)
+    if kind in ERROR_KINDS:
+        error = getattr(exc, "error", None)
+        return kind, ({"error_code": error.name} if error is not None else {})
     return "internal", {"exception": type(exc).__name__}
 
 

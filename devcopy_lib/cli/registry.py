@@ -2,19 +2,15 @@
 from __future__ import annotations
 
 from ..names import COPY_OPS, DEFAULT_LIBS, LIB_NAMES, MODES
-from .common import Outcome, UsageError, add_json, check_choices, split_list
+from .common import Outcome, add_json, linked_libs, split_list
 
 DEFAULT_OPS = ",".join((COPY_OPS["h2d"], COPY_OPS["d2h"]))
 
 
 def collect(mode: str, libs: list[str], ops: list[str]) -> dict:
-    from ..runtime.libs import libs_of_mode, registration_status
+    from ..runtime.libs import registration_status
 
-    check_choices(libs, LIB_NAMES, "lib")
-    try:
-        linked = libs_of_mode(mode, libs)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    linked = linked_libs(libs, LIB_NAMES, mode, "--libs")
     rows = registration_status(linked, ops)
     return {
         "ok": True,
@@ -47,6 +43,6 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--libs", default=None,
                         help="comma list of libs (portable; native,device_copy_ops_aten_lib); default per mode")
     parser.add_argument("--ops", default=DEFAULT_OPS,
-                        help=f"comma list of op names or glob patterns like 'aten::add*' (default: the two et_copy ops)")
+                        help="comma list of op names or glob patterns like 'aten::add*' (default: the two et_copy ops)")
     add_json(parser)
     parser.set_defaults(handler=run)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..names import DEFAULT_LIBS, DEVICE_RULES, LINKABLE_LIBS, MODES, PEER_COPY_LIB
 from . import model_spec
-from .common import Outcome, UsageError, add_backend, add_json, backend_name, check_choices, split_list
+from .common import Outcome, UsageError, add_backend, add_json, backend_name, linked_libs, split_list
 from .place import add_placement_args, lower_and_place
 
 DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS["aten"])
@@ -15,8 +15,6 @@ DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS["aten"])
 def _libs(args: argparse.Namespace) -> list | None:
     """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode; the
     ATen options in portable mode, or a lib of the other mode, are UsageErrors."""
-    from ..runtime.libs import lib_by_name
-
     if args.mode != "aten":
         given = [option for option, value in (("--aten-libs", args.aten_libs), ("--aten-device-rule",
                                                                                 args.aten_device_rule)) if value is not None]
@@ -25,16 +23,22 @@ def _libs(args: argparse.Namespace) -> list | None:
                              f"{','.join(DEFAULT_LIBS['portable'])}. Drop {' and '.join(given)} or add --mode aten.")
         return None
     aten_libs = DEFAULT_ATEN_LIBS if args.aten_libs is None else args.aten_libs
-    names = check_choices(split_list(aten_libs, "--aten-libs"), LINKABLE_LIBS, "lib")
+    names = split_list(aten_libs, "--aten-libs")
     if args.strategy == "peer" and args.aten_libs is None:  # the default links what the strategy needs
         names.append(PEER_COPY_LIB)
-    libs = [lib_by_name(name, args.aten_device_rule or "seed") for name in names]
-    wrong = [lib.name for lib in libs if lib.mode != "aten"]
-    if wrong:
-        raise UsageError(f"--aten-libs {', '.join(wrong)}: not an ATen-mode lib. ATen-mode libs: "
-                         f"{', '.join((*DEFAULT_LIBS['aten'], PEER_COPY_LIB))} "
-                         f"(default {DEFAULT_ATEN_LIBS}).")
-    return libs
+    return linked_libs(names, LINKABLE_LIBS, "aten", "--aten-libs", args.aten_device_rule or "seed")
+
+
+def _on_existing_devices(placed, allocator):
+    """`placed`, once every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a
+    UsageError, found before loading)."""
+    count = allocator.device_count()
+    missing = sorted({str(d.target_device) for d in placed.delegates.values()
+                      if d.target_device is not None and count is not None and d.target_device.index >= count})
+    if missing:
+        raise UsageError(f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
+                         f"(cuda:0..cuda:{count - 1}); target one of those")
+    return placed
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
@@ -51,7 +55,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     backend = backend_name(args)
     module, inputs, placed = lower_and_place(args)
     with make_allocator(backend) as allocator, scoped_allocators(allocator), \
-            load_method(placed, args.mode, libs) as method:
+            load_method(_on_existing_devices(placed, allocator), args.mode, libs) as method:
         outputs = method(*inputs)
         result = {"copies_executed": dict(method.copies_executed), "caller_copies": method.caller_copies,
                   "arena_bytes": method.arena_sizes}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import itertools
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Union
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from ..names import CURRENT_DEVICE
 
-from .device import Device, DeviceType
+from .device import MAX_DEVICE_INDEX, Device, DeviceType
 
 MAX_ALIGNMENT = 256
 
@@ -143,11 +144,13 @@ def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> 
 class DeviceAllocator(abc.ABC):
     """Allocates device memory and copies between host and device; one per device type. An allocator owns what it
     made (its blocks, a copy engine): `close()` (or leaving a `with allocator:` block) frees them; using a closed
-    allocator is an error. Counters count successful calls only."""
+    allocator is an error. Counters count successful calls only. Safe to share between threads: the live set and
+    the counters change under one lock (held for bookkeeping only, never during a copy)."""
 
     def __init__(self) -> None:
         self.stats = AllocatorStats()
         self._live: dict[int, DeviceBlock] = {}
+        self._lock = threading.Lock()
         self.closed = False
 
     def __enter__(self) -> "DeviceAllocator":
@@ -158,12 +161,13 @@ class DeviceAllocator(abc.ABC):
 
     def close(self) -> None:
         """Free every live allocation and release what the backend owns (`_close`); a second call does nothing."""
-        if self.closed:
-            return
-        self.closed = True
-        for block in list(self._live.values()):
-            if not block.borrowed:
-                self._release(block)
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            for block in list(self._live.values()):
+                if not block.borrowed:
+                    self._release(block)
         self._close()
 
     def _close(self) -> None:
@@ -250,26 +254,30 @@ class DeviceAllocator(abc.ABC):
                     f"Out of device memory: could not allocate {nbytes} bytes on {self.device(index)} "
                     f"({self.stats.live_bytes} bytes live through {self.backend}). Free buffers or use smaller sizes."
                 ) from None
-        self._live[block.serial] = block
-        s = self.stats
-        s.allocate_count += 1
-        s.live_bytes += nbytes
-        s.peak_bytes = max(s.peak_bytes, s.live_bytes)
+        with self._lock:
+            self._live[block.serial] = block
+            s = self.stats
+            s.allocate_count += 1
+            s.live_bytes += nbytes
+            s.peak_bytes = max(s.peak_bytes, s.live_bytes)
         return DevicePtr(block)
 
     def deallocate(self, ptr: DevicePtr, index: int = CURRENT_DEVICE) -> None:
         """Free an allocation returned by `allocate` (the pointer at offset 0); `index` >= 0 must be its device."""
-        block = self._own_block(ptr, "deallocate")
         self._resolve_index(index)
-        self._check_index(ptr, index, "deallocate")
-        if ptr.offset:
-            raise ValueError(f"deallocate: pointer is {ptr.offset} bytes into its allocation; pass the allocated pointer")
-        if block.borrowed:
-            raise ValueError(f"deallocate: {ptr!r} is borrowed memory (borrow()); its owner frees it")
-        self._release(block)
-        self.stats.deallocate_count += 1
+        with self._lock:  # two threads freeing one pointer: exactly one succeeds
+            block = self._own_block(ptr, "deallocate")
+            self._check_index(ptr, index, "deallocate")
+            if ptr.offset:
+                raise ValueError(f"deallocate: pointer is {ptr.offset} bytes into its allocation; pass the allocated "
+                                 "pointer")
+            if block.borrowed:
+                raise ValueError(f"deallocate: {ptr!r} is borrowed memory (borrow()); its owner frees it")
+            self._release(block)
+            self.stats.deallocate_count += 1
 
     def _release(self, block: DeviceBlock) -> None:
+        """Forget and free a live block (the caller holds the lock)."""
         del self._live[block.serial]
         block.freed = True
         self._free(block)
@@ -280,20 +288,22 @@ class DeviceAllocator(abc.ABC):
         nbytes, index = self._start_copy("copy_host_to_device", dst, src, src, nbytes, index)
         if nbytes:
             self._copy_in(dst, host_address(src, nbytes, writable=False, what="copy_host_to_device"), nbytes, index)
-        s = self.stats
-        s.h2d_count += 1
-        s.h2d_bytes += nbytes
-        s.last_h2d = CopyRecord(dst, src, nbytes, index)
+        with self._lock:
+            s = self.stats
+            s.h2d_count += 1
+            s.h2d_bytes += nbytes
+            s.last_h2d = CopyRecord(dst, src, nbytes, index)
 
     def copy_device_to_host(self, dst: HostBuffer, src: DevicePtr, nbytes: int, index: int = CURRENT_DEVICE) -> None:
         """Copy `nbytes` from device `src` to host `dst`; `index` >= 0 must be `src`'s device, -1 the current one."""
         nbytes, index = self._start_copy("copy_device_to_host", src, dst, dst, nbytes, index)
         if nbytes:
             self._copy_out(host_address(dst, nbytes, writable=True, what="copy_device_to_host"), src, nbytes, index)
-        s = self.stats
-        s.d2h_count += 1
-        s.d2h_bytes += nbytes
-        s.last_d2h = CopyRecord(dst, src, nbytes, index)
+        with self._lock:
+            s = self.stats
+            s.d2h_count += 1
+            s.d2h_bytes += nbytes
+            s.last_d2h = CopyRecord(dst, src, nbytes, index)
 
     def _start_copy(self, what: str, device: Any, other: Any, host: Any, nbytes: int, index: int) -> tuple[int, int]:
         """The checks every copy starts with, in ExecuTorch's order: null pointers (before the zero-byte shortcut),
@@ -322,20 +332,21 @@ class DeviceAllocator(abc.ABC):
         self._check_span(src, nbytes, "copy_device_to_device (src)")
         self._check_span(dst, nbytes, "copy_device_to_device (dst)")
         how = "empty" if nbytes == 0 else self._d2d(dst, src, nbytes)
-        s = self.stats
-        s.d2d_count += 1
-        s.last_d2d = CopyRecord(dst, src, nbytes, dst.index)
+        with self._lock:
+            s = self.stats
+            s.d2d_count += 1
+            s.d2d_bytes += nbytes if how == "peer" else 0
+            s.d2d_host_hops += how == "host"
+            s.last_d2d = CopyRecord(dst, src, nbytes, dst.index)
         return how
 
     def _d2d(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> str:
         if self.can_access_peer(src.index, dst.index):
             self._copy_peer(dst, src, nbytes)
-            self.stats.d2d_bytes += nbytes
             return "peer"
         staging = self.allocate_host(nbytes)
         self.copy_device_to_host(staging, src, nbytes, src.index)
         self.copy_host_to_device(dst, staging, nbytes, dst.index)
-        self.stats.d2d_host_hops += 1
         return "host"
 
     @contextlib.contextmanager
@@ -344,19 +355,22 @@ class DeviceAllocator(abc.ABC):
         `owner`), valid inside the with-block so copies can reach it; never freed here, not counted as allocated."""
         self._check_open("borrow")
         block = DeviceBlock(self._resolve_index(index), nbytes, address, owner, borrowed=True)
-        self._live[block.serial] = block
+        with self._lock:
+            self._live[block.serial] = block
         try:
             yield DevicePtr(block)
         finally:
-            del self._live[block.serial]
+            with self._lock:
+                self._live.pop(block.serial, None)
 
     def live_allocations(self) -> int:
         return len(self._live)
 
     # ---- validation helpers ---------------------------------------------------------------------------------
     def _resolve_index(self, index: int) -> int:
-        if not isinstance(index, int) or isinstance(index, bool) or index < CURRENT_DEVICE:
-            raise ValueError(f"device index must be an int >= -1 (-1: the current device), got {index!r}")
+        if not isinstance(index, int) or isinstance(index, bool) or not CURRENT_DEVICE <= index <= MAX_DEVICE_INDEX:
+            raise ValueError(f"device index must be an int in -1..{MAX_DEVICE_INDEX} (-1: the current device), got "
+                             f"{index!r}")
         if index == CURRENT_DEVICE:
             return self.current_index()
         count = self.device_count()

@@ -13,6 +13,7 @@ class DeviceType(IntEnum):
 
 
 _VALID_TYPES = ", ".join(t.name for t in DeviceType)
+MAX_DEVICE_INDEX = 127  # ExecuTorch's DeviceIndex is an int8_t (runtime/core/portable_type/device.h), as c10's is
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,9 @@ class Device:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "type", DeviceType(self.type))
-        if not isinstance(self.index, int) or isinstance(self.index, bool) or self.index < 0:
-            raise ValueError(f"Device index must be an int >= 0, got {self.index!r}")
+        if not isinstance(self.index, int) or isinstance(self.index, bool) or not 0 <= self.index <= MAX_DEVICE_INDEX:
+            raise ValueError(f"Device index must be an int in 0..{MAX_DEVICE_INDEX} (a DeviceIndex is an int8), got "
+                             f"{self.index!r}")
 
     @classmethod
     def parse(cls, text: str | "Device") -> "Device":

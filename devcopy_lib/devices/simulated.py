@@ -61,13 +61,16 @@ class SimulatedCudaAllocator(DeviceAllocator):
         self._current = self._resolve_index(index)
 
     def _allocate(self, nbytes: int, index: int, alignment: int) -> DeviceBlock:
-        base = self._next_address.get(index, (index + 1) * _ADDRESS_SPACE)
-        address = -(-base // alignment) * alignment
-        end = address + max(nbytes, 1)
-        if end > (index + 2) * _ADDRESS_SPACE:
+        if nbytes >= _ADDRESS_SPACE:
             raise MemoryError(f"the simulated cuda:{index} has {_ADDRESS_SPACE} bytes of address space")
         memory = np.zeros(max(nbytes, 1), dtype=np.uint8)  # may raise MemoryError: the counter stays as it was
-        self._next_address[index] = end
+        with self._lock:  # threads allocating at once get distinct addresses
+            base = self._next_address.get(index, (index + 1) * _ADDRESS_SPACE)
+            address = -(-base // alignment) * alignment
+            end = address + max(nbytes, 1)
+            if end > (index + 2) * _ADDRESS_SPACE:
+                raise MemoryError(f"the simulated cuda:{index} has used up its {_ADDRESS_SPACE} bytes of address space")
+            self._next_address[index] = end
         return DeviceBlock(index, nbytes, address, memory)
 
     def _free(self, block: DeviceBlock) -> None:

@@ -121,8 +121,8 @@ def libs_of_mode(mode: str, libs: Iterable | KernelLib | str | None = None) -> l
     linked = as_libs(DEFAULT_LIBS[mode] if libs is None else libs)
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:
-        raise ValueError(f"Libs {wrong} are not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
-                         f"(default: {', '.join(DEFAULT_LIBS[mode])}).")
+        raise ValueError(f"{', '.join(wrong)}: not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
+                         f"(default: {','.join(DEFAULT_LIBS[mode])})")
     return linked
 
 

@@ -87,3 +87,15 @@ def test_ctrl_c_keeps_the_finished_rows_in_the_json_and_the_csv(tmp_path, monkey
     assert code == 130 and out["ok"] is False and out["error"]["kind"] == "interrupted"
     assert len(out["rows"]) == 2 and len(csv.read_text().splitlines()) == 1 + 2
     assert "Traceback" not in captured.err
+
+
+def test_the_sweep_closes_its_allocator_also_when_interrupted(monkeypatch, capsys):
+    from devcopy_lib.devices.allocator import DeviceAllocator
+
+    closed, real_close = [], DeviceAllocator.close
+    monkeypatch.setattr(DeviceAllocator, "close", lambda self: (closed.append(self), real_close(self)))
+    assert main(["bench", "--backend", "simulated", "--sizes", "4K", "--direction", "h2d", "--quick", "--json"]) == 0
+    monkeypatch.setattr(harness, "measure", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
+    assert main(["bench", "--backend", "simulated", "--sizes", "4K", "--direction", "h2d", "--quick", "--json"]) == 130
+    capsys.readouterr()
+    assert len(closed) == 2 and all(a.closed and a.live_allocations() == 0 for a in closed)

@@ -1,6 +1,7 @@
 """The DeviceAllocator contract at its edges: device indices honoured, bad values refused where they enter,
 counters that count successful calls only, simulated addresses that never collide, close() and `with`."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -160,3 +161,83 @@ def test_threads_without_a_scope_see_the_process_registry():
     finally:
         registry._registry.clear()
         registry._registry.update(saved)
+
+
+def _in_threads(worker, threads=4):
+    """Run `worker(seed)` on threads with a tiny switch interval; re-raise the first worker exception here."""
+    import sys
+
+    errors, interval = [], sys.getswitchinterval()
+
+    def guarded(seed):
+        try:
+            worker(seed)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test below
+            errors.append(exc)
+
+    sys.setswitchinterval(1e-6)
+    try:
+        pool = [threading.Thread(target=guarded, args=(seed,)) for seed in range(threads)]
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    if errors:
+        raise errors[0]
+
+
+def test_one_allocator_shared_by_threads_keeps_exact_data_and_counters(alloc):
+    rounds = 300
+
+    def worker(seed):
+        data = np.full(64, seed, np.uint8)
+        for _ in range(rounds):
+            ptr = alloc.allocate(64, seed % 2)
+            alloc.copy_host_to_device(ptr, data, 64, ptr.index)
+            out = np.empty(64, np.uint8)
+            alloc.copy_device_to_host(out, ptr, 64, ptr.index)
+            assert (out == seed).all()
+            alloc.deallocate(ptr)
+
+    _in_threads(worker)
+    s = alloc.stats
+    assert (s.allocate_count, s.deallocate_count, s.h2d_count, s.d2h_count) == (4 * rounds,) * 4
+    assert (s.h2d_bytes, s.live_bytes, alloc.live_allocations()) == (4 * rounds * 64, 0, 0)
+
+
+class _SlowChecks(SimulatedCudaAllocator):
+    """Fault injection: validation takes long enough for another thread to run in the middle of a deallocate."""
+
+    def _check_index(self, ptr, index, what):
+        time.sleep(0.001)
+        super()._check_index(ptr, index, what)
+
+
+def test_two_threads_freeing_one_pointer_free_it_once():
+    alloc = _SlowChecks()
+    for _ in range(20):
+        ptr, outcomes = alloc.allocate(8), []
+
+        def free(seed):
+            try:
+                alloc.deallocate(ptr)
+                outcomes.append("freed")
+            except ValueError as exc:
+                assert "already freed" in str(exc)
+                outcomes.append("refused")
+
+        _in_threads(free, threads=2)
+        assert sorted(outcomes) == ["freed", "refused"]
+    assert alloc.stats.deallocate_count == 20 and alloc.stats.live_bytes == 0
+
+
+def test_device_indices_fit_executorchs_int8_device_index(alloc):
+    from devcopy_lib.devices import Device
+
+    assert alloc.allocate(8, 127).index == 127
+    with pytest.raises(ValueError, match=r"device index must be an int in -1\.\.127"):
+        alloc.allocate(8, 128)
+    with pytest.raises(ValueError, match=r"Device index must be an int in 0\.\.127 \(a DeviceIndex is an int8\)"):
+        Device.parse("cuda:99999999999999999999")
