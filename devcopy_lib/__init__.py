@@ -2,8 +2,8 @@
 over exported PyTorch programs, and copy timing.
 
 The public names load lazily, so `import devcopy_lib` is cheap and imports neither ipywidgets nor matplotlib.
-docs/design.md section "Public contract" lists what is public (these names, `devcopy_lib.names`, `models`,
-`reference` and the timing modules of `devcopy_lib.bench`); section "Layers" gives the reading order.
+docs/design.md §6 lists what is public (these names, `devcopy_lib.names`, `models`,
+`reference` and the timing modules of `devcopy_lib.bench`); its §3 gives the reading order.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (docs/design.md section "Public contract")
+# public name -> module that defines it (docs/design.md §6)
 _EXPORTS = {
     "DeviceType": "devices.device",
     "Device": "devices.device",

@@ -1,4 +1,4 @@
-"""One vocabulary of error kinds (docs/design.md section "Error kinds"): every devcopy exception's `kind` is a name
+"""One vocabulary of error kinds (docs/design.md §8): every devcopy exception's `kind` is a name
 of `names.ERROR_KINDS`, the CLI's JSON `error.kind` uses exactly those names, and the CLI calls a library exception
 what the exception calls itself."""
 import importlib

@@ -1,4 +1,4 @@
-"""The floors of docs/design.md section "Layers", bottom up: names -> devices and ops -> tensors -> kernels -> runtime
+"""The floors of docs/design.md §3, bottom up: names -> devices and ops -> tensors -> kernels -> runtime
 -> passes -> load/cli; bench beside (on devices only); widgets on top, through the public API only. Every import,
 lazy ones inside functions included, points down."""
 import ast
@@ -91,7 +91,7 @@ def test_library_never_imports_widgets():
     assert hits == []
 
 
-# docs/design.md section "Public contract": what widgets and benchmarks may import from the library.
+# docs/design.md §6: what widgets and benchmarks may import from the library.
 PUBLIC_MODULES = {"devcopy_lib", "devcopy_lib.names", "devcopy_lib.models", "devcopy_lib.compare",
                   "devcopy_lib.bench.harness", "devcopy_lib.bench.sweep", "devcopy_lib.bench.sizes",
                   "devcopy_lib.bench.plots", "devcopy_lib.bench.cost_model"}

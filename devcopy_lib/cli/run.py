@@ -91,7 +91,7 @@ def add_parser(subparsers) -> None:
                         help=f"ATen mode only: comma list of libs to link (default {DEFAULT_ATEN_LIBS})")
     parser.add_argument("--aten-device-rule", default=None, choices=DEVICE_RULES,
                         help="ATen mode only: the copy kernel's device (default seed): seed = op identity + current "
-                             "device (the PR); tensor = the device the tensor carries")
+                             "device, as ExecuTorch; tensor = the device the tensor carries")
     add_backend(parser)
     add_json(parser)
     parser.set_defaults(handler=run)

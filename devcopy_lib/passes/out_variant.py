@@ -1,4 +1,4 @@
-"""Functional op -> its out variant, as ExecuTorch's out-variant step pairs them (SPEC 5b).
+"""Functional op -> its out variant, as ExecuTorch's out-variant step pairs them (docs/semantics.md §5b).
 
 A view op first becomes its `_copy` variant (`view` -> `view_copy`), as in ExecuTorch's edge dialect; then the
 out overload is the one of the same packet whose torchgen signature (out args and TensorOptions stripped) matches.

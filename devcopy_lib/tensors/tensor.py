@@ -52,7 +52,7 @@ def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
 
 def resize_problem(current: tuple[int, ...], sizes: tuple[int, ...], static: bool, capacity: int) -> str:
     """Why a tensor of sizes `current` (STATIC or not, `capacity` elements planned) cannot take `sizes`, in words;
-    empty when it can. ExecuTorch's resize rules, for both modes: docs/semantics.md section "Resize rules"."""
+    empty when it can. ExecuTorch's resize rules, for both modes: docs/semantics.md §3.1."""
     if sizes == current:
         return ""
     if len(sizes) != len(current):

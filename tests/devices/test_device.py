@@ -1,4 +1,4 @@
-"""Device identity and its string form (SPEC section 2)."""
+"""Device identity and its string form (docs/semantics.md §2)."""
 import pytest
 from hypothesis import given, strategies as st
 

@@ -1,4 +1,4 @@
-"""The portable et_copy kernels: ExecuTorch's nine cases (SPEC 4b) and the branches it leaves untested."""
+"""The portable et_copy kernels: ExecuTorch's nine cases (docs/semantics.md §4b) and the branches it leaves untested."""
 from __future__ import annotations
 
 import numpy as np

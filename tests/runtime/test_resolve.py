@@ -1,4 +1,4 @@
-"""resolve_operators and MissingOperatorError, in ExecuTorch's words (SPEC 5)."""
+"""resolve_operators and MissingOperatorError, in ExecuTorch's words (docs/semantics.md §5)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
