@@ -116,6 +116,12 @@ def test_tensor_rule_honours_the_carried_device(sim):
     assert sim.stats.last_h2d.index == 1
 
 
+def test_tensor_rule_honours_a_carried_cuda0_off_the_current_device(sim):
+    sim.set_current_index(1)
+    h2d_copy_out(torch.ones(4), dev(sim, [4], index=0), device_rule="tensor")
+    assert sim.stats.last_h2d.index == 0
+
+
 def test_tensor_rule_falls_back_to_seed_without_a_carried_device(sim):
     sim.set_current_index(2)
     h2d_copy_out(torch.ones(4), dev(sim, [4], index=1, carry_device=False), device_rule="tensor")
