@@ -7,12 +7,12 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 PYTEST_ARGS ?=
 
-.PHONY: lab test test-fast test-deep mutation report browser-deps clean
+.PHONY: lab test test-fast test-deep mutation report browser-deps widget-js clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip setuptools
-	$(PIP_INSTALL) -e ".[lab,test,reference]"
+	$(PIP_INSTALL) -e ".[lab,test,reference,models]"
 	rm -f $(VENV)/.installed-*; touch $@
 
 install: $(STAMP)
@@ -21,6 +21,10 @@ install: $(STAMP)
 browser-deps:
 	@test -x /usr/bin/chromium || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+# Rebuild the graph view's bundle (widgets/static/graph_view.js, committed) from widgets/js/: needs node + npm.
+widget-js:
+	cd widgets/js && npm ci --no-audit --no-fund && npm run build
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

@@ -107,6 +107,17 @@ def _per_call_cost(simulated: SweepResult) -> str:
             "the allocator validates every call (index, bounds, host buffer, statistics) in Python.")
 
 
+def call_overhead_section() -> list[str]:
+    """The "Call overhead" section, rendered by benchmarks/call_overhead.py from its committed runs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("call_overhead", Path(__file__).with_name("call_overhead.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    runs = module.load_runs()
+    return ["", *module.render_section(runs)] if runs else []
+
+
 def render_markdown(result: SweepResult, simulated: SweepResult | None, model: CostModel) -> str:
     """The whole page, deterministic in its inputs."""
     meta, versions = result.meta, result.meta.get("versions", {})
@@ -150,7 +161,8 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
         "",
         f"`devcopy_lib.bench.cost_model.predict(direction, nbytes, memory)` = latency + bytes / bandwidth, fitted "
         f"(least squares on relative error) to the medians of `{model.source.get('method')}` on the "
-        f"{model.source.get('clock')} clock above; the placement report prices copies with it "
+        f"{model.source.get('clock')} clock above (what a loaded method's planned copies cost: their checks ran "
+        "once, at load); the placement report and `Method.profile` price copies with it "
         "([placement_pass.md](placement_pass.md)). Pageable lines fit worst: up to 16 MiB copies take the "
         "driver's own staging (about 10-14 GB/s), above it the staging pipeline (about 30-45 GB/s).",
         "",
@@ -161,7 +173,8 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
                 f"Measured on {simulated.meta.get('machine', 'the CI-class CPU')}, {simulated.meta.get('date', '')}: "
                 "devcopy's simulated allocator against NumPy's `copyto` of the same bytes.", "",
                 *target_table(simulated), "", _per_call_cost(simulated)]
-    return "\n".join(out) + "\n"
+    out += call_overhead_section()
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 def main(argv=None) -> int:

@@ -46,6 +46,9 @@ _EXPORTS = {
     "PlacementError": "passes.placement",
     "copy_graph_module": "passes.placement",
     "overload_name": "passes.ops",
+    "node_kind": "passes.nodes",
+    "delegate_of": "passes.delegate",
+    "delegate_source": "passes.delegate",
     "emit": "passes.emit",
     "PlacementReport": "passes.report",
 }

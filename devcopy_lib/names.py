@@ -7,8 +7,9 @@ from __future__ import annotations
 
 # Placement strategies: ExecuTorch's PropagateDevicePass, one H2D per (value, device), direct device-to-device copies.
 STRATEGIES = ("executorch", "dedupe", "peer")
-# How lowering groups supported nodes into delegates.
-PARTITIONS = ("capability", "per_node")
+# How lowering groups supported nodes into delegates: torch.fx's capability partitions (devcopy's near-linear
+# partitioner, or torch.fx's own as "fx"), or one delegate per supported node.
+PARTITIONS = ("capability", "fx", "per_node")
 # Runtime modes and the libs each links by default.
 MODES = ("portable", "aten")
 PORTABLE_LIB = "portable"
@@ -27,7 +28,7 @@ BACKEND_CHOICES = ("auto", *BACKENDS)
 # What went wrong, in one vocabulary: the CLI's JSON `error.kind` and every devcopy exception's `kind` attribute
 # (docs/design.md §8). A runtime failure's ExecuTorch error code travels beside it (`error`).
 ERROR_KINDS = ("usage", "user_code", "unsupported_model", "placement", "missing_operator", "registration", "load",
-               "execution", "device", "interrupted", "internal")
+               "execution", "device", "executorch_refused", "interrupted", "internal")
 
 FALLBACK_KEY = ""  # the kernel key of an `arg_meta: null` entry: matches any dtype / dim order
 CURRENT_DEVICE = -1  # a device index meaning "the current device"

@@ -1,4 +1,10 @@
-"""Sample models: deterministic factories, each delegating at least one default op; load_model's errors."""
+"""Sample and real models: deterministic factories, each delegating at least one default op; load_model's errors;
+the models extra's import errors and torchvision fallback."""
+import os
+import pathlib
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -36,3 +42,71 @@ def test_load_model_errors_say_how_to_fix(tmp_path, spec, message):
     path.write_text("def build():\n    return 1\n")
     with pytest.raises(ValueError, match=message):
         models.load_model(spec.format(file=path))
+
+
+# ---- real models (the models extra) ----------------------------------------------------------------------------
+REAL = ["resnet18", "mobilenet_v3_small", "gpt2_2l", "gpt2_12l", "bert_small", "llama_tiny"]
+
+
+def test_the_design_names_every_real_model_and_keeps_them_out_of_the_sample_list():
+    assert list(models.REAL_MODELS) == REAL
+    assert not set(REAL) & set(models.MODELS)
+
+
+def test_a_real_model_loads_by_name_seeded_in_eval_mode():
+    pytest.importorskip("transformers", reason="the models extra is not installed")
+    (m1, x1), (m2, x2) = models.load_model("llama_tiny"), models.llama_tiny()
+    assert not m1.training and x1[0].dtype == torch.int64 and x1[0].shape == (1, 32)
+    torch.testing.assert_close(m1(*x1), m2(*x2), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("package,name", [("transformers", "gpt2_2l"), ("torchvision", "resnet18")])
+def test_a_real_model_without_the_extra_names_the_install(monkeypatch, package, name):
+    monkeypatch.setitem(sys.modules, package, None)  # `import package` now raises ModuleNotFoundError
+    with pytest.raises(models.ModelsExtraMissing, match=rf"{name!r} needs {package}.*pip install 'devcopy\[models\]'"):
+        models.load_model(name)
+
+
+_FALLBACK_PROBE = """
+import warnings, torch
+from devcopy_lib.models import extras
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    tv = extras.import_torchvision("resnet18")
+    extras.import_torchvision("resnet18")
+print("warnings", sum("compiled ops did not load" in str(w.message) for w in caught))
+print("resnet", tuple(tv.models.resnet18(weights=None).eval()(torch.randn(1, 3, 32, 32)).shape))
+try:
+    tv.ops.nms(torch.rand(3, 4), torch.rand(3), 0.5)
+except Exception as exc:
+    print("nms raised", type(exc).__name__)
+"""
+
+
+def test_torchvision_without_its_compiled_ops_imports_loudly_and_its_detection_ops_still_raise():
+    """A fresh interpreter: the fallback runs only where torchvision's _C did not load (a CUDA wheel on CPU torch)."""
+    from devcopy_lib.models import extras
+
+    try:
+        torchvision = extras.import_torchvision("resnet18")
+    except models.ModelsExtraMissing:
+        pytest.skip("the models extra is not installed")
+    if torchvision.extension._has_ops():
+        pytest.skip("torchvision's compiled ops load here: the fallback is not needed")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", _FALLBACK_PROBE], capture_output=True, text=True, cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "warnings 1\nresnet (1, 1000)\nnms raised RuntimeError" in result.stdout
+
+
+def test_an_unrelated_torchvision_import_failure_is_not_hidden(monkeypatch):
+    from devcopy_lib.models import extras
+
+    def broken(name):
+        raise RuntimeError("torchvision::roi_align kernel crashed")
+
+    monkeypatch.setattr(extras.importlib, "import_module", broken)
+    monkeypatch.delitem(sys.modules, "torchvision.extension", raising=False)
+    with pytest.raises(RuntimeError, match="roi_align kernel crashed"):
+        extras.import_torchvision("resnet18")

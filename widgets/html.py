@@ -4,6 +4,8 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 
+WRAP = {"flex_flow": "row wrap"}  # layout of control rows: they wrap in narrow windows (1280 px and less)
+
 
 def table(rows: Iterable[Mapping], columns: Sequence[str], css_class: str = "devcopy-table") -> str:
     """An HTML table of `rows` (mappings) restricted to `columns`, in that order."""

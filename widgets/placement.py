@@ -4,17 +4,29 @@ from __future__ import annotations
 import ipywidgets as w
 
 from . import html, placement_summary as summary
-from .graph_svg import graph_svg
+from .graph_view import GraphView
+from .graph_view_data import graph_elements
 from .guard import shown_errors
 from devcopy_lib.names import PARTITIONS, STRATEGIES
 
-from .placement_state import PlacementState
+from .placement_state import PlacementState, parse_target
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
 
 
+def _strategies(state: PlacementState) -> tuple[str, ...]:
+    """The strategies worth offering: `peer` only when the target names two devices (else it equals executorch)."""
+    return STRATEGIES if state.peer_possible() else tuple(s for s in STRATEGIES if s != "peer")
+
+
+def _target_text(target) -> str:
+    """The target box's text for a state's target: the device, or `key=device` pairs."""
+    return ", ".join(f"{k}={v}" for k, v in target.items()) if isinstance(target, dict) else str(target)
+
+
 class PlacementExplorer(w.VBox):
-    """The view over a `PlacementState`: every control edits the state, then the drawing is redone."""
+    """The view over a `PlacementState`: every control edits the state, then the view is redone (the graph keeps
+    its layout when only devices or kinds changed)."""
 
     def __init__(self, state: PlacementState | None = None, compare_executorch: bool = False, **settings):
         self.state = state or PlacementState(**settings)
@@ -23,27 +35,34 @@ class PlacementExplorer(w.VBox):
         s = self.state
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
-        self.target = w.Combobox(options=TARGETS, value=s.target_device, description="target", ensure_option=False)
-        self.strategy = w.Dropdown(options=STRATEGIES, value=s.strategy, description="strategy")
+        # applies on Enter or leaving the box, not per keystroke; `key=device, ...` pairs put delegates apart
+        self.target = w.Combobox(options=TARGETS, value=_target_text(s.target_device), description="target",
+                                 ensure_option=False, continuous_update=False,
+                                 placeholder="cuda:0 or delegate_0=cuda:0, delegate_1=cuda:1")
+        if s.strategy not in _strategies(s):  # peer asked for with one target device: it would equal executorch
+            s.strategy = "executorch"
+        self.strategy = w.Dropdown(options=_strategies(s), value=s.strategy, description="strategy")
         self.skip_h2d = w.Checkbox(value=s.skip_h2d_for_method_inputs, description="skip H2D for method inputs")
         self.skip_d2h = w.Checkbox(value=s.skip_d2h_for_method_outputs, description="skip D2H for method outputs")
+        self.hoist = w.Checkbox(value=s.hoist_constants, description="hoist constants (copy once at load)")
         self.compare = w.Checkbox(value=compare_executorch, description="compare with ExecuTorch")
         self.op_boxes: list[w.Checkbox] = []
-        self.ops = w.HBox(layout=w.Layout(flex_flow="row wrap"))
-        self.counts, self.graph, self.table = w.HTML(), w.HTML(), w.HTML()
+        wrap = w.Layout(**html.WRAP)
+        self.ops = w.HBox(layout=wrap)
+        self.counts, self.graph, self.table = w.HTML(), GraphView(), w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
         for widget, name in ((self.strategy, "devcopy-strategy"), (self.counts, "devcopy-counts"),
                              (self.model, "devcopy-model"), (self.partition, "devcopy-partition")):
             widget.add_class(name)
         super().__init__([
-            w.HBox([self.model, self.partition, self.target, self.strategy]),
-            w.HBox([self.skip_h2d, self.skip_d2h, self.compare]),
+            w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
+            w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
             w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"), self.ops,
             self.error_html, self.counts, self.savings, self.executorch, self.graph, self.table,
         ])
         self.add_class("devcopy-placement")
         self._wire(self.model, self.partition, self.target, self.strategy, self.skip_h2d, self.skip_d2h,
-                   self.compare)
+                   self.hoist, self.compare)
         self._rebuild_ops()
         self.refresh()
 
@@ -68,15 +87,27 @@ class PlacementExplorer(w.VBox):
         self._wire(*self.op_boxes)
 
     def _changed(self, change) -> None:
-        s, owner = self.state, change["owner"]
-        s.partition, s.target_device, s.strategy = self.partition.value, self.target.value.strip(), self.strategy.value
+        if self._read_controls(change["owner"]):
+            self.refresh()
+
+    @shown_errors
+    def _read_controls(self, owner) -> bool:
+        """Copy the controls into the state (a bad target text is shown, the state keeps its last good one)."""
+        s = self.state
+        s.target_device = parse_target(self.target.value)
+        s.partition, s.strategy = self.partition.value, self.strategy.value
         s.skip_h2d_for_method_inputs, s.skip_d2h_for_method_outputs = self.skip_h2d.value, self.skip_d2h.value
+        s.hoist_constants = self.hoist.value
+        offered = _strategies(s)  # peer only with two target devices
+        if self.strategy.options != offered:
+            self.strategy.options = offered  # keeps the value when still offered (no event then)
+            s.strategy = self.strategy.value
         if owner is self.model:
             s.model, s.delegate_ops = self.model.value, None
             self._rebuild_ops()
         elif owner in self.op_boxes:
             s.delegate_ops = tuple(box.description for box in self.op_boxes if box.value)
-        self.refresh()
+        return True
 
     def add_model(self, name: str, module, example_inputs) -> None:
         """Offer your own module under `name` and show it."""
@@ -86,16 +117,14 @@ class PlacementExplorer(w.VBox):
 
     @shown_errors
     def refresh(self) -> None:
-        """Recompute the placement from the state and redraw everything; an error is shown instead."""
-        self.placed = None
-        for output in (self.counts, self.savings, self.graph, self.table, self.executorch):
-            output.value = ""
+        """Recompute the placement from the state and redraw everything; an error is shown above the last good
+        view, which stays."""
         self.placed = self.state.placed()
         report = self.placed.report
         self.counts.value = html.note(summary.totals_line(report), "devcopy-totals") + (
             html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
-        self.graph.value = graph_svg(*summary.nodes_and_edges(self.placed))
+        self.graph.show(*graph_elements(self.placed))
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self.executorch.value = self._executorch_html()
 

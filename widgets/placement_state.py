@@ -1,39 +1,78 @@
-"""State of the placement explorer: settings in, a lowered and placed program out. No display calls."""
+"""State of the placement explorer: settings in, a lowered and placed program out. No display calls.
+
+The expensive step, `torch.export` + decompositions, runs once per model and input set; lowering is cached per
+(delegated ops, target, partition) and placement per strategy and switches, so a control only redoes what it changed.
+"""
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, models, overload_name, place_devices
+from devcopy_lib import DEFAULT_DELEGATE_OPS, export_program, lower, models, overload_name, place_devices
 from devcopy_lib import reference as executorch_reference
 from devcopy_lib.bench.cost_model import default_model
 
-__all__ = ["PlacementState"]
+__all__ = ["PlacementState", "parse_target", "target_devices"]
+
+KEPT_RESULTS = 32  # lowered and placed programs kept per state (least recently used dropped first)
+
+
+def parse_target(text: str) -> str | dict[str, str]:
+    """The target box's text: one device (`cuda:0`) for every delegate, or `key=device` pairs separated by commas
+    (`delegate_0=cuda:0, delegate_1=cuda:1`; a key is a delegate name or an op overload such as `add.Tensor`)."""
+    text = text.strip()
+    if "=" not in text:
+        return text
+    mapping = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        key, sep, device = (s.strip() for s in part.partition("="))
+        if not (sep and key and device):
+            raise ValueError(f"Bad target entry {part!r} in {text!r}: write one device (cuda:0) or key=device "
+                             "pairs such as delegate_0=cuda:0, delegate_1=cuda:1")
+        mapping[key] = device
+    return mapping
+
+
+def target_devices(target: Any) -> set[str]:
+    """The distinct devices a target (one device, a mapping, or None) names."""
+    if target is None:
+        return set()
+    if isinstance(target, dict):
+        return {str(device) for device in target.values()}
+    return {str(target)}
 
 
 @dataclass
 class PlacementState:
-    """The explorer's settings; `lowered()` and `placed()` compute (and cache) what they describe."""
+    """The explorer's settings; `exported()`, `lowered()` and `placed()` compute (and cache) what they describe."""
 
     model: str = "add"
     delegate_ops: tuple[str, ...] | None = None  # None: DEFAULT_DELEGATE_OPS
-    target_device: str = "cuda:0"
+    target_device: Any = "cuda:0"  # one device, or {delegate name or op overload: device}
     partition: str = "capability"
     strategy: str = "executorch"
     skip_h2d_for_method_inputs: bool = False
     skip_d2h_for_method_outputs: bool = False
+    hoist_constants: bool = False  # constant-derived CPU values and their H2D copies run once at load
     # prices each copy in the report: the model measured on the H200, or anything with predict(direction, nbytes)
     cost_model: Any = field(default_factory=default_model, repr=False)
     factories: dict[str, Callable[[], tuple]] = field(default_factory=lambda: dict(models.MODELS))
-    _cache: dict[tuple, Any] = field(default_factory=dict, repr=False)
+    _cache: dict[tuple, Any] = field(default_factory=dict, repr=False)  # per model: module, exported program, ops
+    _results: OrderedDict = field(default_factory=OrderedDict, repr=False)  # lowered / placed programs, LRU
 
     def add_model(self, name: str, module, example_inputs) -> None:
         """Offer your own module (with example inputs) under `name`, and select it."""
         inputs = tuple(example_inputs)
         self.factories[name] = lambda: (module, inputs)
-        self._cache.clear()  # a name given again means a new module
+        self._forget(name)  # a name given again means a new module
         self.model = name
         self.delegate_ops = None
+
+    def _forget(self, name: str) -> None:
+        for store in (self._cache, self._results):
+            for key in [k for k in store if k[1] == name]:
+                del store[key]
 
     @property
     def model_names(self) -> list[str]:
@@ -44,18 +83,31 @@ class PlacementState:
             self._cache[key] = compute()
         return self._cache[key]
 
+    def _kept(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """Like `_cached`, but only the KEPT_RESULTS most recently used results stay."""
+        if key in self._results:
+            self._results.move_to_end(key)
+        else:
+            self._results[key] = compute()
+            while len(self._results) > KEPT_RESULTS:
+                self._results.popitem(last=False)
+        return self._results[key]
+
     def module_and_inputs(self) -> tuple:
         if self.model not in self.factories:
             raise ValueError(f"Unknown model {self.model!r}. Valid: {', '.join(self.factories)}. "
                              f"To use your own, call add_model(name, module, example_inputs).")
         return self._cached(("model", self.model), self.factories[self.model])
 
+    def exported(self):
+        """The selected model exported and decomposed: computed once per model, whatever the other settings."""
+        return self._cached(("exported", self.model), lambda: export_program(*self.module_and_inputs()))
+
     def model_ops(self) -> tuple[str, ...]:
         """The ATen overloads in the model's decomposed graph, in graph order (what can be ticked for delegation)."""
         def ops():
-            lowered = export_and_lower(*self.module_and_inputs(), delegate_ops=(), target_device=None)
-            graph = lowered.exported_program.graph_module.graph
-            return tuple(dict.fromkeys(overload_name(n.target) for n in graph.nodes if overload_name(n.target)))
+            graph = self.exported().graph_module.graph
+            return tuple(dict.fromkeys(name for n in graph.nodes if (name := overload_name(n.target))))
         return self._cached(("ops", self.model), ops)
 
     def ticked_ops(self) -> tuple[str, ...]:
@@ -63,19 +115,28 @@ class PlacementState:
         chosen = DEFAULT_DELEGATE_OPS if self.delegate_ops is None else self.delegate_ops
         return tuple(op for op in self.model_ops() if op in chosen)
 
+    def _target_key(self):
+        target = self.target_device
+        return tuple(sorted(target.items())) if isinstance(target, dict) else target
+
     def lowered(self):
-        """`export_and_lower` of the selected model with the ticked ops on the target device."""
-        key = ("lowered", self.model, self.ticked_ops(), self.target_device, self.partition)
-        return self._cached(key, lambda: export_and_lower(
-            *self.module_and_inputs(), delegate_ops=self.ticked_ops(), target_device=self.target_device,
-            partition=self.partition))
+        """`lower` of the exported model with the ticked ops on the target device (no new export)."""
+        key = ("lowered", self.model, self.ticked_ops(), self._target_key(), self.partition)
+        return self._kept(key, lambda: lower(self.exported(), self.ticked_ops(), self.target_device, self.partition))
+
+    def peer_possible(self) -> bool:
+        """The `peer` strategy differs from the others only when delegates sit on two or more devices."""
+        return len(target_devices(self.target_device)) >= 2
 
     def placed(self):
-        """`place_devices` of `lowered()` with this state's strategy, skip switches and cost model."""
-        return place_devices(self.lowered(), strategy=self.strategy,
-                             skip_h2d_for_method_inputs=self.skip_h2d_for_method_inputs,
-                             skip_d2h_for_method_outputs=self.skip_d2h_for_method_outputs,
-                             cost_model=self.cost_model)
+        """`place_devices` of `lowered()` with this state's strategy, skip and hoist switches and cost model."""
+        key = ("placed", self.model, self.ticked_ops(), self._target_key(), self.partition, self.strategy,
+               self.skip_h2d_for_method_inputs, self.skip_d2h_for_method_outputs, self.hoist_constants,
+               id(self.cost_model))
+        return self._kept(key, lambda: place_devices(
+            self.lowered(), strategy=self.strategy, skip_h2d_for_method_inputs=self.skip_h2d_for_method_inputs,
+            skip_d2h_for_method_outputs=self.skip_d2h_for_method_outputs, hoist_constants=self.hoist_constants,
+            cost_model=self.cost_model))
 
     def executorch_counts(self) -> dict:
         """ExecuTorch 1.5.1's own {delegates, h2d, d2h, order} for the same model, ops, partition and switches."""
@@ -84,5 +145,6 @@ class PlacementState:
                                "pip install -c constraints.txt -e '.[reference]' (executorch==1.5.1).")
         options = (self.target_device, self.partition, self.skip_h2d_for_method_inputs,
                    self.skip_d2h_for_method_outputs)
-        return self._cached(("executorch", self.model, self.ticked_ops(), *options), lambda: (
-            executorch_reference.executorch_counts(*self.module_and_inputs(), self.ticked_ops(), *options)))
+        return self._cached(("executorch", self.model, self.ticked_ops(), self._target_key(), *options[1:]),
+                            lambda: executorch_reference.executorch_counts(*self.module_and_inputs(),
+                                                                           self.ticked_ops(), *options))

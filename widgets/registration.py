@@ -11,6 +11,7 @@ from .guard import shown_errors
 from .registration_state import MODES, RegistrationState
 
 
+
 class RegistrationPanel(w.VBox):
     """The view over a `RegistrationState`; Load shows the outputs, or the Missing operator error and its fix."""
 
@@ -32,7 +33,9 @@ class RegistrationPanel(w.VBox):
                              (self.outcome, "devcopy-outcome")):
             widget.add_class(name)
         self.libs_row = w.HBox()
-        super().__init__([w.HBox([self.model, self.mode]), w.HBox([w.HTML("<b>linked libs:</b>&nbsp;"), self.libs_row]),
+        wrap = w.Layout(**html.WRAP)
+        super().__init__([w.HBox([self.model, self.mode], layout=wrap),
+                          w.HBox([w.HTML("<b>linked libs:</b>&nbsp;"), self.libs_row], layout=wrap),
                           self.matrix, self.load, self.error_html, self.outcome])
         self.add_class("devcopy-registration")
         self._show_libs()
@@ -61,7 +64,7 @@ class RegistrationPanel(w.VBox):
         if self._syncing:
             return
         if owner is self.mode:
-            self.state.mode, self.state.libs = self.mode.value, None
+            self.state.switch_mode(self.mode.value)
             self._show_libs()
         elif owner is self.model:
             self.state.placement.model, self.state.placement.delegate_ops = self.model.value, None

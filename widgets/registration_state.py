@@ -42,6 +42,14 @@ class RegistrationState:
     libs: tuple[str, ...] | None = None  # None: the mode's default libs
     backend: str = "auto"
     placement: PlacementState = field(default_factory=PlacementState)
+    _libs_by_mode: dict[str, tuple[str, ...] | None] = field(default_factory=dict, repr=False)
+
+    def switch_mode(self, mode: str) -> None:
+        """Change mode, keeping each mode's own lib choice: coming back restores what was (un)ticked there, so no
+        lib is linked again behind the user's back."""
+        self.libs_of(mode)
+        self._libs_by_mode[self.mode] = self.libs
+        self.mode, self.libs = mode, self._libs_by_mode.get(mode)
 
     @staticmethod
     def libs_of(mode: str) -> tuple[str, ...]:
@@ -58,13 +66,14 @@ class RegistrationState:
         return list(emit(self.placement.placed()).operators)
 
     def matrix(self) -> list[dict]:
-        """One row per operator of the program: for each lib, ✓ when it registers the op; `linked` marks the mode's
-        linked libs holding it, so an op with none is what Load will report missing."""
+        """One row per operator of the program: for each lib of this mode, ✓ when it registers the op (a lib of
+        the other mode cannot be linked here: `n/a`); `resolved by` names the linked lib Load will use, MISSING
+        when none holds it."""
         rows = {}
         linked = set(self.linked())
         for row in registration_status(libs=LIB_NAMES, ops=self.operators()):
             entry = rows.setdefault(row.op, {"op": row.op, "resolved by": ""})
-            entry[row.lib] = "✓" if row.registered else "✗"
+            entry[row.lib] = "n/a" if row.mode != self.mode else "✓" if row.registered else "✗"
             if row.registered and row.lib in linked and row.mode == self.mode:
                 entry["resolved by"] = entry["resolved by"] or row.lib
         for entry in rows.values():

@@ -1,37 +1,53 @@
-"""CopyTimingPanel: size range, direction, host memory kind, Run with progress, a live plot and the result table."""
+"""CopyTimingPanel: size range, direction, host memory kind, Run / Stop with progress, a live plot and the size x
+method GB/s matrix. The sweep runs on a worker thread, so the kernel (and every other widget) stays live."""
 from __future__ import annotations
 
-import ipywidgets as w
-from IPython.display import Image, display
+import base64
+import threading
 
-from devcopy_lib.bench.plots import to_png
-from devcopy_lib.bench.sizes import format_size
+import ipywidgets as w
+
+from devcopy_lib.bench.plots import plot_bandwidth, to_png
+from devcopy_lib.bench.sizes import format_bytes
 
 from . import html
 from .guard import shown_errors
-from .timing_plot import bandwidth_figure
-from .timing_state import DIRECTION_CHOICES, MEMORY_CHOICES, TABLE_COLUMNS, TimingState
+from .timing_state import Stopped, TimingState
+
 
 
 class CopyTimingPanel(w.VBox):
-    """The view over a `TimingState`; the plot redraws after every size, the table when the sweep ends."""
+    """The view over a `TimingState`; the plot redraws after every size, the matrix when the sweep ends or stops.
+
+    Run (`start()`) sweeps on a worker thread; `run()` sweeps on the caller's thread (scripts, tests)."""
 
     def __init__(self, state: TimingState | None = None, ceiling_gbps: float | None = None, **settings):
         self.state = state or TimingState(**settings)
         self.ceiling_gbps = ceiling_gbps
         self.error = None
+        self._worker: threading.Thread | None = None
+        self._stop = threading.Event()
         s = self.state
-        self.sizes = w.Text(value=s.sizes, description="sizes", placeholder="4K..64M or 4K,1M,64M")
-        self.direction = w.Dropdown(options=DIRECTION_CHOICES, value=s.direction, description="direction")
-        self.memory = w.Dropdown(options=MEMORY_CHOICES, value=s.memory, description="host memory")
+        directions, memories, limits = s.offered()
+        s.direction = s.direction if s.direction in directions else directions[-1]
+        s.memory = s.memory if s.memory in memories else memories[-1]
+        self.sizes = w.Text(value=s.sizes, description="sizes", placeholder="4K..64M or 4K,1M,64M",
+                            continuous_update=False)
+        self.direction = w.Dropdown(options=directions, value=s.direction, description="direction")
+        self.memory = w.Dropdown(options=memories, value=s.memory, description="host memory")
+        self.limits = w.HTML(html.note(f"not offered here: {limits}", "devcopy-limits") if limits else "")
         self.quick = w.Checkbox(value=s.quick, description="quick (few samples)")
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
+        self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="sizes")
         self.status, self.table, self.error_html = w.HTML(), w.HTML(), w.HTML()
         self.plot = w.Output()
         self.run_button.add_class("devcopy-run")
-        super().__init__([w.HBox([self.sizes, self.direction, self.memory]), w.HBox([self.quick, self.run_button,
-                          self.progress, self.status]), self.error_html, self.plot, self.table])
+        self.stop_button.add_class("devcopy-stop")
+        wrap = w.Layout(**html.WRAP)
+        super().__init__([w.HBox([self.sizes, self.direction, self.memory], layout=wrap), self.limits,
+                          w.HBox([self.quick, self.run_button, self.stop_button, self.progress, self.status],
+                                 layout=wrap), self.error_html, self.plot, self.table])
         self.add_class("devcopy-timing")
         self._wire()
 
@@ -39,32 +55,74 @@ class CopyTimingPanel(w.VBox):
         """The one place controls are connected."""
         for widget in (self.sizes, self.direction, self.memory, self.quick):
             widget.observe(self._changed, names="value")
-        self.run_button.on_click(lambda _: self.run())
+        self.run_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
 
     def _changed(self, change) -> None:
         s = self.state
         s.sizes, s.direction, s.memory = self.sizes.value, self.direction.value, self.memory.value
         s.quick = self.quick.value
 
+    @property
+    def busy(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def start(self) -> threading.Thread:
+        """Sweep on a worker thread (the Run button); the panel shows busy until it ends or Stop is pressed."""
+        if self.busy:
+            return self._worker
+        self._worker = threading.Thread(target=self.run, name="devcopy-timing-sweep", daemon=True)
+        self._worker.start()
+        return self._worker
+
+    def close(self) -> None:
+        """Stop a running sweep, close the allocators the panel made, then close the widget."""
+        self.stop()
+        if self._worker is not None:
+            self._worker.join()
+        self.state.close()
+        super().close()
+
+    def stop(self) -> None:
+        """Ask the sweep to stop after the case being timed (the Stop button)."""
+        self._stop.set()
+        self.status.value = html.note("stopping after the current copy ...")
+
     def _progress(self, done: int, total: int, label: str) -> None:
         self.progress.max, self.progress.value = total, done
         self.status.value = html.note(f"{done}/{total} sizes, last {label}")
 
     def _draw(self, result) -> None:
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            display(Image(to_png(bandwidth_figure(result, self.ceiling_gbps))))
+        """Replace the plot; setting the Output's outputs directly is safe from the worker thread."""
+        png = base64.b64encode(to_png(plot_bandwidth(result, ceiling_gbps=self.ceiling_gbps))).decode()
+        self.plot.outputs = ({"output_type": "display_data", "data": {"image/png": png, "text/plain": "plot"},
+                              "metadata": {}},)
+
+    def _busy(self, busy: bool) -> None:
+        self.run_button.disabled, self.stop_button.disabled = busy, not busy
+        for control in (self.sizes, self.direction, self.memory, self.quick):
+            control.disabled = busy
+        (self.add_class if busy else self.remove_class)("devcopy-busy")
 
     @shown_errors
     def run(self) -> None:
-        """Sweep the chosen sizes (the Run button); errors appear in the panel."""
-        self.table.value = ""
-        self.run_button.disabled = True
+        """Sweep the chosen sizes; errors appear in the panel beside the last good plot and table; Stop keeps the
+        sizes already measured."""
+        self._stop.clear()
+        self._busy(True)
+        self.status.value = html.note("running ...")
+        stopped = None
         try:
-            result = self.state.run(self._progress, self._draw)
+            self.state.run(self._progress, self._draw, self._stop)
+        except Stopped as exc:
+            stopped = exc
         finally:
-            self.run_button.disabled = False
-        self.table.value = html.table(self.state.rows(), TABLE_COLUMNS)
-        sizes = self.state.size_list()  # "done" last: whoever waits for it (a person, the browser test) sees the table
-        self.status.value = html.note(f"done: {len(result.measurements)} measurements on {result.backend}, "
-                                      f"{format_size(min(sizes))}..{format_size(max(sizes))}")
+            self._busy(False)
+        columns, rows = self.state.matrix()
+        self.table.value = html.table(rows, columns)
+        sizes = sorted({m.nbytes for m in self.state.result.measurements}) or self.state.size_list()
+        # "done" / "stopped" last: whoever waits for it (a person, the browser test) sees the table
+        self.status.value = html.note(f"{'stopped' if stopped else 'done'}: "
+                                      f"{len(self.state.result.measurements)} measurements on "
+                                      f"{self.state.result.backend}, GB/s by size, "
+                                      f"{format_bytes(min(sizes))}..{format_bytes(max(sizes))}")

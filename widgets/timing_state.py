@@ -1,19 +1,26 @@
 """State of the copy timing panel: sizes, direction, host memory kind; runs the sweep one size at a time so the
-view can redraw between sizes. No display calls."""
+view can redraw between sizes, and stops between cases when asked. One bench (one allocator) per backend, reused by
+every run until `close()`. No display calls."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
-from devcopy_lib.bench.harness import Policy, SweepResult
-from devcopy_lib.bench.plots import CEILING_METHOD
-from devcopy_lib.bench.sizes import parse_sizes
-from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, sweep
+from devcopy_lib.bench.harness import Policy, SweepResult, run_cases
+from devcopy_lib.bench.plots import ceilings, gbps_matrix, is_baseline
+from devcopy_lib.bench.sizes import format_bytes, parse_sizes
+from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, make_bench
 from devcopy_lib import select_backend
+
+__all__ = ["DIRECTION_CHOICES", "MEMORY_CHOICES", "Stopped", "TimingState", "ceilings", "is_baseline"]
 
 DIRECTION_CHOICES = (*DIRECTIONS, "all")
 MEMORY_CHOICES = (*MEMORIES, "all")
-TABLE_COLUMNS = ("method", "direction", "memory", "bytes", "clock", "median_s", "iqr_s", "gbps")
+
+
+class Stopped(Exception):
+    """The sweep was stopped (the Stop button); the cases measured before stay in `TimingState.result`."""
 
 
 @dataclass
@@ -26,9 +33,25 @@ class TimingState:
     backend: str = "auto"
     quick: bool = True
     result: SweepResult | None = field(default=None, repr=False)
+    _benches: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def size_list(self) -> list[int]:
         return parse_sizes(self.sizes)
+
+    def bench(self):
+        """The selected backend's bench: made once per backend (one allocator), reused by every run."""
+        name = select_backend(self.backend)
+        if name not in self._benches:
+            self._benches[name] = make_bench(name)
+        return self._benches[name]
+
+    def offered(self) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+        """(directions, memories) the backend can time, with `all` where it has several, and why the rest is not
+        offered ("" when everything is)."""
+        bench = self.bench()
+        with_all = [(*choices, "all") if len(choices) > 1 else tuple(choices)
+                    for choices in (bench.directions, bench.memories)]
+        return with_all[0], with_all[1], bench.limits
 
     def choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(directions, memories) to sweep, validated."""
@@ -40,46 +63,43 @@ class TimingState:
         return directions, MEMORIES if self.memory == "all" else (self.memory,)
 
     def run(self, progress: Callable[[int, int, str], None] | None = None,
-            on_size: Callable[[SweepResult], None] | None = None) -> SweepResult:
-        """Sweep every size in order; `progress(done, total, label)` counts sizes."""
+            on_size: Callable[[SweepResult], None] | None = None,
+            stop: threading.Event | None = None) -> SweepResult:
+        """Sweep every size in order; `progress(done, total, label)` counts sizes; `stop` set: raises `Stopped`
+        after the case being timed. Nothing the backend can run among the choices: a ValueError saying why."""
         sizes, (directions, memories) = self.size_list(), self.choices()
-        backend = select_backend(self.backend)
-        policy = Policy.quick() if self.quick else Policy()
-        self.result = None
-        for done, nbytes in enumerate(sizes, 1):
-            part = sweep(backend, [nbytes], directions, memories, policy)
-            if self.result is None:
-                self.result = part
-            else:
-                self.result.measurements.extend(part.measurements)
-            if progress is not None:
-                progress(done, len(sizes), f"{nbytes} B")
-            if on_size is not None:
-                on_size(self.result)
+        bench, policy = self.bench(), Policy.quick() if self.quick else Policy()
+        if not bench.cases(sizes[0], directions, memories):
+            raise ValueError(f"Nothing to time for direction {self.direction!r} and host memory {self.memory!r}: "
+                             f"{bench.limits}. Choose among direction {', '.join(bench.directions)} and host "
+                             f"memory {', '.join(bench.memories)}.")
+
+        def check(*_):
+            if stop is not None and stop.is_set():
+                raise Stopped(f"stopped after {len(self.result.measurements) if self.result else 0} measurements")
+
+        name = select_backend(self.backend)
+        self.result = SweepResult(name, bench.device, [], {"simulated": name == "simulated"})
+        try:
+            for done, nbytes in enumerate(sizes, 1):
+                check()
+                run_cases(bench.cases(nbytes, directions, memories), bench.clocks(), policy, check,
+                          self.result.measurements)
+                if progress is not None:
+                    progress(done, len(sizes), format_bytes(nbytes))
+                if on_size is not None:
+                    on_size(self.result)
+        finally:
+            bench.release()  # the buffers, not the allocator: the next run reuses it
         return self.result
 
-    def rows(self) -> list[dict]:
-        """The result table (no raw samples), in sweep order."""
-        return [{k: r[k] for k in TABLE_COLUMNS} for r in self.result.rows()] if self.result else []
+    def close(self) -> None:
+        """Close every bench's allocator (the state is done with them); a later run makes a new one."""
+        for bench in self._benches.values():
+            bench.release()
+            bench.alloc.close()
+        self._benches.clear()
 
-
-PCIE5_X16_GBPS = 64.0  # PCIe 5.0 x16, one direction, before protocol overhead (the H200's host link)
-
-
-def is_baseline(method: str) -> bool:
-    """Baselines are every timed method that is not devcopy's own path."""
-    return not method.startswith("devcopy")
-
-
-def ceilings(result: SweepResult, ceiling_gbps: float | None = None) -> list[tuple[float, str]]:
-    """The lines copies cannot beat: the given one; on CUDA the PCIe link and the measured pinned
-    cudaMemcpyAsync peak (as in bench's plots); on the simulated backend the host memcpy peak."""
-    if ceiling_gbps is not None:
-        return [(ceiling_gbps, f"ceiling {ceiling_gbps:g} GB/s")]
-    if result.backend == "cupy":
-        measured = [m.gbps for m in result.measurements if (m.method, m.memory) == (CEILING_METHOD, "pinned")]
-        lines = [(PCIE5_X16_GBPS, f"PCIe 5.0 x16 link ({PCIE5_X16_GBPS:g} GB/s, theoretical)")]
-        return lines + ([(max(measured), f"measured ceiling ({CEILING_METHOD} pinned, {max(measured):.1f} GB/s)")]
-                        if measured else [])
-    peaks = [m.gbps for m in result.measurements if is_baseline(m.method)]
-    return [(max(peaks), f"host memcpy peak ({max(peaks):.1f} GB/s, simulated)")] if peaks else []
+    def matrix(self) -> tuple[list[str], list[dict]]:
+        """(columns, rows) of the size x method GB/s table of the last result."""
+        return gbps_matrix(self.result) if self.result else (["size"], [])

@@ -20,6 +20,8 @@ _DEFAULT = 4  # cudaMemcpyDefault
 class CudaBench:
     """One size's buffers at a time and the cases timed on them, for a `CupyCudaAllocator`."""
 
+    directions, memories, limits = ("h2d", "d2h", "both"), ("pageable", "pinned"), ""  # what it can time
+
     def __init__(self, allocator: Any) -> None:
         import cupy
 

@@ -15,6 +15,8 @@ class SimulatedBench:
     """One size's buffers at a time for a `SimulatedCudaAllocator`; host memory is pageable only."""
 
     device = "simulated accelerator (host memory, not a GPU)"
+    directions, memories = ("h2d", "d2h"), ("pageable",)  # what it can time, and why not the rest
+    limits = "the simulated accelerator copies pageable host memory one way at a time: pinned and both need CUDA"
 
     def __init__(self, allocator: Any) -> None:
         self.alloc = allocator
@@ -24,10 +26,8 @@ class SimulatedBench:
         return {"wall": WallClock()}
 
     def cases(self, n: int, directions, memories) -> list[Case]:
-        if "pageable" not in memories:
-            return []
         return [Case(method, d, "pageable", n, partial(build, d, n), clocks=("wall",))
-                for d in directions if d != "both"
+                for d in directions if d in self.directions and "pageable" in memories
                 for method, build in (("numpy copyto", self._copyto), ("devcopy allocator", self._allocator))]
 
     def release(self) -> None:

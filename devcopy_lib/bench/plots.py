@@ -1,24 +1,54 @@
-"""Plots of a sweep (matplotlib imported here, lazily): bandwidth vs size with the measured ceiling, and small-copy
-latency on both clocks. Figures are built without pyplot, so no backend is switched: a notebook kernel keeps its own;
-each function returns the Figure and writes it to `path` when one is given."""
+"""How a sweep is shown, the same in notebooks, the timing panel and the docs: bandwidth against size (binary size
+ticks, IQR error bars, baselines dashed, the ceilings named in a legend outside the data), small-copy latency, and a
+compact size x method GB/s matrix. matplotlib is imported lazily and without pyplot, so a notebook kernel keeps its
+backend; each plot function returns the Figure and writes it to `path` when one is given."""
 from __future__ import annotations
 
+import numpy as np
+
 from .harness import SweepResult
+from .sizes import format_bytes
 
 PANELS = [("h2d", "pinned"), ("d2h", "pinned"), ("h2d", "pageable"), ("d2h", "pageable"), ("both", "pinned")]
 CEILING_METHOD = "cudaMemcpyAsync"
 SMALL_BYTES = 1 << 16
+PCIE5_X16_GBPS = 64.0  # PCIe 5.0 x16, one direction, before protocol overhead (the H200's host link)
 
 
-def _figure(ncols: int, width: float, height: float):
+def is_baseline(method: str) -> bool:
+    """Baselines are every timed method that is not devcopy's own path."""
+    return not method.startswith("devcopy")
+
+
+def ceilings(result: SweepResult, ceiling_gbps: float | None = None) -> list[tuple[float, str]]:
+    """The lines copies cannot beat: the given one; on CUDA the PCIe link and the measured pinned
+    cudaMemcpyAsync peak; on the simulated backend the host memcpy peak."""
+    if ceiling_gbps is not None:
+        return [(ceiling_gbps, f"ceiling {ceiling_gbps:g} GB/s")]
+    if result.backend == "cupy":
+        measured = [m.gbps for m in result.measurements if (m.method, m.memory) == (CEILING_METHOD, "pinned")]
+        lines = [(PCIE5_X16_GBPS, f"PCIe 5.0 x16 link ({PCIE5_X16_GBPS:g} GB/s, theoretical)")]
+        return lines + ([(max(measured), f"measured ceiling ({CEILING_METHOD} pinned, {max(measured):.1f} GB/s)")]
+                        if measured else [])
+    peaks = [m.gbps for m in result.measurements if is_baseline(m.method)]
+    return [(max(peaks), f"host memcpy peak ({max(peaks):.1f} GB/s, simulated)")] if peaks else []
+
+
+def _figure(panels: int, width: float, height: float, per_row: int = 3):
+    """A figure of `panels` axes, at most `per_row` to a row (five panels stay readable in a 1280 px notebook),
+    sharing the y axis; the unused axes of the last row removed. Returns (figure, axes in reading order)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width * ncols, height))
-    return fig, fig.subplots(1, ncols, squeeze=False)
+    ncols = max(1, min(per_row, panels))
+    nrows = max(1, -(-panels // ncols))
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    axes = list(fig.subplots(nrows, ncols, squeeze=False, sharey=True).flat)
+    for extra in axes[max(1, panels):]:
+        extra.remove()
+    return fig, axes[:max(1, panels)]
 
 
 def _finish(fig, path: str | None):
-    fig.tight_layout()
     if path:
         fig.savefig(path, dpi=110)
     return fig
@@ -33,39 +63,91 @@ def to_png(fig) -> bytes:
     return buffer.getvalue()
 
 
-def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "wall"):
-    """GB/s vs bytes on log axes, one panel per (direction, memory), the measured pinned ceiling dashed."""
+def _binary_size_axis(axis, sizes) -> None:
+    """Log2 x axis ticked at powers of four in KiB / MiB / GiB (4 KiB, 16 KiB, ... 1 MiB) instead of 10^n."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    low, high = min(sizes), max(sizes)
+    ticks = [1 << k for k in range(0, 41, 2) if low <= 1 << k <= high] or sorted(set(sizes))
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda x, _: format_bytes(x)))
+
+
+def _iqr_gbps(m) -> tuple[float, float]:
+    """How far below and above the median GB/s the quartiles of the sample times reach."""
+    q1, q3 = np.percentile(m.samples, [25, 75])
+    return m.gbps - m.nbytes / q3 / 1e9, (m.nbytes / q1 / 1e9 if q1 > 0 else m.gbps) - m.gbps
+
+
+def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "wall",
+                   ceiling_gbps: float | None = None):
+    """GB/s against bytes per copy, one panel per (direction, host memory) on `clock`: a line per method with IQR
+    error bars, baselines dashed, the ceilings dotted; one legend, below the panels, names lines and ceilings."""
     panels = [p for p in PANELS if any((m.direction, m.memory, m.clock) == (*p, clock) for m in result.measurements)]
-    fig, axes = _figure(len(panels), 4.2, 3.8)
-    for ax, (direction, memory) in zip(axes[0], panels):
+    fig, axes = _figure(len(panels), 4.0, 3.4)
+    handles: dict[str, object] = {}
+    colours = {method: f"C{i}" for i, method in enumerate(sorted({m.method for m in result.measurements}))}
+    for ax, (direction, memory) in zip(axes, panels):
         rows = [m for m in result.measurements if (m.direction, m.memory, m.clock) == (direction, memory, clock)]
-        for method in dict.fromkeys(m.method for m in rows):
-            points = sorted((m.nbytes, m.gbps) for m in rows if m.method == method)
-            ax.plot(*zip(*points), marker="o", markersize=3, label=method)
-        ceiling = [m.gbps for m in result.measurements
-                   if (m.method, m.direction, m.memory, m.clock) == (CEILING_METHOD, direction, "pinned", clock)]
-        if ceiling:
-            ax.axhline(max(ceiling), color="gray", linestyle="--", linewidth=1,
-                       label=f"ceiling {max(ceiling):.0f} GB/s")
-        ax.set(xscale="log", yscale="log", xlabel="bytes moved", title=f"{direction}, {memory} ({clock})")
+        for method in sorted(dict.fromkeys(m.method for m in rows)):
+            points = sorted((m for m in rows if m.method == method), key=lambda m: m.nbytes)
+            errors = np.array([_iqr_gbps(m) for m in points]).T
+            line = ax.errorbar([m.nbytes for m in points], [m.gbps for m in points], yerr=errors, marker="o",
+                               markersize=3, capsize=2, color=colours[method],
+                               linestyle="--" if is_baseline(method) else "-")
+            handles.setdefault(method, line)
+        for colour, (gbps, label) in zip(("black", "gray", "silver"), ceilings(result, ceiling_gbps)):
+            handles.setdefault(label, ax.axhline(gbps, color=colour, linestyle=":", linewidth=1.2))
+        ax.set(xscale="log", yscale="log", xlabel="bytes per copy", title=f"{direction}, {memory} host memory")
+        _binary_size_axis(ax.xaxis, [m.nbytes for m in rows])
+        ax.tick_params(axis="x", labelrotation=45, labelsize=7)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=6)
-    axes[0][0].set_ylabel("GB/s")
-    fig.suptitle(f"{result.device} ({result.backend})", fontsize=9)
+    for ax in axes[::3]:
+        ax.set_ylabel(f"GB/s ({clock} clock; bars: IQR)")
+    fig.suptitle(f"copy bandwidth on {result.backend}: {result.device}", fontsize=9)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(3, len(handles)),
+                   fontsize=7, frameon=False)
     return _finish(fig, path)
 
 
 def plot_latency(result: SweepResult, path: str | None = None):
-    """Median microseconds of copies up to 64 KiB (one-way), one panel per clock."""
+    """Median microseconds of copies up to 64 KiB (one-way), one panel per clock, legend outside the data: a colour
+    per method, circles H2D and squares D2H, solid pinned and dashed pageable host memory."""
     clocks = list(dict.fromkeys(m.clock for m in result.measurements))
-    fig, axes = _figure(len(clocks), 6, 4)
-    for ax, clock in zip(axes[0], clocks):
+    colours = {method: f"C{i % 10}" for i, method in enumerate(sorted({m.method for m in result.measurements}))}
+    fig, axes = _figure(len(clocks), 5, 3.6)
+    handles: dict[str, object] = {}
+    for ax, clock in zip(axes, clocks):
         rows = [m for m in result.measurements
                 if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != "both"]
-        for key in dict.fromkeys((m.method, m.direction, m.memory) for m in rows):
+        for key in sorted(dict.fromkeys((m.method, m.direction, m.memory) for m in rows)):
             points = sorted((m.nbytes, m.median * 1e6) for m in rows if (m.method, m.direction, m.memory) == key)
-            ax.plot(*zip(*points), marker="o", markersize=3, label=" ".join(key))
-        ax.set(xscale="log", xlabel="bytes", ylabel="median µs", title=f"small copies ({clock} clock)")
+            (line,) = ax.plot(*zip(*points), color=colours[key[0]], marker="o" if key[1] == "h2d" else "s",
+                              markersize=3, linestyle="--" if key[2] == "pageable" else "-")
+            handles.setdefault(" ".join(key), line)
+        ax.set(xscale="log", xlabel="bytes per copy", ylabel="median µs", title=f"small copies ({clock} clock)")
+        if rows:
+            _binary_size_axis(ax.xaxis, [m.nbytes for m in rows])
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=5, ncol=2)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=3, fontsize=6,
+                   frameon=False)
     return _finish(fig, path)
+
+
+def gbps_matrix(result: SweepResult, clock: str | None = None) -> tuple[list[str], list[dict]]:
+    """The sweep as a compact table, like nvbandwidth's: one row per size (ascending), one column per
+    (method, direction, host memory[, clock]), GB/s at the median. Returns (columns, rows)."""
+    clocks = list(dict.fromkeys(m.clock for m in result.measurements))
+    chosen = [m for m in result.measurements if clock is None or m.clock == clock]
+
+    def series(m) -> str:
+        return f"{m.method} {m.direction} {m.memory}" + (f" ({m.clock})" if len(clocks) > 1 and not clock else "")
+
+    columns = sorted(dict.fromkeys(series(m) for m in chosen), key=lambda s: (is_baseline(s), s))
+    by_size: dict[int, dict] = {}
+    for m in chosen:
+        by_size.setdefault(m.nbytes, {"size": format_bytes(m.nbytes)})[series(m)] = f"{m.gbps:.2f}"
+    return ["size", *columns], [by_size[n] for n in sorted(by_size)]

@@ -43,3 +43,12 @@ def format_size(nbytes: int) -> str:
         if nbytes >= unit and nbytes % unit == 0:
             return f"{nbytes // unit}{suffix}"
     return f"{nbytes}B"
+
+
+def format_bytes(nbytes: float) -> str:
+    """Bytes for people, binary units: 64 -> '64 B', 4096 -> '4 KiB', 156552192 -> '149.3 MiB' (never e-notation)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(nbytes) >= scale:
+            value = nbytes / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{nbytes:.0f} B"

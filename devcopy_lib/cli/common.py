@@ -31,6 +31,8 @@ ERROR_KINDS = {
     "load": (EXIT_REFUSED, "loading the method failed; `error_code` is ExecuTorch's Error name"),
     "execution": (EXIT_REFUSED, "running the method failed; `error_code` is ExecuTorch's Error name"),
     "device": (EXIT_REFUSED, "the device backend failed (a CUDA error, out of device memory)"),
+    "executorch_refused": (EXIT_REFUSED, "ExecuTorch itself refused the program (the reference run); not a devcopy "
+                                         "error"),
     "interrupted": (EXIT_INTERRUPTED, "interrupted (Ctrl-C); a bench keeps the rows measured so far"),
     "internal": (EXIT_REFUSED, "a devcopy bug: anything else; the message says what was raised"),
 }
@@ -182,8 +184,8 @@ def classify(exc: BaseException) -> tuple[str, dict[str, Any]]:
         return "interrupted", {}
     kind = "device" if isinstance(exc, MemoryError) else getattr(exc, "kind", None)
     if kind in ERROR_KINDS:
-        error = getattr(exc, "error", None)
-        return kind, ({"error_code": error.name} if error is not None else {})
+        code = getattr(getattr(exc, "error", None), "name", None)  # an ExecuTorch Error code, where there is one
+        return kind, ({"error_code": code} if isinstance(code, str) else {})
     return "internal", {"exception": type(exc).__name__}
 
 

@@ -9,8 +9,6 @@ from ..names import PARTITIONS, STRATEGIES
 from . import model_spec
 from .common import Outcome, UsageError, add_json, split_list
 
-DEMO_BACKEND_OPS = ("add.Tensor", "mm.default", "sin.default")  # what ExecuTorch's demo backend lowers
-
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:
     """MODEL and the options that decide delegates and copies (also used by `devcopy run`)."""
@@ -26,12 +24,16 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
                         help="executorch: PropagateDevicePass; dedupe: one H2D per value and device; peer: a direct "
                              "device-to-device copy instead of a host hop where peer access exists")
     parser.add_argument("--partition", default="capability", choices=PARTITIONS,
-                        help="capability: torch.fx's partitioner groups ops; per_node: one delegate per op")
+                        help="capability: group ops as torch.fx's partitioner does (near-linear); "
+                             "fx: torch.fx's own; per_node: one delegate per op")
     parser.add_argument("--skip-h2d-inputs", action="store_true",
                         help="graph inputs feeding a delegate are passed on the device (skip_h2d_for_method_inputs)")
     parser.add_argument("--skip-d2h-outputs", action="store_true",
                         help="delegate outputs that only the graph returns stay on the device "
                              "(skip_d2h_for_method_outputs)")
+    parser.add_argument("--hoist-constants", action="store_true",
+                        help="compute values derived only from parameters/buffers/constants once at load and keep "
+                             "them on the device: no per-call copy for them (beyond ExecuTorch)")
 
 
 def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
@@ -96,7 +98,7 @@ def lower_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def placement_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """`place_devices` keyword arguments from parsed options."""
     return {"strategy": args.strategy, "skip_h2d_for_method_inputs": args.skip_h2d_inputs,
-            "skip_d2h_for_method_outputs": args.skip_d2h_outputs}
+            "skip_d2h_for_method_outputs": args.skip_d2h_outputs, "hoist_constants": args.hoist_constants}
 
 
 def _check_delegate_targets(per_key: dict[str, str], lowered) -> None:
@@ -126,20 +128,20 @@ def lower_and_place(args: argparse.Namespace):
 
 
 def _executorch(args, module, inputs, placed) -> dict[str, Any]:
-    """ExecuTorch's own counts for the same ops and partitioning, or why there are none."""
+    """ExecuTorch's own counts for the same ops, partitioning and targets, or ExecuTorch's refusal."""
     from ..passes import executorch_reference
 
     if not executorch_reference.available():
         return {"available": False, "error": "ExecuTorch is not installed: pip install -e '.[reference]'"}
-    note = None if args.strategy == "executorch" else "ExecuTorch has no dedupe: these are PropagateDevicePass's counts"
+    note = None if args.strategy == "executorch" and not args.hoist_constants else (
+        "ExecuTorch has only its own placement (no dedupe, peer or hoisting): these are PropagateDevicePass's counts")
     try:
         counts = executorch_reference.executorch_counts(
-            module, inputs, placed.delegate_ops, target_device=parse_targets(args.target)[0], partition=args.partition,
-            skip_h2d_for_method_inputs=args.skip_h2d_inputs, skip_d2h_for_method_outputs=args.skip_d2h_outputs)
-    except Exception as exc:  # ExecuTorch refusing the program is a result to show, not a crash
-        return {"available": True, "error": f"{type(exc).__name__}: {exc}. (Its BackendWithCompilerDemo accepts "
-                                             f"only {', '.join(DEMO_BACKEND_OPS)}: try --delegate "
-                                             f"{','.join(DEMO_BACKEND_OPS)}.)"}
+            module, inputs, placed.delegate_ops, target_device=lower_kwargs(args)["target_device"],
+            partition=args.partition, skip_h2d_for_method_inputs=args.skip_h2d_inputs,
+            skip_d2h_for_method_outputs=args.skip_d2h_outputs)
+    except executorch_reference.ExecuTorchRefusal as exc:  # ExecuTorch's own verdict: a result, not a devcopy error
+        return {"available": True, "refused": True, "error": str(exc)}
     return {"available": True, "delegates": counts["delegates"], "copies": {"h2d": counts["h2d"], "d2h": counts["d2h"]},
             **({"note": note} if note else {})}
 
@@ -181,6 +183,7 @@ def _render(result: dict[str, Any]) -> str:
         lines.append(f"vs {other['strategy']}: {saved['h2d']} H2D / {saved['d2h']} D2H saved, "
                      f"{other['bytes_saved']['h2d'] + other['bytes_saved']['d2h']} B over PCIe saved, "
                      f"{other['extra_device_bytes']} B more device peak")
+    lines.extend(f"suggestion: {text}" for text in result["suggestions"])
     if "executorch" in result:
         et = result["executorch"]
         lines.append(f"ExecuTorch: {et['error']}" if "error" in et else

@@ -59,6 +59,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         outputs = method(*inputs)
         result = {"copies_executed": dict(method.copies_executed), "caller_copies": method.caller_copies,
                   "arena_bytes": method.arena_sizes}
+        if args.profile:
+            result.update(_profile(method, inputs, args.profile))
     with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
         expected = pytree.tree_leaves(module(*inputs))
     ok, max_abs_err = compare_outputs(outputs, expected)
@@ -66,8 +68,22 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
             "strategy": args.strategy, "max_abs_err": max_abs_err, **result}
 
 
+def _profile(method, inputs, repeat: int) -> dict[str, Any]:
+    """Per-instruction times of `repeat` profiled calls, copies priced by the default cost model."""
+    from ..bench.cost_model import default_model
+
+    model = default_model()
+    return {"profile": method.profile(*inputs, repeat=repeat, cost_model=model), "cost_model": model.source}
+
+
 def _render(result: dict[str, Any]) -> str:
     copies, arenas = result["copies_executed"], result["arena_bytes"]
+    profile = []
+    if "profile" in result:
+        from ..bench.profile_view import markdown_table
+
+        profile = [f"  profile (median of the profiled calls; copies priced by the {result['cost_model'].get('device', '')}"
+                   " cost model):", markdown_table(result["profile"])]
     return "\n".join([
         f"{result['model']}: {'ok' if result['ok'] else 'MISMATCH'} ({result['mode']} mode, {result['backend']} "
         f"backend, {result['strategy']} placement)",
@@ -75,6 +91,7 @@ def _render(result: dict[str, Any]) -> str:
         "  max |devcopy - eager|: not a number (NaN where eager has none)",
         f"  copies executed: {copies['h2d']} H2D, {copies['d2h']} D2H; by the caller: {result['caller_copies']}",
         "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
+        *profile,
     ])
 
 
@@ -92,6 +109,20 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--aten-device-rule", default=None, choices=DEVICE_RULES,
                         help="ATen mode only: the copy kernel's device (default seed): seed = op identity + current "
                              "device, as ExecuTorch; tensor = the device the tensor carries")
+    parser.add_argument("--profile", nargs="?", const=10, type=_repeat, default=0, metavar="N",
+                        help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
+                             "and (copies) cost-model predicted seconds")
     add_backend(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
+
+
+def _repeat(text: str) -> int:
+    """--profile's N: an int >= 1 (argparse reports the error as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--profile takes a call count >= 1, got {text!r}")
+    return value

@@ -366,6 +366,34 @@ class DeviceAllocator(abc.ABC):
     def live_allocations(self) -> int:
         return len(self._live)
 
+    # ---- pre-validated copies (devcopy's addition, devices/planned_copy.py) -------------------------------------
+    def planned_copy(self, direction: str, ptr: DevicePtr, host: HostBuffer, capacity: int,
+                     index: int = CURRENT_DEVICE):
+        """Validate once a copy a loaded method repeats ("h2d": host -> ptr, "d2h": ptr -> host, up to `capacity`
+        bytes on device `index`) and return a `PlannedCopy` whose calls skip these checks."""
+        from .planned_copy import PlannedCopy
+
+        if direction not in ("h2d", "d2h"):
+            raise ValueError(f"planned_copy: direction must be 'h2d' or 'd2h', got {direction!r}")
+        what = f"planned_copy ({direction})"
+        if ptr is None or host is None:
+            raise ValueError(f"{what}: null pointer (ptr or host)")
+        _check_count("capacity", capacity)
+        resolved = self._resolve_index(index)
+        self._check_span(ptr, capacity, what)
+        self._check_index(ptr, index, what)
+        index = resolved
+        address = host_address(host, capacity, writable=direction == "d2h", what=what) if capacity else 1
+        return PlannedCopy(self, direction, ptr, host, address, capacity, index,
+                           self._planned_transfer(direction, ptr, address, capacity, index))
+
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+        """The transfer a PlannedCopy runs, `transfer(nbytes)`: the backend's copy hooks (a backend may return a
+        faster direct path for what it validated here)."""
+        if direction == "h2d":
+            return lambda nbytes: self._copy_in(ptr, address, nbytes, index)
+        return lambda nbytes: self._copy_out(address, ptr, nbytes, index)
+
     # ---- validation helpers ---------------------------------------------------------------------------------
     def _resolve_index(self, index: int) -> int:
         if not isinstance(index, int) or isinstance(index, bool) or not CURRENT_DEVICE <= index <= MAX_DEVICE_INDEX:

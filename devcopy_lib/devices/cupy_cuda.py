@@ -167,6 +167,22 @@ class CupyCudaAllocator(DeviceAllocator):
         with _OnDevice(self._rt, index):
             self.engine.d2h(dst_address, src.address, nbytes)
 
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+        """A planned copy with pinned host memory on a one-GPU machine: cudaMemcpyAsync + synchronize on the current
+        stream directly, skipping the engine's per-call decisions (small copies are latency-bound)."""
+        if self._count != 1 or not self.transport.is_pinned(address, capacity):
+            return super()._planned_transfer(direction, ptr, address, capacity, index)
+        rt, current_stream = self._rt, self._cupy.cuda.get_current_stream
+        dst, src = (ptr.address, address) if direction == "h2d" else (address, ptr.address)
+
+        def transfer(nbytes: int) -> None:
+            stream = current_stream().ptr
+            with cuda_status("planned cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
+                rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream)
+                rt.streamSynchronize(stream)
+
+        return transfer
+
     def _peer_access(self, src_index: int, dst_index: int) -> bool:
         with cuda_status("ask peer access cuda:{} -> cuda:{}", src_index, dst_index):
             return bool(self._rt.deviceCanAccessPeer(dst_index, src_index))

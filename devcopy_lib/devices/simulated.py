@@ -82,6 +82,18 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _copy_out(self, dst_address: int, src: DevicePtr, nbytes: int, index: int) -> None:
         ctypes.memmove(dst_address, src.block.handle.ctypes.data + src.offset, nbytes)
 
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+        """A planned copy on the buffer's own index: one memmove between addresses resolved now (the buffer stays
+        alive with its method; PlannedCopy refuses it once freed)."""
+        hooks = type(self)._copy_in is SimulatedCudaAllocator._copy_in and \
+            type(self)._copy_out is SimulatedCudaAllocator._copy_out  # a subclass's own hooks (fault injection) run
+        if ptr.index != index or not capacity or not hooks:
+            return super()._planned_transfer(direction, ptr, address, capacity, index)
+        device, memmove = ptr.block.handle.ctypes.data + ptr.offset, ctypes.memmove
+        if direction == "h2d":
+            return lambda nbytes: memmove(device, address, nbytes)
+        return lambda nbytes: memmove(address, device, nbytes)
+
     def _peer_access(self, src_index: int, dst_index: int) -> bool:
         return self._peers if isinstance(self._peers, bool) else (src_index, dst_index) in self._peers
 

@@ -20,6 +20,8 @@ from ..runtime.program import (
     BackendDelegate, DelegateCall, KernelCall, Program, ScalarValue, TensorListValue, TensorSpec, TensorValue,
 )
 from .delegate import delegate_of
+from .edge_form import WRITE_BACK
+from .hoist import HOISTED
 from .out_variant import operator_name, out_variant
 
 # Graph assertions carry no data; ExecuTorch removes them before emitting too.
@@ -57,7 +59,8 @@ def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
 def tensor_spec(val: torch.Tensor, device: Device, where: str) -> TensorSpec:
     """The spec of a traced tensor: dtype, upper-bound sizes, device, dynamism."""
     bounds = [_upper_bound(size, where) for size in val.shape]
-    return TensorSpec(val.dtype, tuple(s for s, _ in bounds), device, any(d for _, d in bounds))
+    return TensorSpec(val.dtype, tuple(s for s, _ in bounds), device, any(d for _, d in bounds),
+                      tuple(dim for dim, (_, dynamic) in enumerate(bounds) if dynamic))
 
 
 def _device_of(node: fx.Node) -> Device:
@@ -84,14 +87,17 @@ class _Emitter:
         return self.add(TensorValue(spec, planned=False, data=tensor.detach().contiguous()))
 
     def planned(self, val: torch.Tensor, node: fx.Node, device: Device | None = None) -> int:
+        """A new tensor slot for `node`'s value; a hoisted value gets memory of its own (it lives across runs)."""
         device = (device or _device_of(node)) if self.device_planning else CPU
-        return self.add(TensorValue(tensor_spec(val, device, node.name)))
+        return self.add(TensorValue(tensor_spec(val, device, node.name), planned=not node.meta.get(HOISTED, False)))
 
     # ---- nodes ----------------------------------------------------------------------------------------------
     def run(self) -> Program:
         for node in self.gm.graph.nodes:
             handler = getattr(self, f"_{node.op}")
             handler(node)
+            if node.meta.get(HOISTED):  # hoisted nodes come first: the load-time part ends after the last one
+                self.program.load_instructions = len(self.program.instructions)
         return self.program
 
     def _placeholder(self, node: fx.Node) -> None:
@@ -101,8 +107,9 @@ class _Emitter:
 
     def _get_attr(self, node: fx.Node) -> None:
         attr = operator.attrgetter(node.target)(self.gm)
-        if isinstance(attr, torch.Tensor):
-            self.node_value[node] = self.constant(attr)
+        if isinstance(attr, torch.Tensor):  # a mutated buffer's state starts from a copy of its value
+            mutable = any(u.target is WRITE_BACK and u.args[0] is node for u in node.users)
+            self.node_value[node] = self.constant(attr.clone() if mutable else attr)
 
     def _call_module(self, node: fx.Node) -> None:
         delegate = delegate_of(node)
@@ -126,6 +133,9 @@ class _Emitter:
                 f"{node.name}: {node.target} is not an operator overload; the runtime calls only operators"
             )
         if node.target._schema.name in _SKIPPED:
+            return
+        if node.target is WRITE_BACK:
+            self.write_back(node)
             return
         self.kernel_call(node)
 
@@ -152,12 +162,23 @@ class _Emitter:
                 args.append(self.add(ScalarValue(arg.default_value)))
             else:
                 raise ValueError(f"{node.name}: {op} needs argument {arg.name!r}, which {node.target} did not get")
-        name = operator_name(op)
+        self.program.instructions.append(KernelCall(self.operator(operator_name(op)), (*args, *out_args)))
+        self.node_value[node] = tuple(results) if isinstance(vals, (tuple, list)) else results[0]
+
+    def operator(self, name: str) -> int:
+        """The operator-table index of `name`, added on first use."""
         index = self.op_index.setdefault(name, len(self.op_index))
         if index == len(self.program.operators):
             self.program.operators.append(name)
-        self.program.instructions.append(KernelCall(index, (*args, *out_args)))
-        self.node_value[node] = tuple(results) if isinstance(vals, (tuple, list)) else results[0]
+        return index
+
+    def write_back(self, node: fx.Node) -> None:
+        """`copy_(target, value)` of a mutated buffer or input: `aten::copy.out(target, value, out=target)` writes
+        the new value into the target's own memory, where the next run (a buffer) or the caller (an input) reads it."""
+        target, value = (self.node_value[arg] for arg in node.args)
+        self.program.instructions.append(
+            KernelCall(self.operator("aten::copy.out"), (target, value, self.add(ScalarValue(False)), target)))
+        self.node_value[node] = target
 
     def argument(self, arg: torch._C.Argument, value: Any, node: fx.Node) -> int:
         """One argument as a value index: tensors by their node, scalars lifted where the schema wants a Tensor."""
@@ -201,6 +222,7 @@ def emit(placed: Any) -> Program:
     graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
     options = getattr(placed, "options", {})
     program = _Emitter(graph_module, options.get("non_cpu_memory_planning", True)).run()
+    program.written_back_inputs = list(getattr(placed, "written_back_inputs", ()))
     if options.get("skip_h2d_for_method_inputs"):
         _unplanned(program, program.inputs)
     if options.get("skip_d2h_for_method_outputs"):

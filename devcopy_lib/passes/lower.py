@@ -1,4 +1,4 @@
-"""Export and lower: torch.export + run_decompositions(), then torch.fx's capability partitioner picks delegates.
+"""Export and lower: torch.export + run_decompositions(), then capability partitioning picks the delegates.
 
 The lowered representation (what placement, emit and memory planning consume):
 
@@ -20,10 +20,18 @@ The lowered representation (what placement, emit and memory planning consume):
   placeholder name -> tensor: no H2D, copied to the device once at load), `ops` (overload names, graph order) and
   `input_names`.
 - `constants`: CPU-side constants (get_attr target -> tensor); `example_inputs`; `exported_program` (decomposed);
-  `delegate_ops`; `partition` ("capability" or "per_node").
+  `delegate_ops`; `partition` ("capability", "fx" or "per_node").
 
-Partitions come from `CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()`
-(never re-implemented here); `per_node` makes every supported node its own partition. A constant read by a
+Before partitioning, the graph takes the form ExecuTorch's `to_edge` gives it where that changes copies
+(`edge_form`: scalars lifted to constants, assertions removed, mutations written back with `copy_`); a mutated
+buffer is program state read on the CPU (`get_attr`), never delegate-owned; `written_back_inputs` lists the user
+inputs the program mutates.
+
+`capability` (the default) takes the partitions torch.fx's
+`CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()` proposes, from
+`partition.propose_partitions`, which makes the same decisions in near-linear time (torch.fx's grows superlinearly:
+minutes at 4,000 nodes); `fx` calls torch.fx's itself (the oracle the tests compare with); `per_node` makes every
+supported node its own partition. A constant read by a
 delegate is owned by it; a constant read by several delegates is owned by each (a copy per delegate, no H2D), and a
 CPU reader keeps a CPU-side copy too.
 """
@@ -39,14 +47,15 @@ import torch
 import torch.utils._pytree as pytree
 from torch import fx
 from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..devices import Device
 from ..names import PARTITIONS
 from .delegate import Delegate
+from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
+from .partition import propose_partitions
 
 # What the device backend runs: ATen overloads as they appear after run_decompositions().
 DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
@@ -56,6 +65,11 @@ DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
     "_softmax.default",
     # views, so a weight's transpose runs inside the delegate that owns the weight (no per-run H2D of weights)
     "permute.default", "view.default", "expand.default", "clone.default", "_unsafe_view.default",
+    "unsqueeze.default",
+    # what the real models (docs/real_models.md) compute: convolutions, normalisations, pooling, activations
+    "convolution.default", "_native_batch_norm_legit_no_training.default", "native_layer_norm.default",
+    "max_pool2d_with_indices.default", "mean.dim", "clamp.default", "gelu.default", "pow.Tensor_Scalar",
+    "rsqrt.default", "embedding.default", "cat.default", "split_with_sizes.default",
 )
 
 
@@ -72,6 +86,7 @@ class LoweredProgram:
     exported_program: ExportedProgram
     delegate_ops: tuple[str, ...]
     partition: str = "capability"
+    written_back_inputs: tuple[int, ...] = ()  # user inputs the program mutates: the caller's tensor gets the value
 
     def __call__(self, *inputs):
         """Run the graph eagerly on CPU tensors (copies are clones), outputs structured like the model's."""
@@ -85,7 +100,7 @@ class LoweredProgram:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
-class _OverloadSupport(OperatorSupportBase):
+class OverloadSupport(OperatorSupportBase):
     """Supported = a call to one of the named ATen overloads."""
 
     def __init__(self, ops: Sequence[str]):
@@ -99,7 +114,8 @@ def _checked_options(delegate_ops: Sequence[str] | None, partition: str) -> tupl
     """The validated delegate ops (DEFAULT_DELEGATE_OPS for None); a ValueError naming the valid partitions."""
     if partition not in PARTITIONS:
         raise ValueError(f"Unknown partition {partition!r}. Valid: {', '.join(PARTITIONS)}. 'capability' groups "
-                         f"supported ops like ExecuTorch's partitioners; 'per_node' makes one delegate per op.")
+                         f"supported ops like ExecuTorch's partitioners; 'fx' gives the same groups from torch.fx's "
+                         f"own (slower) partitioner; 'per_node' makes one delegate per op.")
     return validate_overloads(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops)
 
 
@@ -117,15 +133,18 @@ def lower(exported: ExportedProgram, delegate_ops: Sequence[str] | None = None, 
     (`delegate_0`) or op overload (`add.Tensor`) to a device (delegates it does not cover get no device).
     """
     ops = _checked_options(delegate_ops, partition)
-    gm = exported.graph_module
-    support = _OverloadSupport(ops)
+    edge = edge_form(exported)
+    gm = edge.graph_module
+    support = OverloadSupport(ops)
     if partition == "capability":
+        groups = propose_partitions(gm, support)
+    elif partition == "fx":
         proposed = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()
         groups = [set(p.nodes) for p in proposed]
     else:
         groups = [{n} for n in gm.graph.nodes if support.is_node_supported(None, n)]
     example_inputs = tuple(exported.example_inputs[0]) if exported.example_inputs else ()
-    return _Builder(exported, groups, target_device).build(example_inputs, ops, partition)
+    return _Builder(exported, edge, groups, target_device).build(example_inputs, ops, partition)
 
 
 def export_and_lower(model: torch.nn.Module, example_inputs: Sequence[Any], delegate_ops: Sequence[str] | None = None,
@@ -151,36 +170,18 @@ def _resolve_device(target_device: Any, name: str, ops: tuple[str, ...]) -> Devi
     return found.pop() if found else None
 
 
-def _constant_tensors(exported: ExportedProgram) -> tuple[dict[str, torch.Tensor], list[str]]:
-    """Placeholder name -> tensor for parameters, buffers and lifted constants; plus the user-input names."""
-    constants, user_inputs = {}, []
-    for spec in exported.graph_signature.input_specs:
-        if spec.kind is InputKind.USER_INPUT:
-            user_inputs.append(spec.arg.name)
-        elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
-            source = exported.state_dict if spec.target in exported.state_dict else exported.constants
-            constants[spec.arg.name] = source[spec.target]
-        else:
-            raise ValueError(f"Input {spec.arg.name!r} is a {spec.kind.name}, which lowering does not support: "
-                             f"only user inputs, parameters, buffers and tensor constants.")
-    mutated = [s.arg.name for s in exported.graph_signature.output_specs if s.kind is not OutputKind.USER_OUTPUT]
-    if mutated:
-        raise ValueError(f"The program mutates {mutated}; lowering supports functional programs only. "
-                         f"Return the new value instead of updating a buffer in place.")
-    return constants, user_inputs
-
-
 class _Builder:
     """Builds the top-level graph: CPU nodes copied, each partition replaced by a delegate call and getitems."""
 
-    def __init__(self, exported: ExportedProgram, groups: list[set[fx.Node]], target_device: Any):
+    def __init__(self, exported: ExportedProgram, edge: EdgeForm, groups: list[set[fx.Node]], target_device: Any):
         self.exported = exported
-        self.graph = exported.graph_module.graph
+        self.edge = edge
+        self.graph = edge.graph_module.graph
         self.order = {n: i for i, n in enumerate(self.graph.nodes)}
-        self.groups = [sorted(g, key=self.order.__getitem__) for g in groups]
+        self.groups = [sorted(_with_getitems(g), key=self.order.__getitem__) for g in groups]
         self.group_of = {n: i for i, g in enumerate(self.groups) for n in g}
         self.target_device = target_device
-        self.constants, self.user_inputs = _constant_tensors(exported)
+        self.constants, self.user_inputs = edge.constants, edge.user_inputs
         self.new = fx.Graph()
         self.root = torch.nn.Module()
         self.env: dict[fx.Node, fx.Node] = {}
@@ -193,7 +194,7 @@ class _Builder:
             self.env[placeholders[name]] = self._copy(placeholders[name])
         for name, tensor in self.constants.items():
             node = placeholders[name]
-            if any(u not in self.group_of for u in node.users):  # a CPU op or the output reads it
+            if name in self.edge.mutable or any(u not in self.group_of for u in node.users):  # CPU reads it
                 self.root.register_buffer(name, tensor)
                 self.cpu_constants[name] = tensor
                 attr = self.new.get_attr(name)
@@ -211,7 +212,7 @@ class _Builder:
             graph_module=gm, delegates=dict(self.delegates), constants=self.cpu_constants,
             input_names=tuple(self.user_inputs), output_names=tuple(_names(output.args[0])),
             example_inputs=example_inputs, exported_program=self.exported, delegate_ops=tuple(ops),
-            partition=partition,
+            partition=partition, written_back_inputs=self.edge.written_back,
         )
 
     def _copy(self, node: fx.Node) -> fx.Node:
@@ -249,11 +250,12 @@ class _Builder:
     def _add_delegate(self, nodes: list[fx.Node]) -> None:
         """Replace one partition by a delegate call: distinct inputs in first-use order, owned constants inside."""
         members = set(nodes)
-        inputs, owned = [], []
+        inputs, owned = {}, {}  # ordered sets: a delegate may read hundreds of distinct values
         for node in nodes:
             for arg in node.all_input_nodes:
-                if arg not in members and arg not in inputs and arg not in owned:
-                    (owned if arg.name in self.constants else inputs).append(arg)
+                if arg not in members:
+                    constant = arg.name in self.constants and arg.name not in self.edge.mutable
+                    (owned if constant else inputs)[arg] = None
         outputs = [n for n in nodes if any(u not in members for u in n.users)]
         sub = fx.Graph()
         sub_env = {}
@@ -264,7 +266,7 @@ class _Builder:
             sub_env[node] = sub.node_copy(node, sub_env.__getitem__)
         sub.output(tuple(sub_env[n] for n in outputs))
         name = f"delegate_{len(self.delegates)}"
-        ops = tuple(overload_name(n.target) for n in nodes)
+        ops = tuple(overload_name(n.target) for n in nodes if n.target is not operator.getitem)
         delegate = Delegate(
             name, fx.GraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
             _resolve_device(self.target_device, name, ops),
@@ -278,6 +280,12 @@ class _Builder:
             item = self.new.create_node("call_function", operator.getitem, (call, index), name=node.name)
             item.meta["val"] = node.meta.get("val")
             self.env[node] = item
+
+
+def _with_getitems(group: set[fx.Node]) -> set[fx.Node]:
+    """A partition with the `getitem`s of its multi-output ops (torch.fx's partitioner adds them, per_node does not):
+    a delegate returns tensors, never an op's tuple."""
+    return set(group) | {u for n in group for u in n.users if u.op == "call_function" and u.target is operator.getitem}
 
 
 def _names(value) -> list[str]:

@@ -1,11 +1,13 @@
 """What a node of a lowered or placed graph is: its kind, its device, whether it is a device copy."""
 from __future__ import annotations
 
+import operator
+
 from torch import fx
 
 from ..devices import CPU, Device
 from ..ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
-from .delegate import delegate_of, delegate_source
+from .delegate import delegate_of
 
 H2D, D2H, D2D = aot.h2d_copy.default, aot.d2h_copy.default, aot.d2d_copy.default
 KINDS = ("input", "output", "cpu_op", "delegate", "getitem", "h2d", "d2h", "d2d")
@@ -44,6 +46,6 @@ def node_kind(node: fx.Node) -> str:
         return "output"
     if delegate_of(node) is not None:
         return "delegate"
-    if delegate_source(node) is not None:
+    if node.op == "call_function" and node.target is operator.getitem:  # of a delegate call or a multi-output op
         return "getitem"
     return COPY_KINDS.get(node.target, "cpu_op") if node.op == "call_function" else "cpu_op"

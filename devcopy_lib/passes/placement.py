@@ -20,6 +20,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..devices import CPU, Device
 from ..names import STRATEGIES
+from . import hoist
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from .peer import CrossDevicePair, PeerAccess, peer_rule
@@ -235,26 +236,33 @@ def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
 
 def place_devices(lowered: LoweredProgram, strategy: str = "executorch", skip_h2d_for_method_inputs: bool = False,
                   skip_d2h_for_method_outputs: bool = False, non_cpu_memory_planning: bool = True,
-                  cost_model: Any = None, peer_access: PeerAccess = None) -> PlacedProgram:
+                  cost_model: Any = None, peer_access: PeerAccess = None,
+                  hoist_constants: bool = False) -> PlacedProgram:
     """Place devices on a copy of `lowered`'s graph; the report compares with the other strategies.
 
     `peer_access` (strategy 'peer'): None asks the registered allocator (none registered: assume yes), a bool
-    answers for every pair, a callable `(src, dst) -> bool`, or device pairs `{("cuda:0", "cuda:1")}`."""
+    answers for every pair, a callable `(src, dst) -> bool`, or device pairs `{("cuda:0", "cuda:1")}`.
+    `hoist_constants`: compute constant-derived values and their H2D copies once, at load (passes/hoist.py)."""
     options = dict(skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
                    skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
                    non_cpu_memory_planning=non_cpu_memory_planning)
     gm = copy_graph_module(lowered.graph_module)
     placement = PlaceDevicesPass(strategy, **options, peer_access=peer_access)
     placement(gm)
+    if hoist_constants:
+        hoist.hoist_constants(gm)
     others: dict[str, fx.GraphModule | Exception] = {}
     for name in STRATEGIES:
         if name != strategy:
             others[name] = copy_graph_module(lowered.graph_module)
             try:
                 PlaceDevicesPass(name, **options, peer_access=peer_access)(others[name])
+                if hoist_constants:
+                    hoist.hoist_constants(others[name])
             except PlacementError as exc:  # the other strategy refusing is part of the comparison
                 others[name] = exc
     base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
-    result = PlacedProgram(**{**base, "graph_module": gm}, strategy=strategy, options=options)
+    result = PlacedProgram(**{**base, "graph_module": gm}, strategy=strategy,
+                           options={**options, "hoist_constants": hoist_constants})
     result.report = build_report(result, cost_model, others, placement.cross_device)
     return result

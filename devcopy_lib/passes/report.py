@@ -14,7 +14,8 @@ from typing import Any, Protocol
 import torch
 from torch import fx
 
-from .delegate import delegate_of, delegate_source
+from .delegate import delegate_of
+from .hoist import HOISTED, hoistable_copies
 from .nodes import device_of, node_kind
 from .ops import overload_name
 
@@ -51,6 +52,10 @@ class PlacementReport:
     predicted_copy_s: float | None = None
     comparison: list[dict[str, Any]] = field(default_factory=list)
     cross_device: list[dict[str, Any]] = field(default_factory=list)
+    # H2D copies of constant-derived values (passes/hoist.py): made once at load when hoisted, else on every call
+    constant_derived: dict[str, int] = field(default_factory=dict)
+    per_call_bytes: dict[str, int] = field(default_factory=dict)  # all copies, "without_hoisting" / "with_hoisting"
+    suggestions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         result = asdict(self)
@@ -69,11 +74,12 @@ def value_bytes(value) -> int:
 
 
 def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
-    """(copies, bytes) per direction over the copy nodes of a placed graph; `d2d` only when there are direct ones."""
+    """(copies, bytes) per direction over the copy nodes of a placed graph made on every call (hoisted ones, made
+    once at load, are left out); `d2d` only when there are direct ones."""
     copies, nbytes = {"h2d": 0, "d2h": 0}, {"h2d": 0, "d2h": 0}
     for node in gm.graph.nodes:
         kind = node_kind(node)
-        if kind in ("h2d", "d2h", "d2d"):
+        if kind in ("h2d", "d2h", "d2d") and not node.meta.get(HOISTED):
             copies[kind] = copies.get(kind, 0) + 1
             nbytes[kind] = nbytes.get(kind, 0) + value_bytes(node.meta.get("val"))
     return copies, nbytes
@@ -82,12 +88,18 @@ def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
 def device_peak_bytes(gm: fx.GraphModule) -> int:
     """Peak bytes of values resident on non-CPU devices, each live from its definition to its last use."""
     position = {n: i for i, n in enumerate(gm.graph.nodes)}
-    live_until: list[tuple[int, int, int]] = []
+    change = [0] * (len(position) + 1)  # bytes becoming live at a position, minus those dead after the one before
     for node in gm.graph.nodes:
         if node.op != "output" and not device_of(node).is_cpu and delegate_of(node) is None:
             end = max((position[u] for u in node.users), default=position[node])
-            live_until.append((position[node], end, value_bytes(node.meta.get("val"))))
-    return max((sum(b for s, e, b in live_until if s <= i <= e) for i in range(len(position))), default=0)
+            nbytes = value_bytes(node.meta.get("val"))
+            change[position[node]] += nbytes
+            change[end + 1] -= nbytes
+    live = peak = 0
+    for delta in change[:-1]:
+        live += delta
+        peak = max(peak, live)
+    return peak
 
 
 def _reason(node: fx.Node, kind: str) -> str:
@@ -104,11 +116,12 @@ def _reason(node: fx.Node, kind: str) -> str:
         delegate = delegate_of(node)
         ops = ", ".join(dict.fromkeys(delegate.ops))
         where = f"on {delegate.target_device}" if delegate.target_device else "with no target_device: stays on CPU"
-        return f"{delegate.name}: {len(delegate.ops)} ops ({ops}) {where}"
+        count = len(delegate.ops)
+        return f"{delegate.name}: {count} op{'s' if count != 1 else ''} ({ops}) {where}"
     if kind == "getitem":
         stays = " (stays on device: skip_d2h_for_method_outputs)" if (
             not device.is_cpu and all(u.op == "output" for u in node.users)) else ""
-        return f"output {node.args[1]} of {delegate_source(node).name}{stays}"
+        return f"output {node.args[1]} of {node.args[0].name}{stays}"
     if kind == "h2d":
         return f"{node.args[0].name} to {device} for {users}"
     if kind == "d2h":
@@ -139,13 +152,21 @@ def build_report(placed, cost_model: CostModel | None = None,
     """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with;
     `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
     gm = placed.graph_module
+    hoistable = set(hoistable_copies(gm))
     rows = []
     for node in gm.graph.nodes:
         kind = node_kind(node)
         nbytes = value_bytes(node.meta.get("val"))
-        rows.append(NodeRow(node.name, kind, str(device_of(node)), _reason(node, kind), nbytes,
-                            predict_seconds(cost_model, kind, nbytes)))
+        reason = _reason(node, kind)
+        if node in hoistable:
+            reason += (" (constant-derived: hoisted, computed and copied once at load)" if node.meta.get(HOISTED) else
+                       " (constant-derived: hoist_constants=True / --hoist-constants would copy it once at load)")
+        rows.append(NodeRow(node.name, kind, str(device_of(node)), reason, nbytes,
+                            None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, nbytes)))
     copies, nbytes = copy_counts(gm)
+    derived_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable)
+    hoisted_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable if n.meta.get(HOISTED))
+    without = sum(nbytes.values()) + hoisted_bytes
     peak = device_peak_bytes(gm)
     comparison = []
     for name, other in (others or {}).items():
@@ -165,4 +186,11 @@ def build_report(placed, cost_model: CostModel | None = None,
         constant_bytes=placed.constant_bytes, device_peak_bytes=peak,
         predicted_copy_s=sum(predicted) if cost_model is not None else None, comparison=comparison,
         cross_device=[pair.to_dict(cost_model) for pair in cross_device or ()],
+        constant_derived={"copies": len(hoistable), "bytes": derived_bytes,
+                          "hoisted": sum(bool(n.meta.get(HOISTED)) for n in hoistable)},
+        per_call_bytes={"without_hoisting": without, "with_hoisting": without - derived_bytes},
+        suggestions=[] if derived_bytes == hoisted_bytes else [
+            f"{len(hoistable)} H2D copies ({derived_bytes} B per call) move values computed only from parameters, "
+            f"buffers and constants: hoist_constants=True (devcopy place --hoist-constants) computes them once at "
+            f"load and keeps them on the device ({without} B -> {without - derived_bytes} B per call)."],
     )

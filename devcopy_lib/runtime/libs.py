@@ -36,7 +36,9 @@ def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):
         return lambda ctx, args: kernel(ctx, *args)
     if namespace == "devcopy::aten" and fn in device_copy.PORTABLE_KERNELS:  # same kernel names in both modes
         kernel = device_copy.aten_kernel_for(name, device_rule)
-        return lambda ctx, args: kernel(*args)
+        boxed = lambda ctx, args: kernel(*args)  # noqa: E731
+        boxed.device_rule = device_rule  # a loaded method's planned copies follow the same rule (runtime/plan.py)
+        return boxed
     raise LookupError(
         f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
         f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, devcopy::aten::{{{','.join(device_copy.PORTABLE_KERNELS)}}}"

@@ -5,6 +5,7 @@ executor loop then only resizes them and hands them to kernels.
 """
 from __future__ import annotations
 
+
 import numpy as np
 import torch
 
@@ -13,11 +14,26 @@ from ..tensors.aten_tensor import device_tensor, resize_metadata
 from ..tensors.error import Error
 from .failures import ExecutionError
 from .program import TensorSpec
-from ..tensors.tensor import PortableTensor, TensorShapeDynamism, resize_problem
+from ..tensors.tensor import PortableTensor, TensorShapeDynamism
 
 
 def _dynamism(spec: TensorSpec) -> TensorShapeDynamism:
     return TensorShapeDynamism.DYNAMIC_BOUND if spec.dynamic else TensorShapeDynamism.STATIC
+
+
+def _resize_problem(spec: TensorSpec, sizes: tuple[int, ...]) -> str:
+    """Why a tensor planned as `spec` cannot take `sizes` (empty when it can)."""
+    if len(sizes) != len(spec.sizes):
+        return f"rank {len(spec.sizes)} cannot change to {len(sizes)} (sizes {spec.sizes} -> {sizes})"
+    if not spec.dynamic and sizes != spec.sizes:
+        return f"a STATIC tensor of sizes {spec.sizes} cannot take sizes {sizes}"
+    for dim, (size, bound) in enumerate(zip(sizes, spec.sizes)):
+        if size > bound:
+            return f"sizes {sizes} exceed the planned upper bound {spec.sizes} in dimension {dim} ({size} > {bound})"
+        if size != bound and not spec.may_vary(dim):
+            return (f"dimension {dim} is static in the plan (size {bound}) and cannot take {size} (sizes {sizes}, "
+                    f"plan {spec.sizes}); export with a torch.export.Dim for it to vary")
+    return ""
 
 
 class PortableTensors:
@@ -41,8 +57,11 @@ class PortableTensors:
 
     @staticmethod
     def resize(tensor: PortableTensor, spec: TensorSpec, sizes: tuple[int, ...], what: str) -> None:
-        if tensor.resize(sizes) is not Error.Ok:
-            raise ExecutionError(Error.InvalidArgument, f"{what}: {tensor.resize_problem(sizes)}")
+        if tensor.sizes == sizes:
+            return
+        problem = _resize_problem(spec, sizes)
+        if problem or tensor.resize(sizes) is not Error.Ok:
+            raise ExecutionError(Error.InvalidArgument, f"{what}: {problem or tensor.resize_problem(sizes)}")
 
     @staticmethod
     def host_tensor(tensor: PortableTensor) -> torch.Tensor:
@@ -73,7 +92,7 @@ class AtenTensors:
     def resize(tensor: torch.Tensor, spec: TensorSpec, sizes: tuple[int, ...], what: str) -> None:
         if tuple(tensor.shape) == sizes:
             return
-        problem = resize_problem(spec.sizes, sizes, not spec.dynamic, spec.numel)
+        problem = _resize_problem(spec, sizes)
         if problem:
             raise ExecutionError(Error.InvalidArgument, f"{what}: {problem}")
         resize_metadata(tensor, sizes)

@@ -15,12 +15,18 @@ from ..devices.device import CPU, Device
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A tensor's static description: dtype, sizes (the upper bound when dynamic), device and dynamism."""
+    """A tensor's static description: dtype, sizes (the upper bound when dynamic), device and dynamism;
+    `dynamic_dims`: the dimensions that may vary (None: every dimension of a dynamic tensor)."""
 
     dtype: torch.dtype
     sizes: tuple[int, ...]
     device: Device = CPU
     dynamic: bool = False
+    dynamic_dims: tuple[int, ...] | None = None
+
+    def may_vary(self, dim: int) -> bool:
+        """Whether dimension `dim` may take sizes below its planned bound."""
+        return self.dynamic and (self.dynamic_dims is None or dim in self.dynamic_dims)
 
     @property
     def numel(self) -> int:
@@ -106,6 +112,8 @@ class Program:
     outputs: list[int]
     delegates: list[BackendDelegate] = field(default_factory=list)
     memory_plan: Any = None
+    written_back_inputs: list[int] = field(default_factory=list)  # input positions whose new value goes back to the caller
+    load_instructions: int = 0  # the first N instructions run once, at load (hoisted constants), not on every call
 
     def tensor(self, index: int) -> TensorValue:
         value = self.values[index]

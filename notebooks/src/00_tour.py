@@ -22,11 +22,13 @@ print("backend:", BACKEND)
 
 # %%
 from devcopy_lib import export_and_lower, models, place_devices
+from devcopy_lib.bench.sizes import format_bytes
 
 lowered = export_and_lower(*models.shared_input(), partition="per_node")
 for strategy in ("executorch", "dedupe"):
-    report = place_devices(lowered, strategy=strategy).report
-    print(f"{strategy:10}  delegates {report.delegates}  copies {report.copies}  bytes {report.copy_bytes}")
+    r = place_devices(lowered, strategy=strategy).report
+    print(f"{strategy:10}  delegates {r.delegates}  H2D {r.copies['h2d']} ({format_bytes(r.copy_bytes['h2d'])})  "
+          f"D2H {r.copies['d2h']} ({format_bytes(r.copy_bytes['d2h'])})")
 
 # %% [markdown]
 # The explorer draws the placed graph (copies outlined in red, with their bytes). Switch **strategy** to `dedupe`
@@ -75,8 +77,10 @@ for mode in ("portable", "aten"):
 
 # %% [markdown]
 # ## 3. Copy timings
-# Bandwidth against size for devcopy's copy path and the baselines, with the ceiling they share. On the simulated
-# backend the "device" is host memory, so these numbers say nothing about a GPU.
+# Bandwidth against size for devcopy's copy path (solid) and the baselines (dashed), with the ceiling they share
+# (dotted, named in the legend), and the same numbers as a size x method GB/s table. **Run** sweeps in the
+# background (**Stop** ends it early). On the simulated backend the "device" is host memory, so these numbers say
+# nothing about a GPU.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -87,5 +91,6 @@ timing.run()
 timing
 
 # %% [markdown]
-# Next: `01_placement` (every placement case), `02_copy_timings`, `03_registration_aten_vs_portable`,
-# `04_bring_your_own_model`.
+# **Next:** [01 · Placement](01_placement.ipynb), every placement case. Then
+# [02 · Copy timings](02_copy_timings.ipynb), [03 · Registration](03_registration_aten_vs_portable.ipynb) and
+# [04 · Bring your own model](04_bring_your_own_model.ipynb).

@@ -8,11 +8,8 @@
 # backend is selected (`DEVCOPY_BACKEND=cupy|simulated`).
 
 # %%
-import os
-
 from devcopy_lib.devices.backend import select_backend
 
-SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
 print("backend:", select_backend())
 
 # %% [markdown]
@@ -22,6 +19,7 @@ print("backend:", select_backend())
 
 # %%
 from devcopy_lib import export_and_lower, models, place_devices
+from devcopy_lib.bench.sizes import format_bytes
 
 CASES = [("add", "capability"), ("shared_input", "capability"), ("shared_input", "per_node"),
          ("back_to_back", "per_node"), ("cpu_between", "capability"), ("mlp", "capability")]
@@ -31,7 +29,7 @@ for name, partition in CASES:
     for strategy in ("executorch", "dedupe"):
         r = place_devices(lowered, strategy=strategy).report
         print(f"{name:14} {partition:10} {strategy:10} {r.delegates:9} {r.copies['h2d']:4} {r.copies['d2h']:4} "
-              f"{r.copy_bytes['h2d']:10}")
+              f"{format_bytes(r.copy_bytes['h2d']):>10}")
 
 # %% [markdown]
 # ## One decision table
@@ -40,7 +38,7 @@ for name, partition in CASES:
 # %%
 report = place_devices(export_and_lower(*models.add())).report
 for row in report.rows:
-    print(f"{row.name:8} {row.kind:9} {row.device:7} {row.bytes:4} B  {row.reason}")
+    print(f"{row.name:8} {row.kind:9} {row.device:7} {format_bytes(row.bytes):>6}  {row.reason}")
 
 # %% [markdown]
 # ## The skip switches
@@ -75,11 +73,17 @@ else:
 
 # %% [markdown]
 # ## Explore
-# Pick a model, tick ops, change the target, the strategy or the switches; tick *compare with ExecuTorch* to see
-# its counts for the same settings.
+# Pick a model, tick ops, change the strategy or the switches; tick *compare with ExecuTorch* to see its counts for
+# the same settings. The model is exported once: toggles and strategies only lower and place again. The target
+# applies on Enter; `delegate_0=cuda:0, delegate_1=cuda:1` puts delegates on two devices, and then the `peer`
+# strategy (direct device-to-device copies) is offered. *hoist constants* copies constant-derived values once at
+# load instead of on every call.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from devcopy_widgets import PlacementExplorer
 
 PlacementExplorer(model="cpu_between")
+
+# %% [markdown]
+# **Next:** [02 · Copy timings](02_copy_timings.ipynb): how long those copies take.

@@ -19,7 +19,8 @@ print("backend:", BACKEND)
 
 # %% [markdown]
 # ## A sweep from code
-# `sweep()` returns a plain result: raw samples kept, median and IQR computed from them.
+# `sweep()` returns a plain result: raw samples kept, median and IQR computed from them. The simulated backend
+# times pageable host memory one way at a time; on CUDA pinned memory and `both` (H2D and D2H at once) join.
 
 # %%
 from devcopy_lib.bench.harness import Policy
@@ -32,16 +33,25 @@ print(f"{len(result.measurements) // len(methods)} sizes x {len(methods)} series
 for series in methods:
     print("  ", *series)
 
+# %% [markdown]
+# ## The numbers: GB/s by size and method
+# One row per size, one column per method, direction and host memory (like `nvbandwidth`'s matrices), on the wall
+# clock: what a caller waits for.
+
 # %%
 # NBVAL_IGNORE_OUTPUT
-for row in result.rows()[:8]:
-    print(f"{row['method']:18} {row['direction']} {row['bytes']:>9} B  {row['median_s'] * 1e6:8.2f} us  "
-          f"{row['gbps']:6.2f} GB/s")
+from IPython.display import HTML
+
+from devcopy_lib.bench.plots import gbps_matrix
+from devcopy_widgets.html import table
+
+HTML(table(*reversed(gbps_matrix(result, clock="wall"))))
 
 # %% [markdown]
 # ## Bandwidth against size
-# One panel per direction and host memory, on the wall clock (what a caller sees); the dashed line is the pinned
-# `cudaMemcpyAsync` peak measured in this same run.
+# One panel per direction and host memory, on the wall clock. devcopy's path is drawn solid, the baselines dashed,
+# each point with its IQR as an error bar; the dotted lines are the ceilings named in the legend (on CUDA the PCIe
+# link and the pinned `cudaMemcpyAsync` peak measured in this run; here the host memcpy peak).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -51,18 +61,12 @@ from devcopy_lib.bench.plots import plot_bandwidth, to_png
 
 Image(to_png(plot_bandwidth(result, clock="wall")))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
-largest = max(m.nbytes for m in result.measurements)
-print(f"at {largest} bytes (wall clock):")
-for row in result.rows():
-    if row["bytes"] == largest and row["clock"] == "wall":
-        print(f"  {row['method']:22} {row['direction']} {row['memory']:8} {row['gbps']:7.2f} GB/s")
-
 # %% [markdown]
 # ## The panel
-# Choose sizes (`4K..64M` is every power of two between; `4K,1M` a list), direction and host memory, then **Run**:
-# the plot redraws after each size, with the baselines dashed and the ceiling dotted.
+# Choose sizes (`4K..64M` is every power of two between; `4K,1M` a list; applied on Enter), direction and host
+# memory (only what this backend can time is offered; the panel says why), then **Run**: the sweep runs in the
+# background, the plot (the same one as above) redraws after each size, **Stop** ends it early, and the GB/s table
+# follows.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -71,3 +75,6 @@ from devcopy_widgets import CopyTimingPanel
 panel = CopyTimingPanel(sizes=SIZES)
 panel.run()
 panel
+
+# %% [markdown]
+# **Next:** [03 · Registration](03_registration_aten_vs_portable.ipynb): which libs provide the copy kernels.

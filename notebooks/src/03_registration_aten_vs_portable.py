@@ -8,11 +8,8 @@
 # **Backend.** Loading and running use the selected backend; the next cell says which.
 
 # %%
-import os
-
 from devcopy_lib.devices.backend import select_backend
 
-SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
 print("backend:", select_backend())
 
 # %% [markdown]
@@ -27,16 +24,18 @@ for row in registration_status(ops=["et_copy::_h2d_copy.out", "et_copy::_d2h_cop
 
 # %% [markdown]
 # ## Loading one program three ways
-# `mlp` placed on `cuda:0`: its operator table has the copies and the CPU ops around the delegate.
+# `cpu_between` placed on `cuda:0`: `sin(a + b)` is delegated, `cumsum` runs on the CPU, then `* b` is delegated
+# again. Its operator table holds the copies (in and out of each delegate) and the CPU op between them, so every
+# lib has to provide both kinds.
 
 # %%
 from devcopy_lib import MissingOperatorError, export_and_lower, load_method, models, place_devices
 
-placed = place_devices(export_and_lower(*models.mlp()))
+placed = place_devices(export_and_lower(*models.cpu_between()))
 for mode, libs in (("portable", ["portable"]), ("aten", ["native", "device_copy_ops_aten_lib"]), ("aten", ["native"])):
     try:
         with load_method(placed, mode=mode, libs=libs, backend="auto") as method:
-            print(f"{mode:8} {'+'.join(libs):33} loaded: {len(method.program.operators)} operators resolved")
+            print(f"{mode:8} {'+'.join(libs):33} loaded: {', '.join(method.program.operators)}")
     except MissingOperatorError as error:
         print(f"{mode:8} {'+'.join(libs):33} refused:\n{error}")
 
@@ -47,16 +46,20 @@ for mode, libs in (("portable", ["portable"]), ("aten", ["native", "device_copy_
 from devcopy_widgets import PlacementState, RegistrationState
 
 for mode in ("portable", "aten"):
-    state = RegistrationState(mode=mode, placement=PlacementState(model="mlp"))
+    state = RegistrationState(mode=mode, placement=PlacementState(model="cpu_between"))
     print(f"{mode:8}", state.load_and_run().summary())
 
 # %% [markdown]
 # ## The panel
-# Switch the mode, untick a lib and press **Load**. The matrix shows, per operator of the program, which lib
-# registers it and which linked lib resolves it.
+# Switch the mode, untick a lib and press **Load**. The matrix shows, per operator of the program (the two copies
+# and `aten::cumsum.out`, the CPU op between the delegates), which lib of the mode registers it (`n/a`: a lib of the
+# other mode, which cannot be linked here) and which linked lib resolves it. Each mode keeps its own ticks.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from devcopy_widgets import RegistrationPanel
 
-RegistrationPanel(mode="aten", placement=PlacementState(model="mlp"))
+RegistrationPanel(mode="aten", placement=PlacementState(model="cpu_between"))
+
+# %% [markdown]
+# **Next:** [04 · Bring your own model](04_bring_your_own_model.ipynb): the same steps on your own module.

@@ -6,13 +6,10 @@
 # **Backend.** Running uses the selected backend; the next cell says which.
 
 # %%
-import os
-
 import torch
 
 from devcopy_lib.devices.backend import select_backend
 
-SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
 print("backend:", select_backend())
 
 # %% [markdown]
@@ -34,13 +31,15 @@ torch.manual_seed(0)
 model, inputs = Gate(), (torch.randn(4, 8),)
 
 # %%
-from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, place_devices
+from devcopy_lib import export_and_lower, place_devices
+from devcopy_lib.bench.sizes import format_bytes
 
 lowered = export_and_lower(model, inputs)
 print("delegated ops:", sorted({op for d in lowered.delegates.values() for op in d.ops}))
 for strategy in ("executorch", "dedupe"):
     r = place_devices(lowered, strategy=strategy).report
-    print(f"{strategy:10} delegates {r.delegates}  copies {r.copies}  bytes {r.copy_bytes}")
+    print(f"{strategy:10} delegates {r.delegates}  H2D {r.copies['h2d']} ({format_bytes(r.copy_bytes['h2d'])})  "
+          f"D2H {r.copies['d2h']} ({format_bytes(r.copy_bytes['d2h'])})")
 
 # %% [markdown]
 # ## Only some ops on the device
@@ -48,7 +47,8 @@ for strategy in ("executorch", "dedupe"):
 
 # %%
 r = place_devices(export_and_lower(model, inputs, delegate_ops=["addmm.default"])).report
-print("addmm only:", r.delegates, "delegate,", r.copies)
+print(f"addmm only: {r.delegates} delegate{'s' if r.delegates != 1 else ''}, H2D {r.copies['h2d']}, "
+      f"D2H {r.copies['d2h']}")
 
 # %% [markdown]
 # ## Run it in both modes
@@ -70,3 +70,6 @@ for mode in ("portable", "aten"):
 from devcopy_widgets import PlacementExplorer
 
 PlacementExplorer.for_model(model, inputs, name="gate")
+
+# %% [markdown]
+# Back to the start: [00 · devcopy in five minutes](00_tour.ipynb).

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from devcopy_lib.bench.cost_model import CostModel, default_model, fit_line, predict
+from devcopy_lib.bench.cost_model import FIT_METHOD, CostModel, default_model, fit_line, predict
 from devcopy_lib.bench.harness import SweepResult
 from devcopy_lib.bench.measurement import Measurement
 
@@ -23,7 +23,7 @@ def test_fit_recovers_known_latency_and_bandwidth():
 
 
 def test_fit_from_a_sweep_gives_one_line_per_direction_and_memory():
-    rows = [Measurement("devcopy allocator", d, mem, n, "wall", [t, t, t])
+    rows = [Measurement(FIT_METHOD, d, mem, n, "wall", [t, t, t])
             for d, mem, lat, bw in [("h2d", "pinned", 10e-6, 50.0), ("d2h", "pageable", 20e-6, 20.0)]
             for n, t in zip(SIZES, _synthetic(lat, bw))]
     model = CostModel.fit(SweepResult("cupy", "gpu", rows))
@@ -48,7 +48,7 @@ def test_unknown_direction_or_memory_lists_the_valid_ones():
 def test_fit_needs_two_sizes_and_a_sweep_with_the_method():
     with pytest.raises(ValueError, match="two distinct sizes"):
         fit_line([8], [1e-6])
-    with pytest.raises(ValueError, match="No 'devcopy allocator' measurements"):
+    with pytest.raises(ValueError, match=f"No '{FIT_METHOD}' measurements"):
         CostModel.fit(SweepResult("cupy", "gpu", []))
 
 

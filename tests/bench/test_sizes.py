@@ -1,7 +1,7 @@
 """Size parsing for the sweep and `devcopy bench --sizes`."""
 import pytest
 
-from devcopy_lib.bench.sizes import format_size, parse_size, parse_sizes
+from devcopy_lib.bench.sizes import format_bytes, format_size, parse_size, parse_sizes
 
 
 def test_binary_suffixes():
@@ -27,3 +27,8 @@ def test_reversed_range_says_how_to_write_it():
 
 def test_format_size():
     assert [format_size(n) for n in (4, 4096, 3 << 20, 1 << 30, 1000)] == ["4B", "4K", "3M", "1G", "1000B"]
+
+
+def test_format_bytes_uses_binary_units_and_no_e_notation():
+    assert [format_bytes(n) for n in (0, 64, 4096, 1536, 156552192, 3 << 30)] == [
+        "0 B", "64 B", "4 KiB", "1.5 KiB", "149.3 MiB", "3 GiB"]

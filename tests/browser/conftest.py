@@ -13,7 +13,7 @@ from lab_server import LabServer  # tests/ has no packages: pytest puts this fol
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
-NOTEBOOK_ENV = runpy.run_path(str(ROOT / "notebooks" / "nbenv.py"))["NOTEBOOK_ENV"]
+NOTEBOOK_ENV = runpy.run_path(str(ROOT / "tools" / "notebooks" / "nbenv.py"))["NOTEBOOK_ENV"]
 # Flags that work on machines with a closed network (no background fetches, no sandbox as root).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -25,8 +25,8 @@ def test_switching_to_dedupe_halves_the_h2d_and_says_what_it_saves(explorer):
 
 
 def test_graph_marks_every_copy_node(explorer):
-    assert explorer.graph.value.count("devcopy-node devcopy-h2d") == 4
-    assert explorer.graph.value.count("devcopy-node devcopy-d2h") == 1
+    kinds = explorer.graph.counts["kinds"]
+    assert (kinds["h2d"], kinds["d2h"]) == (4, 1)
 
 
 def test_decision_table_lists_every_node_with_its_reason(explorer):
@@ -51,12 +51,13 @@ def test_skip_h2d_for_inputs_removes_input_copies():
     assert view.placed.report.copies["h2d"] == 0
 
 
-def test_bad_target_is_shown_not_raised():
+def test_bad_target_is_shown_beside_the_last_good_view():
     view = PlacementExplorer(model="add")
+    good = view.counts.value
     view.target.value = "tpu:0"
     assert view.error is not None
     assert "Valid types" in view.error_html.value and "devcopy-error" in view.error_html.value
-    assert view.counts.value == ""
+    assert view.counts.value == good and "H2D 2" in good
     view.target.value = "cuda:1"
     assert view.error is None and view.error_html.value == ""
     assert {r.device for r in view.placed.report.rows if r.kind == "h2d"} == {"cuda:1"}
@@ -97,3 +98,121 @@ def test_executorch_counts_agree_when_compared(explorer):
         assert "ExecuTorch 1.5.1: delegates 4 · H2D 4 · D2H 1" in explorer.executorch.value
     finally:
         explorer.compare.value = False
+
+
+@pytest.fixture
+def export_calls(monkeypatch):
+    """Counts torch.export.export calls (the real one still runs)."""
+    import torch
+
+    calls = []
+    real = torch.export.export
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.export, "export", counted)
+    return calls
+
+
+def test_op_toggles_and_strategy_changes_never_export_again(export_calls):
+    view = PlacementExplorer(model="cpu_between", partition="per_node")
+    assert len(export_calls) == 1
+    for box in view.op_boxes:
+        box.value = not box.value
+        box.value = not box.value
+    for strategy in ("dedupe", "executorch"):
+        view.strategy.value = strategy
+    view.partition.value = "capability"
+    view.skip_d2h.value = True
+    view.target.value = "cuda:1"
+    assert view.error is None and view.state.target_device == "cuda:1"
+    assert len(export_calls) == 1
+
+
+def test_a_toggle_back_reuses_the_cached_lowering(export_calls):
+    view = PlacementExplorer(model="cpu_between")
+    first = view.state.lowered()
+    sin = next(box for box in view.op_boxes if box.description == "sin.default")
+    sin.value = False
+    assert view.state.lowered() is not first
+    sin.value = True
+    assert view.state.lowered() is first and len(export_calls) == 1
+
+
+def test_a_new_model_is_exported_once_and_switching_back_does_not_export(export_calls):
+    view = PlacementExplorer(model="add")
+    view.model.value = "mlp"
+    view.model.value = "add"
+    assert [type(m).__name__ for m in export_calls] == ["_Add", "_Mlp"]
+
+
+def test_peer_is_offered_only_with_two_target_devices():
+    view = PlacementExplorer(model="back_to_back", partition="per_node")
+    assert "peer" not in view.strategy.options
+    view.target.value = "delegate_0=cuda:0, delegate_1=cuda:1"
+    assert view.error is None and view.state.target_device == {"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
+    assert "peer" in view.strategy.options
+    view.strategy.value = "peer"
+    assert view.placed.report.copies.get("d2d", 0) == 1
+    view.target.value = "cuda:0"
+    assert "peer" not in view.strategy.options and view.state.strategy == "executorch"
+    assert PlacementExplorer(model="add", strategy="peer").state.strategy == "executorch"
+    two = PlacementExplorer(model="back_to_back", partition="per_node", strategy="peer",
+                            target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"})
+    assert (two.strategy.value, two.error) == ("peer", None)
+
+
+def test_the_target_box_applies_on_enter_not_per_keystroke():
+    assert PlacementExplorer(model="add").target.continuous_update is False
+
+
+def test_a_malformed_target_mapping_names_the_entry_and_the_fix():
+    view = PlacementExplorer(model="add")
+    view.target.value = "delegate_0=, cuda:1"
+    assert "Bad target entry 'delegate_0='" in str(view.error) and "key=device" in str(view.error)
+    assert "devcopy-error" in view.error_html.value
+    assert view.state.target_device == "cuda:0"
+
+
+def test_sizes_have_units_and_counts_are_plural_only_above_one():
+    import re
+
+    from devcopy_widgets import placement_summary
+
+    view = PlacementExplorer(model="transformer_block", partition="per_node")
+    rows = placement_summary.table_rows(view.placed.report)
+    assert all(re.fullmatch(r"\d+(\.\d)? (B|KiB|MiB|GiB)", row["bytes"]) for row in rows)
+    assert any(row["bytes"].endswith("KiB") for row in rows)
+    reasons = [row["reason"] for row in rows]
+    assert any(": 1 op (" in r for r in reasons) and not any(" 1 ops" in r for r in reasons)
+    assert not any("built-in function" in r for r in reasons)
+    assert re.search(r"H2D \d+ \([\d.]+ (B|KiB)\)", view.counts.value)
+
+
+def test_hoist_constants_copies_a_constant_derived_value_once_at_load(export_calls):
+    import torch
+
+    class Biased(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(8))
+
+        def forward(self, x):
+            return x + torch.cumsum(self.w, 0)  # cumsum stays on CPU: its result is constant-derived
+
+    view = PlacementExplorer.for_model(Biased(), (torch.randn(8),))
+    assert "would copy it once at load" in view.table.value
+    view.hoist.value = True
+    assert view.error is None and view.state.hoist_constants
+    assert "hoisted, computed and copied once at load" in view.table.value
+    assert view.placed.report.constant_derived["hoisted"] == 1 and len(export_calls) == 1
+
+
+def test_the_python_surface_edits_the_state_then_refresh_redraws():
+    view = PlacementExplorer(model="shared_input", partition="per_node")
+    view.state.strategy, view.state.delegate_ops = "dedupe", ("add.Tensor",)
+    view.refresh()
+    assert view.placed.strategy == "dedupe" and view.placed.report.copies == {"h2d": 2, "d2h": 1}
+    assert "strategy dedupe" in view.counts.value

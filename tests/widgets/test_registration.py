@@ -1,4 +1,6 @@
 """RegistrationPanel: mode and linked libs edit the state; Load runs, or shows Missing operator with its fix."""
+import pytest
+
 from devcopy_widgets import RegistrationPanel, RegistrationState
 
 
@@ -38,7 +40,7 @@ def test_matrix_has_a_row_per_program_operator_and_a_column_per_lib():
     rows = {row["op"]: row for row in state.matrix()}
     assert set(rows) == set(state.operators())
     h2d = rows["et_copy::_h2d_copy.out"]
-    assert (h2d["portable"], h2d["native"], h2d["device_copy_ops_aten_lib"]) == ("✓", "✗", "✓")
+    assert (h2d["portable"], h2d["native"], h2d["device_copy_ops_aten_lib"]) == ("n/a", "✗", "✓")
     assert h2d["resolved by"] == "MISSING"
 
 
@@ -59,3 +61,26 @@ def test_your_own_model_is_offered_and_runs():
     assert panel.model.value == "mine" and "add" in panel.model.options
     panel.run()
     assert panel.result.ok and panel.result.copies_executed == {"h2d": 1, "d2h": 1}
+
+
+def test_portable_mode_does_not_tick_a_lib_it_cannot_link():
+    rows = {row["op"]: row for row in RegistrationState(mode="portable").matrix()}
+    h2d = rows["et_copy::_h2d_copy.out"]
+    assert (h2d["portable"], h2d["native"], h2d["device_copy_ops_aten_lib"]) == ("✓", "n/a", "n/a")
+    assert h2d["resolved by"] == "portable"
+
+
+def test_switching_modes_never_links_again_a_lib_that_was_unticked():
+    panel = RegistrationPanel()
+    panel.mode.value = "aten"
+    panel.lib_boxes["device_copy_ops_aten_lib"].value = False
+    panel.mode.value = "portable"
+    assert panel.state.linked() == ("portable",)
+    panel.mode.value = "aten"
+    assert panel.state.linked() == ("native",) and not panel.lib_boxes["device_copy_ops_aten_lib"].value
+    assert "MISSING" in panel.matrix.value
+
+
+def test_an_unknown_mode_names_the_valid_ones():
+    with pytest.raises(ValueError, match="Unknown mode 'cuda'. Valid: portable, aten"):
+        RegistrationState().switch_mode("cuda")

@@ -5,20 +5,18 @@ every factory seeds torch, so parameters and inputs are the same on every call.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
 from typing import Callable
 
 import torch
 from torch import nn
 
 
-def _seeded(factory: Callable[[], tuple]) -> Callable[[], tuple]:
+def seeded(factory: Callable[..., tuple]) -> Callable[..., tuple]:
     """Run a factory under torch.manual_seed(0) so its weights and inputs are deterministic."""
 
-    def build():
+    def build(**options):
         torch.manual_seed(0)
-        return factory()
+        return factory(**options)
 
     build.__name__, build.__doc__ = factory.__name__, factory.__doc__
     return build
@@ -89,49 +87,49 @@ class _TransformerBlock(nn.Module):
         return x + self.ff2(torch.relu(self.ff1(self.norm2(x))))
 
 
-@_seeded
+@seeded
 def add():
     """`a + b`: one delegate, two H2D, one D2H."""
     return _Add(), (torch.randn(4, 4), torch.randn(4, 4))
 
 
-@_seeded
+@seeded
 def mlp():
     """Linear-ReLU-Linear: one delegate owning the weights (no H2D for parameters)."""
     return _Mlp(), (torch.randn(2, 8),)
 
 
-@_seeded
+@seeded
 def residual():
     """`x + relu(linear(x))`: the input feeds the delegate once although two ops read it."""
     return _Residual(), (torch.randn(2, 8),)
 
 
-@_seeded
+@seeded
 def shared_input():
     """`t=a+b; u=t+a; w=t+b; u+w`: one delegate; per node, four delegates sharing inputs (dedupe's case)."""
     return _SharedInput(), (torch.randn(4, 4), torch.randn(4, 4))
 
 
-@_seeded
+@seeded
 def back_to_back():
     """`(a + b) + c`: per node, two delegates on one device whose round trip is elided."""
     return _BackToBack(), (torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4))
 
 
-@_seeded
+@seeded
 def cpu_between():
     """A CPU op (cumsum) between two delegated regions: D2H then H2D again."""
     return _CpuBetween(), (torch.randn(4, 4), torch.randn(4, 4))
 
 
-@_seeded
+@seeded
 def output_and_cpu_user():
     """A delegate output that is both a graph output and read by a CPU op: its D2H stays even with skip-D2H."""
     return _OutputAndCpuUser(), (torch.randn(4, 4), torch.randn(4, 4))
 
 
-@_seeded
+@seeded
 def transformer_block():
     """A pre-norm attention + feed-forward block: layer norms and views on CPU, matmuls and softmax delegated."""
     return _TransformerBlock(), (torch.randn(1, 4, 16),)
@@ -142,29 +140,3 @@ MODELS: dict[str, Callable[[], tuple]] = {
                             transformer_block)
 }
 
-
-def load_model(spec: str) -> tuple[nn.Module, tuple]:
-    """A sample name (`mlp`) or `path/to/file.py:factory`; returns the factory's `(module, example_inputs)`."""
-    if spec in MODELS:
-        return MODELS[spec]()
-    path, sep, name = spec.rpartition(":")
-    if not sep or not path.endswith(".py"):
-        raise ValueError(f"Unknown model {spec!r}. Give a sample name ({', '.join(MODELS)}) or "
-                         f"'path/to/file.py:factory' where factory() returns (module, example_inputs).")
-    if not os.path.isfile(path):
-        raise ValueError(f"Model file {path!r} not found (from {spec!r}). Check the path, relative to "
-                         f"{os.getcwd()!r}.")
-    module_spec = importlib.util.spec_from_file_location(f"devcopy_user_model_{abs(hash(path))}", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
-        raise ValueError(f"{path!r} has no callable {name!r}. Callables there: {', '.join(found) or 'none'}.")
-    result = factory()
-    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)
-            and isinstance(result[1], (tuple, list))):
-        raise ValueError(f"{spec!r} returned {type(result).__name__}; a factory returns (module, example_inputs), "
-                         f"e.g. `return MyModel(), (torch.randn(2, 8),)`.")
-    module_, inputs = result
-    return module_, tuple(inputs)

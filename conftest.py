@@ -1,6 +1,7 @@
-"""Notebooks under pytest: nbval on for this folder only, on the simulated backend with CI-sized cells.
+"""The notebooks under pytest: nbval checks notebooks/*.ipynb on the simulated backend with CI-sized cells.
 
-Kept here rather than in addopts so `pytest -p no:nbval tests` (make test-fast) still parses its options.
+Kept here rather than in addopts so `pytest -p no:nbval tests` (make test-fast) still parses its options. The
+notebook environment and nbval's sanitizer live in tools/notebooks/ (the notebooks folder holds notebooks only).
 """
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-NOTEBOOK_ENV = runpy.run_path(str(HERE / "nbenv.py"))["NOTEBOOK_ENV"]
+TOOLS = Path(__file__).resolve().parent / "tools" / "notebooks"
+NOTEBOOK_ENV = runpy.run_path(str(TOOLS / "nbenv.py"))["NOTEBOOK_ENV"]
 # The kernel nbval starts inherits NOTEBOOK_ENV; it is set only while a notebook's cells run.
 
 
@@ -22,11 +23,14 @@ def pytest_configure(config):
     if not option.nbval_lax:
         option.nbval = True
     option.nbval_current_env = option.nbval_kernel_name is None
-    option.nbval_sanitize_with = option.nbval_sanitize_with or str(HERE / "sanitize.cfg")
+    option.nbval_sanitize_with = option.nbval_sanitize_with or str(TOOLS / "sanitize.cfg")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    if item.path.suffix != ".ipynb":
+        yield
+        return
     saved = {key: os.environ.get(key) for key in NOTEBOOK_ENV}
     os.environ.update(NOTEBOOK_ENV)
     try:

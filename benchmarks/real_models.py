@@ -1,0 +1,267 @@
+"""Real models (devcopy_lib.models.REAL_MODELS) through the whole flow, per model and delegate set
+(models.DELEGATE_SETS): graph size, the time of every step, delegates, H2D/D2H copies per call for the `executorch`
+and `dedupe` strategies and with constant hoisting, both runtime modes checked against eager, and whether
+ExecuTorch 1.5.1's own lowering of the same model and ops gives the same counts.
+
+Writes docs/data/real_models.json (simulated backend, with ExecuTorch) or docs/data/real_models_cupy.json
+(`--backend cupy`: the CUDA machine, no ExecuTorch there) and renders docs/real_models.md from both.
+Run: `python benchmarks/real_models.py [--backend simulated|cupy] [--models gpt2_2l,...] [--no-executorch]`.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.utils._pytree as pytree
+
+from devcopy_lib import compare_outputs, load_method, lower, models, place_devices
+from devcopy_lib.devices import scoped_allocators
+from devcopy_lib.devices.backend import make_allocator
+from devcopy_lib.passes import executorch_reference
+from devcopy_lib.passes.emit import emit
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs/real_models.md"
+DATA = {"simulated": ROOT / "docs/data/real_models.json", "cupy": ROOT / "docs/data/real_models_cupy.json"}
+MODES = ("portable", "aten")
+CALLS = 3  # timed calls after one warm-up; the median is reported
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def _median_call(fn: Callable[[], Any]) -> tuple[Any, float]:
+    result = fn()  # warm-up (first-call allocations, lazy kernels)
+    samples = []
+    for _ in range(CALLS):
+        result, seconds = _timed(fn)
+        samples.append(seconds)
+    return result, statistics.median(samples)
+
+
+def _copies(report) -> dict[str, Any]:
+    return {"copies": dict(report.copies), "bytes": dict(report.copy_bytes), "delegates": report.delegates}
+
+
+def _runs(placed, inputs, expected) -> dict[str, Any]:
+    """Load and call in both modes: equal to eager (compare_outputs), max error, load and call seconds."""
+    result = {}
+    for mode in MODES:
+        method, load_s = _timed(lambda: load_method(emit(placed), mode))
+        with method:
+            outputs, call_s = _median_call(lambda: method(*inputs))
+        ok, err = compare_outputs(outputs, expected)
+        result[mode] = {"ok": ok, "max_abs_err": err, "load_s": load_s, "call_s": call_s}
+    return result
+
+
+def _executorch(module, inputs, ops, ours: dict[str, int], enabled: bool) -> dict[str, Any]:
+    """ExecuTorch 1.5.1's counts for the same model and ops, whether they equal devcopy's, or why there are none."""
+    if not enabled:
+        return {"status": "not run", "why": "ExecuTorch is not run on this machine (--no-executorch / CUDA machine)"}
+    if not executorch_reference.available():
+        return {"status": "not run", "why": "ExecuTorch is not installed (the reference extra)"}
+    try:
+        counts, seconds = _timed(lambda: executorch_reference.executorch_counts(module, inputs, ops))
+    except executorch_reference.ExecuTorchRefusal as exc:
+        return {"status": "refused", "why": str(exc)[:600]}
+    theirs = {k: counts[k] for k in ("delegates", "h2d", "d2h")}
+    return {"status": "agrees" if theirs == ours else "differs", "counts": theirs, "seconds": seconds}
+
+
+def model_rows(name: str, backend: str, with_executorch: bool) -> list[dict[str, Any]]:
+    module, inputs = models.REAL_MODELS[name]()
+    with torch.no_grad():
+        expected, eager_s = _median_call(lambda: pytree.tree_leaves(module(*inputs)))
+    exported, export_s = _timed(lambda: torch.export.export(module, inputs))
+    decomposed, decompose_s = _timed(exported.run_decompositions)
+    rows = []
+    for set_name, ops in models.DELEGATE_SETS.items():
+        lowered, lower_s = _timed(lambda: lower(decomposed, ops))
+        placed, place_s = _timed(lambda: place_devices(lowered))
+        _, emit_s = _timed(lambda: emit(placed))
+        strategies = {"executorch": placed, "dedupe": place_devices(lowered, strategy="dedupe"),
+                      "hoisting": place_devices(lowered, hoist_constants=True)}
+        with scoped_allocators(make_allocator(backend)):
+            runs = {strategy: _runs(p, inputs, expected) for strategy, p in strategies.items()}
+        ours = {"delegates": placed.report.delegates, **placed.report.copies}
+        row = {
+            "model": name, "delegate_set": set_name, "ops": list(ops),
+            "nodes": {"exported": len(decomposed.graph.nodes), "lowered": len(lowered.graph_module.graph.nodes)},
+            "seconds": {"export": export_s, "decompositions": decompose_s, "partitioning": lower_s,
+                        "placement": place_s, "emit": emit_s, "load": runs["executorch"]["portable"]["load_s"],
+                        "call": runs["executorch"]["portable"]["call_s"], "eager": eager_s},
+            "strategies": {s: {**_copies(p.report), "runs": runs[s]} for s, p in strategies.items()},
+            "per_call_bytes": placed.report.per_call_bytes,
+            "executorch_1_5_1": _executorch(module, inputs, ops, ours, with_executorch),
+        }
+        rows.append(row)
+        print(json.dumps({"model": name, "set": set_name, "delegates": ours["delegates"],
+                          "copies": placed.report.copies, "ok": all(r["ok"] for rs in runs.values() for r in rs.values()),
+                          "executorch": row["executorch_1_5_1"]["status"]}), flush=True)
+    return rows
+
+
+# ---- the page ------------------------------------------------------------------------------------------------
+def _mb(nbytes: int) -> str:
+    return f"{nbytes / 1e6:.2f}"
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.3f}" if seconds < 10 else f"{seconds:.1f}"
+
+
+def _ok(runs: dict[str, Any]) -> str:
+    worst = max(r["max_abs_err"] for r in runs.values())
+    return ("yes" if all(r["ok"] for r in runs.values()) else "**NO**") + f" ({worst:.1e})"
+
+
+def _et(cell: dict[str, Any]) -> str:
+    if cell["status"] == "agrees":
+        return "agrees"
+    if cell["status"] == "differs":
+        c = cell["counts"]
+        return f"**differs**: {c['delegates']} delegates, {c['h2d']}/{c['d2h']}"
+    return f"{cell['status']}: {cell['why']}"
+
+
+def _section(data: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Generated by `{data['command']}` on {data['date']} ({data['machine']}, {data['backend']} backend); "
+        "versions: " + ", ".join(f"{k} {v}" for k, v in data["versions"].items()) + ".", "",
+        "### Time per step (seconds)", "",
+        "*nodes*: decomposed graph / lowered graph (delegate calls and their getitems replace partitions). *export* is "
+        "`torch.export`, *decomp* `run_decompositions()`, *partition* `lower` (to_edge's rewrites, partitioning, "
+        "delegate building), *place* `place_devices` (the chosen strategy and the report's comparison with the "
+        "others), *emit* the Program, *load* `load_method` in portable mode, *call* one portable-mode call (median "
+        f"of {CALLS}), *eager* one call of the PyTorch module on the CPU.", "",
+        "| model | delegate set | nodes | delegates | export | decomp | partition | place | emit | load | call | eager |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in data["rows"]:
+        t, n = row["seconds"], row["nodes"]
+        lines.append(f"| {row['model']} | {row['delegate_set']} | {n['exported']} / {n['lowered']} | "
+                     f"{row['strategies']['executorch']['delegates']} | " + " | ".join(_s(t[k]) for k in (
+                         "export", "decompositions", "partitioning", "placement", "emit", "load", "call", "eager"))
+                     + " |")
+    lines += [
+        "", "### Copies per call", "",
+        "H2D/D2H copies and MB moved per call (constants excluded: delegate-owned ones are copied once at load). "
+        "*hoisting* is the `executorch` strategy with `hoist_constants=True`: constant-derived values are computed "
+        "and copied once at load. *equal to eager*: every output within `compare_outputs`' tolerance in both runtime "
+        "modes for the three placements (largest |devcopy - eager| in brackets). *ExecuTorch 1.5.1*: its own "
+        "`to_edge` + `to_backend` + `to_executorch` of the same model and ops (devcopy's accept-all reference "
+        "backend) against the `executorch` strategy's delegates and copies.", "",
+        "| model | delegate set | executorch H2D/D2H | MB H2D/D2H | dedupe H2D/D2H | MB H2D/D2H | hoisting H2D/D2H | "
+        "MB H2D/D2H | equal to eager | ExecuTorch 1.5.1 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for row in data["rows"]:
+        cells = []
+        for strategy in ("executorch", "dedupe", "hoisting"):
+            s = row["strategies"][strategy]
+            cells += [f"{s['copies']['h2d']}/{s['copies']['d2h']}", f"{_mb(s['bytes']['h2d'])}/{_mb(s['bytes']['d2h'])}"]
+        runs = {f"{s} {m}": r for s, v in row["strategies"].items() for m, r in v["runs"].items()}
+        lines.append(f"| {row['model']} | {row['delegate_set']} | " + " | ".join(cells)
+                     + f" | {_ok(runs)} | {_et(row['executorch_1_5_1'])} |")
+    return lines
+
+
+INTRO = """# Real models
+
+`devcopy_lib.models.REAL_MODELS` holds torchvision and transformers models built from code and config with random
+weights (seeded), in eval mode, with no download: `resnet18` and `mobilenet_v3_small` (224 x 224 images),
+`gpt2_2l` and `gpt2_12l` (GPT-2's 768-wide layers and tied 50,257-token head, 32 tokens, no KV cache), `bert_small`
+(4 layers, 512 wide, an attention mask) and `llama_tiny`. The transformers models use the "eager" attention
+implementation and return tensors (logits; BERT's hidden states and pooled output). They need the `models` extra
+(`pip install -c constraints.txt -e '.[models]'`; `make test` and `make lab` install it). Use them like the samples:
+`devcopy place resnet18`, `devcopy run gpt2_2l --mode aten`, or `module, inputs = models.gpt2_2l()` in Python.
+
+`models.DELEGATE_SETS` are the op sets a user would give a device backend: `matrix` (mm, addmm, bmm: what
+`nn.Linear` and attention decompose to), `matrix_views` (plus view, permute, expand, clone, unsqueeze), `cnn`
+(convolution, batch norm, relu, max pool, mean, add) and `default` (`DEFAULT_DELEGATE_OPS`). Every model places and
+runs equal to eager with each, in both runtime modes (`tests/test_real_models.py` on small inputs; the tables below
+at full size). Multi-output ops (layer norm, batch norm, max pool with indices) are delegated with their `getitem`s:
+a delegate returns tensors and its op list names real ops only.
+"""
+
+TORCHVISION = """## torchvision on a CPU torch
+
+The torchvision wheels published for torch 2.13 (PyPI's `torchvision==0.28.0`) are CUDA builds: their compiled ops
+(`torchvision/_C.so`) link `libtorch_cuda.so`, which the CPU build of torch does not ship, so they do not load and
+`import torchvision` stops with `RuntimeError: operator torchvision::nms does not exist`. There is no sdist; the
+matching CPU wheel lives on `https://download.pytorch.org/whl/cpu` (`pip install torchvision==0.28.0 --index-url
+https://download.pytorch.org/whl/cpu`), which this project's machines cannot reach.
+
+The models need none of the compiled ops (they are pure Python; the ops are detection ones: `nms`, `roi_align`, ...).
+So when, and only when, torchvision's compiled ops failed to load, `devcopy_lib.models` (in `models/extras.py`)
+defines the two op schemas torchvision's import registers fake kernels for (`torchvision::nms`, `torchvision::qnms`),
+without kernels, imports torchvision and warns once (a `RuntimeWarning` naming why). Detection ops such as
+`torchvision.ops.nms` still raise. With a torchvision whose ops load (the CPU wheel above, or a CUDA torch), nothing
+is defined and nothing is said. transformers imports torchvision when it is installed, so the same holds for the
+transformers models.
+"""
+
+
+def render() -> str:
+    lines = [INTRO]
+    for backend, title in (("simulated", "CPU machine, simulated device, ExecuTorch 1.5.1 beside"),
+                           ("cupy", "CUDA machine, CuPy")):
+        lines.append(f"## Results: {title}\n")
+        if DATA[backend].exists():
+            lines += _section(json.loads(DATA[backend].read_text()))
+        else:
+            lines.append(f"Not measured yet: `python benchmarks/real_models.py --backend {backend}`.")
+        lines.append("")
+    lines.append(TORCHVISION)
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="simulated", choices=sorted(DATA))
+    parser.add_argument("--models", default=",".join(models.REAL_MODELS), help="comma list (default: all)")
+    parser.add_argument("--no-executorch", action="store_true", help="skip ExecuTorch 1.5.1's own lowering")
+    parser.add_argument("--render", action="store_true", help="only re-render the page from the committed data")
+    args = parser.parse_args()
+    if not args.render:
+        names = [n.strip() for n in args.models.split(",") if n.strip()]
+        unknown = sorted(set(names) - set(models.REAL_MODELS))
+        if unknown:
+            parser.error(f"unknown models {unknown}; choose from {', '.join(models.REAL_MODELS)}")
+        if args.backend == "cupy":  # the device computes float32 as eager does on the CPU
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        warnings.filterwarnings("ignore", message="torchvision's compiled ops did not load")  # said in the page
+        versions = {p: importlib.metadata.version(p) for p in ("torch", "torchvision", "transformers", "devcopy")}
+        if executorch_reference.available():
+            versions["executorch"] = importlib.metadata.version("executorch")
+        data = {"machine": f"{platform.machine()} {os.cpu_count()} cores, "
+                           f"{torch.cuda.get_device_name() if args.backend == 'cupy' else 'no GPU'}",
+                "date": datetime.date.today().isoformat(), "backend": args.backend,
+                "command": "python " + " ".join(["benchmarks/real_models.py", *sys.argv[1:]]),
+                "python": sys.version.split()[0], "versions": versions, "rows": []}
+        for name in names:
+            data["rows"] += model_rows(name, args.backend, args.backend != "cupy" and not args.no_executorch)
+            DATA[args.backend].parent.mkdir(parents=True, exist_ok=True)
+            DATA[args.backend].write_text(json.dumps(data, indent=1))  # after every model: a crash keeps the rest
+            PAGE.write_text(render())
+    PAGE.write_text(render())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

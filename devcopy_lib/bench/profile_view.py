@@ -1,0 +1,64 @@
+"""Where a method call's time goes: a table and a timeline of `Method.profile` rows (matplotlib, imported lazily,
+figures built without pyplot like bench/plots.py), with each copy's cost-model prediction beside its measurement."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .sizes import format_size
+
+KIND_COLORS = {"copy": "tab:blue", "delegate": "tab:orange", "kernel": "tab:green"}
+COLUMNS = ("#", "kind", "op", "bytes", "measured µs", "share", "predicted µs", "pred/meas")
+
+
+def profile_table(rows: Sequence[dict]) -> list[dict]:
+    """One display row per instruction (strings, keyed by COLUMNS): time, share of the call, and for copies the
+    prediction and its ratio to the wall-clock time (the cost model is a wall-clock fit); a last row sums the call."""
+    total = sum(row["measured_s"] for row in rows) or 1.0
+    table = []
+    for row in rows:
+        predicted, wall = row.get("predicted_s"), row.get("wall_s") or row["measured_s"]
+        table.append({
+            "#": str(row["index"]), "kind": row["kind"], "op": row["op"],
+            "bytes": format_size(row["bytes"]) if row.get("bytes") is not None else "",
+            "measured µs": f"{row['measured_s'] * 1e6:.1f}", "share": f"{row['measured_s'] / total:.0%}",
+            "predicted µs": f"{predicted * 1e6:.1f}" if predicted is not None else "",
+            "pred/meas": f"{predicted / wall:.2f}" if predicted is not None and wall else "",  # a wall-clock model
+        })
+    table.append({**dict.fromkeys(COLUMNS, ""), "#": "total", "measured µs": f"{total * 1e6:.1f}", "share": "100%"})
+    return table
+
+
+def markdown_table(rows: Sequence[dict]) -> str:
+    """`profile_table(rows)` as a Markdown table."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(r[c] for c in COLUMNS) + " |" for r in profile_table(rows)]
+    return "\n".join(lines)
+
+
+def plot_timeline(rows: Sequence[dict], path: str | None = None, title: str = "one call, instruction by instruction"):
+    """Instructions laid end to end on a time axis (µs), coloured by kind; a copy's predicted time is drawn as a
+    black outline over its bar. Returns the Figure (written to `path` when given)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    fig = Figure(figsize=(9, 0.35 * len(rows) + 1.4))
+    ax = fig.subplots()
+    start = 0.0
+    for row in rows:
+        width = row["measured_s"] * 1e6
+        y = row["index"]
+        ax.barh(y, width, left=start, color=KIND_COLORS.get(row["kind"], "gray"), height=0.7)
+        if row.get("predicted_s") is not None:
+            ax.barh(y, row["predicted_s"] * 1e6, left=start, fill=False, edgecolor="black", height=0.7)
+        start += width
+    ax.set_yticks([row["index"] for row in rows], [f"{row['index']} {row['op']}"[:48] for row in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("µs from the call's first instruction")
+    ax.set_title(title, fontsize=9)
+    handles = [Patch(color=c, label=k) for k, c in KIND_COLORS.items()]
+    ax.legend(handles=handles + [Patch(fill=False, edgecolor="black", label="predicted (copies)")], fontsize=7,
+              loc="lower right")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig

@@ -1,0 +1,155 @@
+"""devcopy's partitioner proposes exactly torch.fx's CapabilityBasedPartitioner partitions (the oracle), cycle-free.
+
+Compared as sets of node-name sets on random fx graphs (hypothesis), on every sample model with several delegate
+sets, and on a GPT-2-shaped graph; plus lowering with partition="fx" and "capability" giving the same delegates.
+"""
+from __future__ import annotations
+
+import importlib.util
+import operator
+import pathlib
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from devcopy_lib.models import MODELS
+from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_program, lower
+from devcopy_lib.passes.partition import propose_partitions
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+aten = torch.ops.aten
+UNARY = {"sin": aten.sin.default, "cos": aten.cos.default, "relu": aten.relu.default, "view": aten.view.default}
+BINARY = {"add": aten.add.Tensor, "mul": aten.mul.Tensor, "mm": aten.mm.default}
+SPLIT = aten.split.Tensor  # a multi-output op: its users are getitems
+NAMES = (*UNARY, *BINARY, "split", "getitem")
+
+
+class _NamedSupport(OperatorSupportBase):
+    """Supported = a call_function whose short name (`add`, `getitem`, ...) is in the set."""
+
+    def __init__(self, names):
+        self.names = frozenset(names)
+
+    def is_node_supported(self, submodules, node):
+        if node.op != "call_function":
+            return False
+        name = "getitem" if node.target is operator.getitem else node.target._opname
+        return name in self.names
+
+
+@st.composite
+def fx_graphs(draw, max_steps: int = 40):
+    """A random fx graph: placeholders, unary/binary ops and splits read by 1-3 getitems, some values unused."""
+    graph = fx.Graph()
+    values = [graph.placeholder(f"x{i}") for i in range(draw(st.integers(1, 3)))]
+    for _ in range(draw(st.integers(1, max_steps))):
+        kind = draw(st.sampled_from(("unary", "binary", "binary", "split")))
+        pick = st.integers(0, len(values) - 1)
+        if kind == "unary":
+            values.append(graph.call_function(UNARY[draw(st.sampled_from(sorted(UNARY)))], (values[draw(pick)],)))
+        elif kind == "binary":
+            op = BINARY[draw(st.sampled_from(sorted(BINARY)))]
+            values.append(graph.call_function(op, (values[draw(pick)], values[draw(pick)])))
+        else:
+            split = graph.call_function(SPLIT, (values[draw(pick)], 1))
+            values.extend(graph.call_function(operator.getitem, (split, i)) for i in range(draw(st.integers(1, 3))))
+    outputs = draw(st.lists(st.integers(0, len(values) - 1), min_size=0, max_size=3))
+    graph.output(tuple(values[i] for i in sorted({len(values) - 1, *outputs})))
+    return fx.GraphModule(torch.nn.Module(), graph)
+
+
+def _fx(gm, support, single=True):
+    partitions = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=single).propose_partitions()
+    return [set(p.nodes) for p in partitions]
+
+
+def _names(groups) -> set[frozenset[str]]:
+    return {frozenset(n.name for n in g) for g in groups}
+
+
+def _assert_acyclic(gm: fx.GraphModule, groups) -> None:
+    """Contracting each partition to one vertex leaves a DAG (Kahn's algorithm visits every vertex)."""
+    unit = {n: ("p", i) for i, g in enumerate(groups) for n in g}
+    vertex = {n: unit.get(n, n) for n in gm.graph.nodes}
+    successors = {v: set() for v in vertex.values()}
+    for n in gm.graph.nodes:
+        successors[vertex[n]].update(vertex[u] for u in n.users if vertex[u] != vertex[n])
+    indegree = dict.fromkeys(successors, 0)
+    for vs in successors.values():
+        for v in vs:
+            indegree[v] += 1
+    ready = [v for v, d in indegree.items() if d == 0]
+    seen = 0
+    while ready:
+        seen += 1
+        for v in successors[ready.pop()]:
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                ready.append(v)
+    assert seen == len(indegree), "the partitions form a cycle"
+
+
+def _assert_same(gm, support, single=True):
+    ours = propose_partitions(gm, support, allows_single_node_partition=single)
+    assert _names(ours) == _names(_fx(gm, support, single))
+    assert sum(map(len, ours)) == len(set().union(*ours)), "a node in two partitions"
+    _assert_acyclic(gm, ours)
+    return ours
+
+
+@settings(max_examples=200, deadline=None)
+@given(gm=fx_graphs(), names=st.sets(st.sampled_from(NAMES)), single=st.booleans())
+def test_random_graphs_partition_as_torch_fx(gm, names, single):
+    _assert_same(gm, _NamedSupport(names), single)
+
+
+@settings(max_examples=15, deadline=None)
+@given(gm=fx_graphs(max_steps=300), names=st.sets(st.sampled_from(NAMES), min_size=2))
+def test_larger_random_graphs_partition_as_torch_fx(gm, names):
+    _assert_same(gm, _NamedSupport(names))
+
+
+DELEGATE_SETS = {
+    "default": DEFAULT_DELEGATE_OPS,
+    "matrix": ("mm.default", "addmm.default", "bmm.default"),
+    "matrix+views": ("mm.default", "addmm.default", "bmm.default", "view.default", "permute.default",
+                     "expand.default", "clone.default", "_unsafe_view.default"),
+    "elementwise": ("add.Tensor", "mul.Tensor", "sin.default", "relu.default", "div.Tensor"),
+}
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_sample_models_partition_as_torch_fx(model):
+    exported = export_program(*MODELS[model]())
+    for ops in DELEGATE_SETS.values():
+        _assert_same(exported.graph_module, OverloadSupport(ops))
+
+
+def _gpt2_shaped(layers: int):
+    spec = importlib.util.spec_from_file_location("placement_pass", ROOT / "benchmarks" / "placement_pass.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.gpt2_shaped(layers)
+
+
+@pytest.fixture(scope="module")
+def gpt2_program():
+    return export_program(*_gpt2_shaped(6))
+
+
+@pytest.mark.parametrize("delegate_set", sorted(DELEGATE_SETS))
+def test_gpt2_shaped_graph_partitions_as_torch_fx(gpt2_program, delegate_set):
+    ours = _assert_same(gpt2_program.graph_module, OverloadSupport(DELEGATE_SETS[delegate_set]))
+    assert len(gpt2_program.graph_module.graph.nodes) > 400 and len(ours) > 1
+
+
+def test_lowering_with_either_partitioner_makes_the_same_delegates(gpt2_program):
+    fast, oracle = (lower(gpt2_program, partition=p) for p in ("capability", "fx"))
+    assert [d.ops for d in fast.delegates.values()] == [d.ops for d in oracle.delegates.values()]
+    assert [n.name for n in fast.graph_module.graph.nodes] == [n.name for n in oracle.graph_module.graph.nodes]
+    assert fast.partition == "capability" and oracle.partition == "fx"

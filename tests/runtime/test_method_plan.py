@@ -1,0 +1,247 @@
+"""The precompiled plan of a loaded Method: shared safely by threads, usable after an interrupt, freed when dropped,
+bound to the allocators it was loaded with, strict about dynamic shapes and about which device a delegate reads."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gc
+import sys
+import threading
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from devcopy_lib import models
+from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.devices.device import Device
+from devcopy_lib.load import load_method
+from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
+from devcopy_lib.passes.emit import emit
+from devcopy_lib.passes.lower import export_and_lower
+from devcopy_lib.passes.placement import place_devices
+from devcopy_lib.runtime.failures import ExecutionError, LoadError
+from devcopy_lib.runtime.libs import aten_lib
+from devcopy_lib.runtime.program import DelegateCall
+from devcopy_lib.tensors.error import Error
+
+
+class _ReluMix(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y) * 2 - y
+
+
+class _CpuCumsum(nn.Module):
+    def forward(self, a, b):
+        return torch.cumsum(a + b, 0) * b
+
+
+def _libs(mode):
+    return None if mode == "portable" else aten_lib(custom_ops=[ET_COPY_OPS_YAML])
+
+
+@functools.lru_cache(maxsize=None)
+def _program(name: str):
+    module, inputs = models.MODELS[name]()
+    return module, inputs, emit(place_devices(export_and_lower(module, inputs)))
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_one_method_shared_by_threads_returns_each_caller_its_own_outputs(sim, mode):
+    module = _ReluMix()
+    example = (torch.randn(64, 64), torch.randn(64, 64))
+    method = load_method(place_devices(export_and_lower(module, example)), mode, _libs(mode))
+    wrong, errors = [], []
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+
+    def worker(seed: int) -> None:
+        generator = torch.Generator().manual_seed(seed)
+        try:
+            for _ in range(40):
+                x, y = torch.randn(64, 64, generator=generator), torch.randn(64, 64, generator=generator)
+                (got,) = method(x, y)
+                if not torch.equal(got, module(x, y)):
+                    wrong.append(seed)
+        except BaseException as exc:  # collected and re-raised below, so a worker's failure fails the test
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(previous)
+        method.close()
+    if errors:
+        raise errors[0]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_an_interrupt_mid_call_leaves_the_method_usable(sim, mode):
+    module, inputs, program = _program("add")
+    with load_method(program, mode, _libs(mode)) as method:
+        delegate = next(step for step in method.steps if step.kind == "delegate")
+        run = delegate.run
+        method._runs[delegate.index] = lambda: (_ for _ in ()).throw(KeyboardInterrupt())
+        with pytest.raises(KeyboardInterrupt):
+            method(*inputs)
+        method._runs[delegate.index] = run
+        x, y = torch.randn(4, 4), torch.randn(4, 4)
+        (got,) = method(x, y)  # the next call is not blocked and rewrites everything the interrupted one left
+        torch.testing.assert_close(got, module(x, y))
+
+
+def test_a_method_dropped_without_close_frees_its_device_memory(sim):
+    _, inputs, program = _program("mlp")
+    for _ in range(20):
+        method = load_method(program)
+        method(*inputs)
+        assert sim.live_allocations() > 0
+        del method
+    gc.collect()
+    assert sim.live_allocations() == 0 and sim.stats.allocate_count == sim.stats.deallocate_count
+
+
+def test_a_method_keeps_the_allocator_it_was_loaded_with(sim):
+    module, inputs, program = _program("add")
+    with load_method(program) as method:
+        other = SimulatedCudaAllocator()
+        with scoped_allocators(other):  # what a background sweep or another notebook cell may register
+            (got,) = method(*inputs)
+        torch.testing.assert_close(got, module(*inputs))
+        assert other.stats.h2d_count == 0 and sim.stats.h2d_count == 2 and sim.stats.d2h_count == 1
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_dynamic_shapes_refuse_a_changed_static_dimension(sim, mode):
+    module, _ = models.mlp()
+    batch = torch.export.Dim("batch", max=16)
+    lowered = export_and_lower(module, (torch.randn(16, 8),), dynamic_shapes=({0: batch},))
+    with load_method(place_devices(lowered), mode, _libs(mode)) as method:
+        with pytest.raises(ExecutionError, match=r"dimension 1 \(9 > 8\)") as info:
+            method(torch.randn(4, 9))  # 36 elements fit the plan of 16x8, the second dimension does not
+        assert info.value.error is Error.InvalidArgument
+        with pytest.raises(ExecutionError, match=r"dimension 1 is static in the plan \(size 8\) and cannot take 7"):
+            method(torch.randn(4, 7))
+        x = torch.randn(5, 8)
+        torch.testing.assert_close(method(x)[0], module(x))  # still runs after the refusals
+
+
+def test_aten_mode_resizes_dynamic_outputs_without_torch_warnings(sim, capfd):
+    module = _CpuCumsum()
+    rows = torch.export.Dim("rows", max=8)
+    example = (torch.randn(8, 4), torch.randn(8, 4))
+    lowered = export_and_lower(module, example, dynamic_shapes=({0: rows}, {0: rows}))
+    with load_method(place_devices(lowered), "aten", _libs("aten")) as method:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for n in (8, 3, 6, 1):
+                a, b = torch.randn(n, 4), torch.randn(n, 4)
+                torch.testing.assert_close(method(a, b)[0], module(a, b))
+    assert [str(w.message) for w in caught if "resized" in str(w.message)] == []
+    assert "resized" not in capfd.readouterr().err  # PyTorch's C++ warning goes to stderr directly
+
+
+def test_a_delegate_reading_another_devices_memory_is_refused_at_load(sim):
+    _, _, program = _program("add")
+    moved = dataclasses.replace(program, delegates=[dataclasses.replace(d, device=Device.parse("cuda:1"))
+                                                    for d in program.delegates])
+    with pytest.raises(LoadError, match=r"delegate delegate_0 on cuda:1\): input 0 is in cuda:0 memory") as info:
+        load_method(moved)
+    assert info.value.kind == "InvalidProgram"
+    assert sim.live_allocations() == 0  # nothing kept from the refused load
+
+
+def test_the_plan_prepares_each_instruction_once_and_copies_keep_the_allocator_statistics(sim):
+    _, inputs, program = _program("transformer_block")
+    with load_method(program) as method:
+        expected = ["delegate" if isinstance(ins, DelegateCall) else
+                    "copy" if program.operators[ins.op].startswith("et_copy::") else "kernel"
+                    for ins in program.instructions]
+        assert [step.kind for step in method.steps] == expected and {"copy", "delegate"} <= set(expected)
+        at_load, bytes_at_load = sim.stats.h2d_count, sim.stats.h2d_bytes  # the delegates' constants
+        method(*inputs)
+        copies = [step for step in method.steps if step.kind == "copy"]
+        assert sim.stats.h2d_count - at_load == method.copies_executed["h2d"] == sum(s.direction == "h2d"
+                                                                                      for s in copies)
+        assert sim.stats.h2d_bytes - bytes_at_load == sum(s.moved for s in copies if s.direction == "h2d")
+        assert sim.stats.d2h_bytes == sum(s.moved for s in copies if s.direction == "d2h")
+
+
+def test_a_planned_copy_refuses_more_than_it_validated_and_a_freed_buffer(sim):
+    import numpy as np
+
+    ptr = sim.allocate(64)
+    host = np.arange(64, dtype=np.uint8)
+    planned = sim.planned_copy("h2d", ptr, host, 64, 0)
+    planned(32)
+    assert sim.stats.h2d_count == 1 and sim.stats.h2d_bytes == 32 and sim.stats.last_h2d.size == 32
+    with pytest.raises(ValueError, match="validated for 0..64 bytes"):
+        planned(65)
+    with pytest.raises(ValueError, match="do not fit in the device allocation"):
+        sim.planned_copy("d2h", ptr, np.empty(128, np.uint8), 128, 0)
+    sim.deallocate(ptr)
+    with pytest.raises(ValueError, match="freed=True"):
+        planned(8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_on_cuda_the_plan_matches_eager_is_thread_safe_and_profiles_on_events(mode):
+    from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
+
+    allocator = CupyCudaAllocator()
+    module, inputs, program = _program("transformer_block")
+    with scoped_allocators(allocator), load_method(program, mode, _libs(mode)) as method:
+        torch.testing.assert_close(method(*inputs)[0], module(*inputs))
+        results, errors = [], []
+
+        def worker(seed: int) -> None:
+            try:
+                x = torch.randn(1, 4, 16, generator=torch.Generator().manual_seed(seed))
+                results.extend(torch.equal(method(x)[0], method(x)[0]) and
+                               torch.allclose(method(x)[0], module(x), atol=1e-5) for _ in range(20))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        assert results and all(results)
+        rows = method.profile(*inputs, repeat=3)
+        assert {r["clock"] for r in rows if r["kind"] != "kernel"} == {"events"}
+        assert {r["memory"] for r in rows if r["kind"] == "copy"} == {"pinned"}  # the arenas are page-locked
+    assert allocator.live_allocations() == 0
+
+
+def test_a_planned_copy_is_refused_for_another_devices_index(sim):
+    import numpy as np
+
+    ptr = sim.allocate(64, 0)
+    with pytest.raises(ValueError, match="lives on cuda:0 but index 1 was passed"):
+        sim.planned_copy("h2d", ptr, np.zeros(64, np.uint8), 64, 1)
+    assert sim.planned_copy("h2d", ptr, np.zeros(64, np.uint8), 64, -1).index == 0  # -1: the current device
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_copies_run_by_their_kernel_also_use_the_methods_allocator(sim, mode, monkeypatch):
+    import devcopy_lib.runtime.method as method_module
+
+    monkeypatch.setattr(method_module, "copy_step", lambda *args: False)  # every copy through its et_copy kernel
+    module, inputs, program = _program("add")
+    with load_method(program, mode, _libs(mode)) as method:
+        assert [step.run.__qualname__.split(".")[0] for step in method.steps if step.kind == "copy"] == \
+            ["kernel_step"] * 3
+        other = SimulatedCudaAllocator()
+        with scoped_allocators(other):
+            torch.testing.assert_close(method(*inputs)[0], module(*inputs))
+        assert other.stats.h2d_count == 0 and sim.stats.h2d_count == 2

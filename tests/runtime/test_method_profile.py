@@ -1,0 +1,72 @@
+"""`Method.profile` and `devcopy run --profile`: one row per instruction, copies priced by the cost model passed in,
+and the table / timeline the workbench shows."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from devcopy_lib import models
+from devcopy_lib.bench.cost_model import FIT_METHOD
+from devcopy_lib.bench.profile_view import markdown_table, plot_timeline, profile_table
+from devcopy_lib.cli import main
+from devcopy_lib.load import load_method
+from devcopy_lib.passes.lower import export_and_lower
+from devcopy_lib.passes.placement import place_devices
+
+
+class _PerByte:
+    """A cost model that charges 1 ns per byte and records what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked = []
+
+    def predict(self, direction, nbytes, memory="pinned"):
+        self.asked.append((direction, nbytes, memory))
+        return nbytes * 1e-9
+
+
+def _add_method():
+    module, inputs = models.add()
+    return module, inputs, load_method(place_devices(export_and_lower(module, inputs)))
+
+
+def test_profile_times_every_instruction_and_prices_only_copies(sim):
+    module, inputs, method = _add_method()
+    model = _PerByte()
+    with method:
+        rows = method.profile(*inputs, repeat=3, cost_model=model)
+        assert [(r["index"], r["kind"]) for r in rows] == [(0, "copy"), (1, "copy"), (2, "delegate"), (3, "copy")]
+        assert [r["bytes"] for r in rows] == [64, 64, None, 64]
+        assert [r["predicted_s"] for r in rows] == [64e-9, 64e-9, None, 64e-9]
+        assert set(model.asked) == {("h2d", 64, "pageable"), ("d2h", 64, "pageable")}
+        assert all(r["measured_s"] > 0 and r["clock"] == "wall" and r["device_s"] is None for r in rows)
+        assert method.copies_executed == {"h2d": 6, "d2h": 3}  # profiled calls are real calls
+        torch.testing.assert_close(method(*inputs)[0], module(*inputs))
+        with pytest.raises(ValueError, match="repeat must be an int >= 1, got 0"):
+            method.profile(*inputs, repeat=0)
+        assert all(r["predicted_s"] is None for r in method.profile(*inputs, repeat=1))
+
+
+def test_profile_table_and_timeline_show_each_step_and_the_prediction_ratio(sim):
+    _, inputs, method = _add_method()
+    with method:
+        rows = method.profile(*inputs, repeat=2, cost_model=_PerByte())
+    table = profile_table(rows)
+    assert [r["kind"] for r in table] == ["copy", "copy", "delegate", "copy", ""]
+    assert table[0]["pred/meas"] == f"{64e-9 / rows[0]['wall_s']:.2f}" and table[2]["pred/meas"] == ""
+    assert table[-1]["#"] == "total" and "| delegate |" in markdown_table(rows)
+    figure = plot_timeline(rows)
+    bars = figure.axes[0].patches
+    assert len(bars) == len(rows) + 3  # one bar per instruction, one outline per predicted copy
+
+
+def test_devcopy_run_profile_puts_rows_in_the_json(capsys):
+    code = main(["run", "add", "--backend", "simulated", "--profile", "2", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["ok"] is True
+    assert [r["kind"] for r in result["profile"]] == ["copy", "copy", "delegate", "copy"]
+    assert all(set(r) >= {"index", "kind", "op", "bytes", "measured_s", "predicted_s"} for r in result["profile"])
+    assert result["profile"][0]["predicted_s"] > 0 and result["profile"][2]["predicted_s"] is None
+    assert result["cost_model"]["method"] == FIT_METHOD

@@ -1,0 +1,157 @@
+"""The graph view's data and widget: nodes from a placed graph with their module, groups that collapse past a
+threshold and open within a budget, and recolouring that keeps the layout."""
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from devcopy_widgets import PlacementExplorer, PlacementState
+from devcopy_widgets import graph_view_data as data
+from devcopy_widgets.graph_view import GraphView
+
+
+@pytest.fixture(scope="module")
+def block():
+    """transformer_block placed with ExecuTorch's strategy: its nodes and edges as the view gets them."""
+    placed = PlacementState(model="transformer_block").placed()
+    nodes, edges = data.graph_elements(placed)
+    return placed, {n["id"]: n for n in nodes}, edges
+
+
+def layered(layers: int, per_module: int) -> tuple[list[dict], list[tuple[str, str]]]:
+    """A chain through `layers` blocks `h.i` of two modules (attn, mlp) of `per_module` nodes each, then a copy."""
+    nodes = [{"id": "x", "label": "x", "kind": "input", "device": "cpu", "module": ""}]
+    for i in range(layers):
+        for part in ("attn", "mlp"):
+            nodes += [{"id": f"h{i}_{part}_{k}", "label": "op", "kind": "cpu_op", "device": "cpu",
+                       "module": f"h.{i}.{part}"} for k in range(per_module)]
+    nodes.append({"id": "out_h2d", "label": "copy", "kind": "h2d", "device": "cuda:0", "module": nodes[-1]["module"]})
+    return nodes, [(a["id"], b["id"]) for a, b in zip(nodes, nodes[1:])]
+
+
+def shown(view: GraphView) -> set[str]:
+    return {e["data"]["id"] for e in view.elements if "source" not in e["data"]}
+
+
+def test_every_node_and_data_edge_of_the_placed_graph_is_there(block):
+    placed, nodes, edges = block
+    graph = placed.graph_module.graph
+    assert list(nodes) == [n.name for n in graph.nodes]
+    assert len(edges) == sum(len(n.all_input_nodes) for n in graph.nodes)
+    assert nodes["delegate_0"]["users"] == ["view_1"] and nodes["view_1_d2h"]["inputs"] == ["view_1"]
+
+
+def test_nodes_sit_in_their_innermost_module_and_copies_in_the_module_of_what_they_copy(block):
+    _, nodes, _ = block
+    assert nodes["native_layer_norm"]["module"] == "norm1"
+    assert nodes["delegate_0"]["module"] == "qkv"  # all its ops are qkv's Linear
+    assert nodes["p_norm2_weight"]["module"] == "norm2"  # a constant sits with its only reader
+    copies = [n for n in nodes.values() if n["kind"] in data.COPY_KINDS]
+    assert len(copies) == 9
+    for copy in copies:
+        assert copy["module"] == nodes[copy["inputs"][0]]["module"], copy["id"]
+    assert nodes["getitem_h2d"]["module"] == "norm1" and nodes["view_1_d2h"]["module"] == "qkv"
+
+
+def test_copies_carry_bytes_with_units_and_their_predicted_time(block):
+    _, nodes, _ = block
+    copy = nodes["view_1_d2h"]
+    assert (copy["bytes"], copy["bytes_text"]) == (768, "768 B")
+    assert copy["predicted_text"].endswith(" us") and copy["predicted_s"] > 0
+    assert copy["label"] == "D2H view_1_d2h\n768 B"
+
+
+@pytest.mark.parametrize("nbytes, text", [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"),
+                                          (156552192, "149.3 MiB"), (3 << 30, "3.0 GiB")])
+def test_sizes_read_in_binary_units(nbytes, text):
+    assert data.size_text(nbytes) == text
+
+
+def test_groups_nest_by_module_path_and_count_every_node_below_them():
+    nodes, _ = layered(layers=2, per_module=3)
+    groups = data.module_groups(nodes)
+    assert set(groups) == {"h", "h.0", "h.1", "h.0.attn", "h.0.mlp", "h.1.attn", "h.1.mlp"}
+    assert (groups["h.0.attn"].parent, groups["h.0"].parent) == ("h.0", "h")
+    assert (groups["h"].size, groups["h.1"].size, groups["h.1.mlp"].size) == (13, 7, 4)  # the copy is in h.1.mlp
+    assert groups["h.1"].label == "h.1"
+
+
+def test_small_graphs_open_with_no_group_collapsed():
+    nodes, edges = layered(layers=2, per_module=(data.COLLAPSE_ABOVE - 2) // 4)
+    assert len(nodes) <= data.COLLAPSE_ABOVE
+    view = GraphView(nodes, edges)
+    assert view.collapsed == []
+    assert shown(view) >= {n["id"] for n in nodes}
+
+
+@settings(max_examples=25, deadline=None)
+@given(layers=st.integers(2, 24), per_module=st.integers(10, 140))
+def test_big_graphs_open_collapsed_and_any_node_shows_after_opening_the_group_that_holds_it(layers, per_module):
+    nodes, edges = layered(layers, per_module)
+    view = GraphView(nodes, edges)
+    if len(nodes) <= data.COLLAPSE_ABOVE:
+        assert view.collapsed == []
+        return
+    items = shown(view) - {f"{data.GROUP_PREFIX}{g}" for g in view._groups if g not in view.collapsed}
+    assert view.collapsed and len(items) <= data.OPEN_BUDGET
+    for node in (nodes[1], nodes[len(nodes) // 2], nodes[-1]):  # first click: the box that stands for it
+        view.reset_groups()
+        box = data.representative(node["module"], set(view.collapsed))
+        if box is not None:
+            view._on_msg(view, {"action": "open", "group": data.GROUP_PREFIX + box}, [])
+        assert node["id"] in shown(view)
+
+
+def test_edges_into_a_collapsed_group_end_at_its_box_once():
+    nodes, edges = layered(layers=2, per_module=3)
+    view = GraphView(nodes, edges)
+    view.close_group("h.0")
+    ends = [(e["data"]["source"], e["data"]["target"]) for e in view.elements if "source" in e["data"]]
+    assert ("x", "group:h.0") in ends and ("group:h.0", "h1_attn_0") in ends
+    assert not any(n.startswith("h0_") for n in shown(view))
+    assert len(ends) == len(set(ends)) == view.counts["visible_edges"]
+
+
+def test_recolouring_the_same_nodes_restyles_without_a_new_layout():
+    nodes, edges = layered(layers=2, per_module=3)
+    view = GraphView(nodes, edges)
+    version = view.layout_version
+    view.update_nodes({"h0_mlp_1": {"device": "cuda:1", "kind": "delegate"}})
+    element = next(e for e in view.elements if e["data"]["id"] == "h0_mlp_1")
+    assert (element["data"]["colour"], element["classes"]) == (data.DEVICE_COLOURS["cuda:1"], "delegate")
+    assert view.counts["devices"]["cuda:1"] == 1
+    view.show([{**n, "device": "cuda:0"} for n in nodes], edges)
+    assert view.layout_version == version
+    assert view.legend == [{"device": "cuda:0", "colour": data.DEVICE_COLOURS["cuda:0"], "count": len(nodes)}]
+    view.show(nodes[:-1], edges[:-1])
+    assert view.layout_version == version + 1
+
+
+def test_selecting_a_hidden_node_opens_the_groups_around_it():
+    nodes, edges = layered(layers=8, per_module=30)
+    view = GraphView(nodes, edges)
+    assert "h7_mlp_29" not in shown(view)
+    view.selected = "h7_mlp_29"
+    assert "h7_mlp_29" in shown(view)
+    assert not {"h", "h.7", "h.7.mlp"} & set(view.collapsed)
+
+
+def test_bad_input_names_what_was_wrong():
+    nodes, edges = layered(layers=1, per_module=2)
+    with pytest.raises(ValueError, match=r"unknown nodes \['ghost'\]"):
+        GraphView(nodes, [*edges, ("x", "ghost")])
+    view = GraphView(nodes, edges)
+    with pytest.raises(ValueError, match=r"unknown node ids \['ghost'\] or fields \['colour'\]"):
+        view.update_nodes({"ghost": {"colour": "red"}})
+    with pytest.raises(ValueError, match="No module group 'h.9'"):
+        view.open_group("h.9")
+
+
+def test_the_explorer_relays_out_on_a_strategy_switch_and_only_recolours_on_a_new_target():
+    explorer = PlacementExplorer(model="shared_input", partition="per_node")
+    graph = explorer.graph
+    version, kinds = graph.layout_version, graph.counts["kinds"]
+    assert (kinds["h2d"], kinds["delegate"]) == (4, 4)
+    explorer.target.value = "cuda:1"
+    assert graph.layout_version == version
+    assert graph.counts["devices"]["cuda:1"] > 0 and "cuda:0" not in graph.counts["devices"]
+    explorer.strategy.value = "dedupe"
+    assert graph.layout_version == version + 1 and graph.counts["kinds"]["h2d"] == 2

@@ -1,0 +1,127 @@
+"""GraphView: an interactive graph (cytoscape.js + dagre, bundled in static/graph_view.js) with module groups that
+open and close, search, a legend and an inspector; the clicked node's id comes back as `selected`.
+
+Python owns what is shown (`graph_view_data` computes it); the browser lays out only the visible elements, and only
+when `layout_version` changes: new colours or kinds on the same nodes restyle in place.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import anywidget
+import traitlets as t
+
+from . import graph_view_data as data
+
+STATIC = Path(__file__).parent / "static"
+UPDATABLE = ("device", "kind", "reason", "bytes", "bytes_text", "predicted_s", "predicted_text", "label")
+
+
+class GraphView(anywidget.AnyWidget):
+    """`show(nodes, edges)` draws a graph; `update_nodes({id: {"device": ...}})` recolours it without a new
+    layout; `selected` is the clicked (or searched) node's id, and setting it reveals and centres that node."""
+
+    _esm = STATIC / "graph_view.js"
+    _css = STATIC / "graph_view.css"
+    nodes = t.List(t.Dict()).tag(sync=True)
+    elements = t.List(t.Dict()).tag(sync=True)
+    layout_version = t.Int(0).tag(sync=True)
+    collapsed = t.List(t.Unicode()).tag(sync=True)
+    selected = t.Unicode("").tag(sync=True)
+    legend = t.List(t.Dict()).tag(sync=True)
+    counts = t.Dict().tag(sync=True)
+    height = t.Unicode("560px").tag(sync=True)
+
+    def __init__(self, nodes: Sequence[Mapping] = (), edges: Sequence[Sequence[str]] = (), **kwargs):
+        super().__init__(**kwargs)
+        self._edges: list[tuple[str, str]] = []
+        self._groups: dict[str, data.Group] = {}
+        self._structure: tuple = ()
+        self.on_msg(self._on_msg)
+        self.observe(self._reveal_selected, names="selected")
+        self.show(nodes, edges)
+
+    def show(self, nodes: Sequence[Mapping], edges: Sequence[Sequence[str]]) -> None:
+        """Draw `nodes` (dicts with id, label, kind, device, module, ...) joined by `edges` (src, dst). The same
+        node ids and edges as shown keep the open groups, selection and layout: only colours and text change."""
+        nodes = [dict(n) for n in nodes]
+        edges = [tuple(e) for e in edges]
+        ids = {n["id"] for n in nodes}
+        if len(ids) != len(nodes) or any(s not in ids or d not in ids for s, d in edges):
+            unknown = sorted({x for e in edges for x in e} - ids)
+            raise ValueError(f"GraphView.show needs unique node ids and edges between them; edges name unknown "
+                             f"nodes {unknown[:5]} (of {len(ids)} nodes, {len(nodes) - len(ids)} duplicate ids). "
+                             f"Pass every node an edge touches.")
+        same = [(n["id"], n["module"]) for n in nodes] == [(n["id"], n["module"]) for n in self.nodes] and (
+            edges == self._edges)
+        self._edges = edges
+        with self.hold_sync():
+            if not same:
+                self._groups = data.module_groups(nodes)
+                self.collapsed = data.initial_collapsed(nodes, self._groups)
+                if self.selected not in ids:
+                    self.selected = ""
+            self.nodes = nodes
+            self._redraw()
+
+    def update_nodes(self, changes: Mapping[str, Mapping]) -> None:
+        """Change fields of some nodes (`{"add": {"device": "cpu", "kind": "cpu_op"}}`) in place: no new layout."""
+        unknown = sorted(set(changes) - {n["id"] for n in self.nodes})
+        fields = {f for change in changes.values() for f in change} - set(UPDATABLE)
+        if unknown or fields:
+            raise ValueError(f"GraphView.update_nodes: unknown node ids {unknown[:5]} or fields {sorted(fields)}; "
+                             f"ids must be shown nodes and fields among {', '.join(UPDATABLE)}.")
+        self.nodes = [{**n, **changes.get(n["id"], {})} for n in self.nodes]
+        self._redraw()
+
+    def open_group(self, path: str) -> None:
+        """Open the module group `path` ('' the whole model) and, within a budget, the groups inside it."""
+        self._check_group(path)
+        self.collapsed = data.open_group(self.collapsed, path, self.nodes, self._groups, data.EXPAND_BUDGET)
+        self._redraw()
+
+    def close_group(self, path: str) -> None:
+        """Collapse the module group `path` into one box."""
+        self._check_group(path)
+        self.collapsed = sorted({*self.collapsed, path})
+        self._redraw()
+
+    def reset_groups(self) -> None:
+        """Back to the groups open when the graph was first shown."""
+        self.collapsed = data.initial_collapsed(self.nodes, self._groups)
+        self._redraw()
+
+    def _check_group(self, path: str) -> None:
+        if path and path not in self._groups:
+            raise ValueError(f"No module group {path!r}. Groups: {', '.join(list(self._groups)[:8])}"
+                             f"{' ...' if len(self._groups) > 8 else ''}.")
+
+    def _redraw(self) -> None:
+        """Recompute what is visible; a new layout only when the visible structure changed."""
+        elements = data.visible_elements(self.nodes, self._edges, self._groups, self.collapsed)
+        structure = data.structure(elements)
+        with self.hold_sync():
+            self.elements = elements
+            self.counts = {**data.counts(self.nodes, self._edges), "visible_nodes": sum(
+                "source" not in e["data"] for e in elements), "visible_edges": sum("source" in e["data"]
+                                                                                    for e in elements)}
+            self.legend = [{"device": d, "colour": data.device_colour(d), "count": c}
+                           for d, c in sorted(self.counts["devices"].items(), key=lambda dc: (dc[0] != "cpu", dc[0]))]
+            if structure != self._structure:
+                self._structure = structure
+                self.layout_version += 1
+
+    def _reveal_selected(self, change) -> None:
+        node = next((n for n in self.nodes if n["id"] == change["new"]), None)
+        if node is not None and data.representative(node["module"], set(self.collapsed)) is not None:
+            self.collapsed = sorted(set(self.collapsed) - set(data.ancestors(node["module"])))
+            self._redraw()
+
+    def _on_msg(self, _widget, content, _buffers) -> None:
+        """The browser asks to open or close a group (a click on it) or to reset the groups."""
+        action = {"open": self.open_group, "close": self.close_group}.get(content.get("action"))
+        if action is not None:
+            action(content["group"].removeprefix(data.GROUP_PREFIX))
+        elif content.get("action") == "reset":
+            self.reset_groups()

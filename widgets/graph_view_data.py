@@ -1,0 +1,259 @@
+"""What the graph view shows, as plain data: one dict per node of a placed graph (kind, device, module path, reason,
+bytes, predicted time, users, inputs), the module groups they nest in, and the elements visible when some groups are
+collapsed. Pure functions, no widget: the view (`graph_view.py`) sends their output to the browser.
+
+Nodes are grouped by the innermost module of their `nn_module_stack` (the module path torch.export records); a copy
+sits in the module of the value it copies, a delegate in the deepest module holding all of its ops, a constant in the
+deepest module holding all of its readers (docs/design.md describes the placed graph these nodes come from).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from devcopy_lib.names import COPY_OPS
+from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
+
+COPY_KINDS = tuple(COPY_OPS)
+DEVICE_COLOURS = {"cpu": "#dbe4f3", "cuda:0": "#b9e3bc", "cuda:1": "#ffd59e", "cuda:2": "#e1bee7", "cuda:3": "#b2ebf2"}
+OTHER_DEVICE = "#f0f4c3"
+GROUP_PREFIX = "group:"
+# More nodes than this and the view opens with module groups collapsed, showing at most OPEN_BUDGET items.
+COLLAPSE_ABOVE = 300
+OPEN_BUDGET = 120
+# One click on a collapsed group shows up to this many more items (a whole GPT-2 layer fits).
+EXPAND_BUDGET = 300
+
+
+def size_text(nbytes: int | None) -> str:
+    """`512 B`, `1.5 KiB`, `148.0 MiB`: bytes in binary units."""
+    if not nbytes:
+        return "0 B"
+    value, unit = float(nbytes), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+
+
+def time_text(seconds: float | None) -> str:
+    """A predicted copy time in microseconds, or '' when nothing priced it."""
+    return "" if seconds is None else f"{seconds * 1e6:.1f} us"
+
+
+def _innermost(node) -> str | None:
+    stack = node.meta.get("nn_module_stack")
+    return list(stack.values())[-1][0] if stack else None
+
+
+def _common(paths: Iterable[str]) -> str:
+    """The deepest module path that contains every path ('' when they share none)."""
+    split = [p.split(".") if p else [] for p in paths]
+    if not split:
+        return ""
+    common = []
+    for parts in zip(*split):
+        if any(part != parts[0] for part in parts):
+            break
+        common.append(parts[0])
+    return ".".join(common)
+
+
+def _delegate_paths(delegate) -> tuple[str, list[str]]:
+    """(the deepest module holding all of the delegate's ops, the module of each of its outputs)."""
+    graph = delegate.graph_module.graph
+    inner = {n: _innermost(n) for n in graph.nodes if n.op == "call_function"}  # its inputs belong elsewhere
+    home = _common(p for p in inner.values() if p is not None)
+    output = next(n for n in graph.nodes if n.op == "output")
+    values = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
+    return home, [inner.get(v) or home for v in values]
+
+
+def module_paths(graph) -> dict[str, str]:
+    """Node name -> module path ('' is the model itself) for every node of a placed graph."""
+    paths: dict[str, str] = {}
+    delegates: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        delegate, source = delegate_of(node), delegate_source(node)
+        if delegate is not None:
+            paths[node.name], delegates[node.name] = _delegate_paths(delegate)
+        elif source is not None:
+            paths[node.name] = delegates[source.name][node.args[1]]
+        elif node_kind(node) in COPY_KINDS:
+            paths[node.name] = paths[node.args[0].name]
+        else:
+            paths[node.name] = _innermost(node) or ""
+    for node in graph.nodes:  # constants read by one module sit in it
+        if node.op == "get_attr" and node.users:
+            paths[node.name] = _common(paths[u.name] for u in node.users)
+    return paths
+
+
+def _op(node) -> str:
+    if node.op == "call_function":
+        return overload_name(node.target) or getattr(node.target, "__name__", str(node.target))
+    return str(node.target) if node.op in ("call_module", "get_attr") else node.op
+
+
+def _label(name: str, kind: str, op: str, nbytes: int) -> str:
+    if kind in COPY_KINDS:
+        return f"{kind.upper()} {name}\n{size_text(nbytes)}"
+    return name if kind in ("input", "output", "getitem") or op == name else f"{name}\n{op}"
+
+
+def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The placed program's nodes (as dicts the view shows) and its data edges (src, dst)."""
+    rows = {row.name: row for row in placed.report.rows}
+    graph = placed.graph_module.graph
+    paths = module_paths(graph)
+    nodes = []
+    for node in graph.nodes:
+        row, op = rows[node.name], _op(node)
+        nodes.append({
+            "id": node.name, "label": _label(node.name, row.kind, op, row.bytes), "kind": row.kind, "op": op,
+            "device": row.device, "module": paths[node.name], "reason": row.reason, "bytes": row.bytes,
+            "bytes_text": size_text(row.bytes), "predicted_s": row.predicted_s,
+            "predicted_text": time_text(row.predicted_s), "users": [u.name for u in node.users],
+            "inputs": [i.name for i in node.all_input_nodes]})
+    edges = [(i.name, node.name) for node in graph.nodes for i in node.all_input_nodes]
+    return nodes, edges
+
+
+@dataclass(frozen=True)
+class Group:
+    """One module path: its parent group ('' at the top), the label shown, and how many nodes it holds in all."""
+
+    path: str
+    parent: str
+    label: str
+    size: int
+
+    @property
+    def id(self) -> str:
+        return GROUP_PREFIX + self.path
+
+
+def ancestors(path: str) -> list[str]:
+    """'a.b.c' -> ['a', 'a.b', 'a.b.c'] (outermost first); '' -> []."""
+    parts = path.split(".") if path else []
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def module_groups(nodes: Sequence[Mapping]) -> dict[str, Group]:
+    """Every module path the nodes sit in, and every path above one, as groups."""
+    sizes: Counter = Counter(a for n in nodes for a in ancestors(n["module"]))
+    groups = {}
+    for path in sorted(sizes):
+        parent, _, last = path.rpartition(".")
+        label = f"{parent.rpartition('.')[2]}.{last}" if last.isdigit() and parent else last
+        groups[path] = Group(path, parent, label, sizes[path])
+    return groups
+
+
+def _children(nodes: Sequence[Mapping], groups: Mapping[str, Group]) -> dict[str, tuple[int, list[str]]]:
+    """Group path ('' the top) -> (number of nodes directly in it, its child groups)."""
+    direct = Counter(n["module"] for n in nodes)
+    kids: dict[str, list[str]] = {path: [] for path in ["", *groups]}
+    for group in groups.values():
+        kids[group.parent].append(group.path)
+    return {path: (direct.get(path, 0), children) for path, children in kids.items()}
+
+
+def _shown_items(collapsed: set[str], nodes: Sequence[Mapping]) -> int:
+    """Nodes and collapsed groups on screen (expanded groups are frames around them and not counted)."""
+    return len({representative(n["module"], collapsed) or n["id"] for n in nodes})
+
+
+def representative(module: str, collapsed: set[str]) -> str | None:
+    """The outermost collapsed group holding `module`, or None when every group around it is open."""
+    return next((a for a in ancestors(module) if a in collapsed), None)
+
+
+def open_group(collapsed: Iterable[str], path: str, nodes: Sequence[Mapping], groups: Mapping[str, Group],
+               budget: int) -> list[str]:
+    """Collapsed groups after opening `path` ('' the whole model): its subgroups open too, smallest first, while
+    the items on screen grow by at most `budget` (so one click shows a whole layer, not the whole model)."""
+    closed = set(collapsed) - {path, *ancestors(path)}
+    children = _children(nodes, groups)
+    limit = _shown_items(set(collapsed), nodes) + budget
+    shown = _shown_items(closed, nodes)
+    frontier = list(children[path][1])
+    while frontier:
+        frontier.sort(key=lambda g: groups[g].size)
+        group = frontier.pop(0)
+        direct, kids = children[group]
+        if group not in closed:  # already open: look inside
+            frontier.extend(kids)
+            continue
+        cost = direct + len(kids) - 1
+        if shown + cost <= limit:
+            closed.discard(group)
+            shown += cost
+            frontier.extend(kids)
+    return sorted(closed)
+
+
+def initial_collapsed(nodes: Sequence[Mapping], groups: Mapping[str, Group]) -> list[str]:
+    """No group collapsed up to COLLAPSE_ABOVE nodes; past that, the model opened within OPEN_BUDGET items."""
+    if len(nodes) <= COLLAPSE_ABOVE:
+        return []
+    return open_group(groups, "", nodes, groups, OPEN_BUDGET - _shown_items(set(groups), nodes))
+
+
+def _classes(kind: str) -> str:
+    return f"{kind} copy" if kind in COPY_KINDS else kind
+
+
+def device_colour(device: str) -> str:
+    return DEVICE_COLOURS.get(device, OTHER_DEVICE)
+
+
+def visible_elements(nodes: Sequence[Mapping], edges: Sequence[Sequence[str]], groups: Mapping[str, Group],
+                     collapsed: Iterable[str]) -> list[dict]:
+    """Cytoscape elements on screen: open groups as frames, collapsed groups as single boxes standing for all
+    they hold, the other nodes inside their innermost open group, and edges between what is shown (deduplicated)."""
+    closed = set(collapsed)
+    shown: dict[str, str] = {}  # node id -> the element standing for it
+    held: dict[str, Counter] = {}
+    leaves, frames = [], set()
+    for node in nodes:
+        group = representative(node["module"], closed)
+        shown[node["id"]] = GROUP_PREFIX + group if group else node["id"]
+        frames.update(ancestors(group.rpartition(".")[0] if group else node["module"]))
+        if group:
+            held.setdefault(group, Counter())[node["device"]] += 1
+            held[group]["copies"] += node["kind"] in COPY_KINDS
+            continue
+        data = {k: node[k] for k in ("id", "label", "kind", "device")}
+        parent = {"parent": GROUP_PREFIX + node["module"]} if node["module"] else {}
+        leaves.append({"data": {**data, **parent, "colour": device_colour(node["device"])},
+                       "classes": _classes(node["kind"])})
+    elements = [_group_element(groups[path], held.get(path)) for path in sorted(frames | set(held))]  # outer first
+    pairs = dict.fromkeys((shown[s], shown[t]) for s, t in edges if shown[s] != shown[t])
+    return elements + leaves + [{"data": {"id": f"{s}->{t}", "source": s, "target": t}} for s, t in pairs]
+
+
+def _group_element(group: Group, held: Counter | None) -> dict:
+    """An open group as a frame, or a collapsed one as a box labelled with what it holds, in its main device's colour."""
+    data = {"id": group.id, "kind": "group", **({"parent": GROUP_PREFIX + group.parent} if group.parent else {})}
+    if held is None:
+        return {"data": {**data, "label": group.label}, "classes": "group expanded"}
+    copies = held.pop("copies")
+    main = held.most_common(1)[0][0]
+    what = [f"{group.size} nodes"] + ([f"{copies} cop{'ies' if copies > 1 else 'y'}"] if copies else [])
+    label = f"{group.label}  [{', '.join(what)}]"
+    return {"data": {**data, "label": label, "device": main, "colour": device_colour(main)},
+            "classes": "group collapsed" + (" has-copies" if copies else "")}
+
+
+def structure(elements: Sequence[Mapping]) -> tuple:
+    """What a layout depends on: the elements' ids, parents, and edge ends (not colours or labels)."""
+    return tuple((e["data"]["id"], e["data"].get("parent"), e["data"].get("source")) for e in elements)
+
+
+def counts(nodes: Sequence[Mapping], edges: Sequence) -> dict:
+    """Nodes, edges, nodes per device and per kind, over the whole graph (collapsed or not)."""
+    return {"nodes": len(nodes), "edges": len(edges), "devices": dict(Counter(n["device"] for n in nodes)),
+            "kinds": dict(Counter(n["kind"] for n in nodes))}
