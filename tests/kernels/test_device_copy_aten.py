@@ -122,6 +122,15 @@ def test_tensor_rule_honours_a_carried_cuda0_off_the_current_device(sim):
     assert sim.stats.last_h2d.index == 0
 
 
+@pytest.mark.parametrize("rule, index", [("tensor", 1), ("seed", 0)])
+def test_d2h_device_rule_picks_the_copy_index(sim, rule, index):
+    """D2H from a tensor on cuda:1 while cuda:0 is current: `tensor` copies at index 1, `seed` at the current one."""
+    src = dev(sim, [4], index=1)
+    sim.set_current_index(0)
+    d2h_copy_out(src, torch.zeros(4), device_rule=rule)
+    assert sim.stats.last_d2h.index == index
+
+
 def test_tensor_rule_falls_back_to_seed_without_a_carried_device(sim):
     sim.set_current_index(2)
     h2d_copy_out(torch.ones(4), dev(sim, [4], index=1, carry_device=False), device_rule="tensor")
