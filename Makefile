@@ -45,7 +45,7 @@ test-deep: $(STAMP)
 mutation: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt "mutmut>=3.8"
 	rm -rf mutants && mkdir mutants  # mutants/ must exist before Python starts, or the import system skips it
-	PYTHONPATH=$$PWD/mutants $(BIN)/mutmut run --max-children $$(nproc); $(BIN)/mutmut results
+	PYTHONPATH=$$PWD/mutants OMP_NUM_THREADS=1 $(BIN)/mutmut run --max-children $$(nproc); $(BIN)/mutmut results
 
 report: $(STAMP)
 	mkdir -p report

@@ -29,7 +29,7 @@ from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.passes.emit import emit
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
-from devcopy_lib.kernels.portable_cpu import _split, aten_overload
+from devcopy_lib.kernels.portable_cpu import split_arguments, aten_overload
 from devcopy_lib.runtime.libs import aten_lib, native_lib
 from devcopy_lib.runtime.resolve import resolve_operators
 from devcopy_lib.runtime.program import DelegateCall, TensorValue
@@ -117,7 +117,7 @@ def placed_eager(program, cuda: bool):
         else:
             name = program.operators[ins.op]
             schema = resolve_operators([name], [native_lib()])[0].schema
-            positional, keywords = _split(schema, [lift(i) for i in ins.args])
+            positional, keywords = split_arguments(schema, [lift(i) for i in ins.args])
             steps.append(lambda f=aten_overload(name), p=positional, k=keywords: f(*p, **k))
     inputs, outputs = [tensors[i] for i in program.inputs], [tensors[i] for i in program.outputs]
 

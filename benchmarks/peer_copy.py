@@ -56,8 +56,7 @@ def program_rows(allocator, repeats: int, size: int) -> list[dict]:
     import torch
 
     from devcopy_lib import export_and_lower, place_devices
-    from devcopy_lib.devices import scoped_allocators
-    from devcopy_lib.load import load_method
+    from devcopy_lib import load_method, scoped_allocators
 
     class AddAdd(torch.nn.Module):
         def forward(self, a, b, c):
@@ -88,7 +87,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--program-size", type=int, default=1024, help="side of the square inputs of (a + b) + c")
     parser.add_argument("--out", default=DATA)
     args = parser.parse_args(argv)
-    from devcopy_lib.devices.backend import make_allocator
+    from devcopy_lib import make_allocator
 
     allocator = make_allocator(args.backend)
     count = allocator.device_count()

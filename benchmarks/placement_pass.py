@@ -26,7 +26,7 @@ import time
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
-from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS, _OverloadSupport, export_and_lower, lower
+from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_and_lower, lower
 from devcopy_lib.passes.partition import propose_partitions
 from devcopy_lib.passes.placement import PlaceDevicesPass, copy_graph_module, place_devices
 
@@ -119,13 +119,13 @@ def executorch_case(pairs: int, repeats: int) -> dict:
     from executorch.exir.passes.propagate_device_pass import PropagateDevicePass
     from executorch.exir.passes.spec_prop_pass import SpecPropPass
 
-    from devcopy_lib.passes.executorch_reference import _partitioner
+    from devcopy_lib import reference
 
     model, inputs = Alternating(pairs), (torch.randn(4, 4), torch.randn(4, 4))
 
     def lower():
         edge = to_edge(torch.export.export(model, inputs), compile_config=EdgeCompileConfig(_check_ir_validity=False))
-        return edge.to_backend(_partitioner(OPS, "cuda:0", "capability"))
+        return edge.to_backend(reference.partitioner(OPS, "cuda:0", "capability"))
 
     def end_to_end():
         lower().to_executorch(ExecutorchBackendConfig(emit_stacktrace=False, enable_non_cpu_memory_planning=True))
@@ -148,7 +148,7 @@ def gpt2_case(layers: int, with_fx: bool, repeats: int = 5) -> dict:
     row = {"layers": layers}
     exported = _measured(row, "export", lambda: torch.export.export(model, inputs))
     program = _measured(row, "decompositions", exported.run_decompositions)
-    support = _OverloadSupport(DEFAULT_DELEGATE_OPS)
+    support = OverloadSupport(DEFAULT_DELEGATE_OPS)
     groups = _measured(row, "partition", lambda: propose_partitions(program.graph_module, support), repeats)
     lowered = _measured(row, "lower", lambda: lower(program), repeats)
     _measured(row, "placement", lambda: place_devices(lowered), repeats)

@@ -2,7 +2,8 @@
 over exported PyTorch programs, and copy timing.
 
 The public names load lazily, so `import devcopy_lib` is cheap and imports neither ipywidgets nor matplotlib.
-Start reading at `devcopy_lib.devices` (allocators), then `ops`, `kernels`, `runtime`, `passes`.
+docs/design.md §6 lists what is public (these names, `devcopy_lib.names`, `models`,
+`reference` and the timing modules of `devcopy_lib.bench`); its §3 gives the reading order.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (DESIGN.md's public contract)
+# public name -> module that defines it (docs/design.md §6)
 _EXPORTS = {
     "DeviceType": "devices.device",
     "Device": "devices.device",
@@ -22,6 +23,7 @@ _EXPORTS = {
     "SimulatedCudaAllocator": "devices.simulated",
     "CupyCudaAllocator": "devices.cupy_cuda",
     "select_backend": "devices.backend",
+    "make_allocator": "devices.backend",
     "PortableTensor": "tensors.tensor",
     "TensorShapeDynamism": "tensors.tensor",
     "KernelRuntimeContext": "tensors.context",
@@ -40,15 +42,26 @@ _EXPORTS = {
     "lower": "passes.lower",
     "DEFAULT_DELEGATE_OPS": "passes.lower",
     "place_devices": "passes.placement",
+    "PlaceDevicesPass": "passes.placement",
+    "PlacementError": "passes.placement",
+    "copy_graph_module": "passes.placement",
+    "overload_name": "passes.ops",
+    "node_kind": "passes.nodes",
+    "delegate_of": "passes.delegate",
+    "delegate_source": "passes.delegate",
+    "emit": "passes.emit",
     "PlacementReport": "passes.report",
 }
 
-__all__ = sorted([*_EXPORTS, "models"])
+# public modules reached as attributes: the sample models, and ExecuTorch itself as the reference (`reference` extra)
+_MODULES = {"models": ".models", "reference": ".passes.executorch_reference"}
+
+__all__ = sorted([*_EXPORTS, *_MODULES])
 
 
 def __getattr__(name: str):
-    if name == "models":
-        return importlib.import_module(".models", __name__)
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name], __name__)
     try:
         module = _EXPORTS[name]
     except KeyError:

@@ -1,7 +1,7 @@
 """The names every layer shares, in one torch-free module: what a user may choose, and the runtime's fixed names.
 
 Each tuple is the full list of valid choices, in the order help texts show them; the CLI offers exactly these
-(tests/cli/test_choices.py keeps it so). docs/design.md section "Shared names" lists them.
+(tests/cli/test_choices.py keeps it so). docs/design.md §7 lists them.
 """
 from __future__ import annotations
 
@@ -19,11 +19,16 @@ PEER_COPY_LIB = "peer_copy_ops_aten_lib"
 LIB_NAMES = (PORTABLE_LIB, NATIVE_LIB, DEVICE_COPY_LIB)  # ExecuTorch's libs: what registration_status lists
 LINKABLE_LIBS = (*LIB_NAMES, PEER_COPY_LIB)
 DEFAULT_LIBS = {"portable": (PORTABLE_LIB,), "aten": (NATIVE_LIB, DEVICE_COPY_LIB)}
-# Where the ATen-mode copy kernel takes its device from: the seed's op identity + current device, or the tensor.
+# Where the ATen-mode copy kernel takes its device from: ExecuTorch's op identity + current device, or the tensor.
 DEVICE_RULES = ("seed", "tensor")
 # Device backends (plus "auto" wherever a backend is chosen).
 BACKENDS = ("cupy", "simulated")
 BACKEND_CHOICES = ("auto", *BACKENDS)
+
+# What went wrong, in one vocabulary: the CLI's JSON `error.kind` and every devcopy exception's `kind` attribute
+# (docs/design.md §8). A runtime failure's ExecuTorch error code travels beside it (`error`).
+ERROR_KINDS = ("usage", "user_code", "unsupported_model", "placement", "missing_operator", "registration", "load",
+               "execution", "device", "executorch_refused", "interrupted", "internal")
 
 FALLBACK_KEY = ""  # the kernel key of an `arg_meta: null` entry: matches any dtype / dim order
 CURRENT_DEVICE = -1  # a device index meaning "the current device"

@@ -1,7 +1,9 @@
 """End to end over random DAGs: export, lower, place, emit, plan, load and run in both modes; equal to eager.
 
-Each example is one random graph lowered once, then run under both strategies in both modes (4 programs), so the
-60 examples load and run 240 programs. The memory plan of each is checked too: live tensors never share bytes.
+Every example delegates: the delegated ops are drawn from the ops its graph has. Shapes and dtypes vary, and inputs
+are random bit patterns (negatives, NaN, infinities, -0.0), so copies carry values arithmetic tests rarely meet. Each
+example is one graph lowered once and run under both strategies in both modes (4 programs); the memory plan of each
+is checked too: live tensors never share bytes. The `deep` variant runs many more, unseeded (`make test-deep`).
 """
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from random_dags import random_bits, same_bits
 from torch import nn
 
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
@@ -24,7 +27,11 @@ from devcopy_lib.runtime.program import TensorValue
 UNARY = {"sin": torch.sin, "relu": torch.relu, "neg": torch.neg, "cos": torch.cos,
          "cumsum": lambda x: torch.cumsum(x, 0), "scale": lambda x: x * 0.5}
 BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul}
-DELEGABLE = ["add.Tensor", "sub.Tensor", "mul.Tensor", "sin.default", "relu.default", "neg.default", "cos.default"]
+# The overload each op becomes after decomposition; cumsum is never delegated (it stays a CPU op).
+OVERLOAD = {"sin": "sin.default", "relu": "relu.default", "neg": "neg.default", "cos": "cos.default",
+            "scale": "mul.Tensor", "add": "add.Tensor", "sub": "sub.Tensor", "mul": "mul.Tensor"}
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+SHAPES = st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple)
 
 
 class _Dag(nn.Module):
@@ -43,15 +50,17 @@ class _Dag(nn.Module):
 
 @st.composite
 def _dags(draw):
+    """(n_inputs, ops, outputs); the first op is a delegable one and an output, so every graph has something to
+    delegate."""
     n_inputs = draw(st.integers(1, 3))
     ops = []
     for step in range(draw(st.integers(1, 6))):
         size = n_inputs + step
-        name = draw(st.sampled_from(sorted(UNARY) + sorted(BINARY)))
-        ops.append((name, draw(st.integers(0, size - 1)), draw(st.integers(0, size - 1))))
+        names = sorted(OVERLOAD) if step == 0 else sorted(UNARY) + sorted(BINARY)
+        ops.append((draw(st.sampled_from(names)), draw(st.integers(0, size - 1)), draw(st.integers(0, size - 1))))
     results = list(range(n_inputs, n_inputs + len(ops)))
     extra = draw(st.lists(st.sampled_from(results), max_size=1))
-    outputs = list(dict.fromkeys([results[-1], *extra]))
+    outputs = list(dict.fromkeys([results[-1], results[0], *extra]))  # the first op's value is used: never dead
     return n_inputs, ops, outputs
 
 
@@ -81,20 +90,39 @@ def _place(lowered, strategy: str, skip: bool):
     return place_devices(lowered, strategy)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(dag=_dags(), delegated=st.lists(st.sampled_from(DELEGABLE), min_size=1, unique=True),
-       target=st.sampled_from(["cuda:0", "cuda:1"]), partition=st.sampled_from(["capability", "per_node"]),
-       rule=st.sampled_from(["seed", "tensor"]), skip=st.booleans())
-def test_random_dags_match_eager_in_both_modes_and_strategies(dag, delegated, target, partition, rule, skip):
-    n_inputs, ops, outputs = dag
+def check_random_dag(data) -> None:
+    """One random graph that delegates, at a random shape and dtype, run 4 ways; each output equal to eager."""
+    n_inputs, ops, outputs = data.draw(_dags(), label="dag")
+    graph_ops = sorted({OVERLOAD[name] for name, _, _ in ops if name in OVERLOAD})
+    delegated = data.draw(st.lists(st.sampled_from(graph_ops), min_size=1, unique=True), label="delegated")
+    shape, dtype = data.draw(SHAPES, label="shape"), data.draw(st.sampled_from(DTYPES), label="dtype")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
     model = _Dag(ops, outputs)
-    inputs = tuple(torch.randn(3, 4) for _ in range(n_inputs))
+    inputs = tuple(random_bits(dtype, shape, seed + i) for i in range(n_inputs))
     expected = model(*inputs)
-    lowered = export_and_lower(model, inputs, delegate_ops=delegated, target_device=target, partition=partition)
+    lowered = export_and_lower(model, inputs, delegate_ops=delegated,
+                               target_device=data.draw(st.sampled_from(["cuda:0", "cuda:1"]), label="target"),
+                               partition=data.draw(st.sampled_from(["capability", "per_node"]), label="partition"))
+    assert lowered.delegates, f"{delegated} are in the graph, so something is delegated"
     sim = SimulatedCudaAllocator()
     with scoped_allocators(sim):
-        _run_all(lowered, inputs, expected, skip, rule)
+        _run_all(lowered, inputs, expected, data.draw(st.booleans(), label="skip"),
+                 data.draw(st.sampled_from(["seed", "tensor"]), label="rule"))
+    assert sim.stats.h2d_count + sim.stats.d2h_count > 0, "a delegated program copies"
     assert sim.live_allocations() == 0
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_dags_match_eager_in_both_modes_and_strategies(data):
+    check_random_dag(data)
+
+
+@pytest.mark.deep
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_dags_match_eager_in_both_modes_and_strategies_deep(data):
+    check_random_dag(data)
 
 
 def _run_all(lowered, inputs, expected, skip: bool, rule: str) -> None:
@@ -105,7 +133,7 @@ def _run_all(lowered, inputs, expected, skip: bool, rule: str) -> None:
             with load_method(program, mode, libs) as method:
                 _assert_plan_sound(program)
                 for got, want in zip(method(*inputs), expected, strict=True):
-                    torch.testing.assert_close(got, want)
+                    torch.testing.assert_close(got, want, equal_nan=True)
 
 
 @pytest.mark.parametrize("mode", ["portable", "aten"])
@@ -117,3 +145,22 @@ def test_the_public_api_runs_the_whole_flow(sim, mode):
     with devcopy_lib.load_method(placed, mode=mode) as method:
         (out,) = method(*inputs)
     torch.testing.assert_close(out, module(*inputs))
+
+
+class _Neg(nn.Module):
+    def forward(self, x):
+        return -x
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.int64]),
+       shape=SHAPES, seed=st.integers(0, 2**32 - 1))
+def test_copies_carry_every_bit_pattern_through_a_delegate(mode, dtype, shape, seed):
+    """H2D, a delegated `neg`, D2H: the output has eager's bits exactly (NaN payloads, -0.0 and infinities too)."""
+    x = random_bits(dtype, shape, seed)
+    lowered = export_and_lower(_Neg(), (x,), delegate_ops=["neg.default"])
+    with scoped_allocators(SimulatedCudaAllocator()), load_method(place_devices(lowered), mode) as method:
+        (out,) = method(x)
+        assert dict(method.copies_executed) == {"h2d": 1, "d2h": 1}
+    assert same_bits(out, -x)

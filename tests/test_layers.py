@@ -1,5 +1,6 @@
-"""The floors of docs/design.md, bottom up: devices and ops -> tensors -> kernels -> runtime -> passes -> load/cli;
-bench beside (on devices only); widgets on top. Every import, lazy ones inside functions included, points down."""
+"""The floors of docs/design.md §3, bottom up: names -> devices and ops -> tensors -> kernels -> runtime
+-> passes -> load/cli; bench beside (on devices only); widgets on top, through the public API only. Every import,
+lazy ones inside functions included, points down."""
 import ast
 import pathlib
 
@@ -88,3 +89,39 @@ def test_floor_order_has_no_circle():
 def test_library_never_imports_widgets():
     hits = [str(p) for p in PACKAGE.rglob("*.py") if "devcopy_widgets" in p.read_text()]
     assert hits == []
+
+
+# docs/design.md §6: what widgets and benchmarks may import from the library.
+PUBLIC_MODULES = {"devcopy_lib", "devcopy_lib.names", "devcopy_lib.models", "devcopy_lib.compare",
+                  "devcopy_lib.bench.harness", "devcopy_lib.bench.sweep", "devcopy_lib.bench.sizes",
+                  "devcopy_lib.bench.plots", "devcopy_lib.bench.cost_model"}
+
+
+def _library_imports(path: pathlib.Path) -> set[tuple[str, str]]:
+    """(module, name) for every `from devcopy_lib... import name` and (module, "") for `import devcopy_lib...`."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("devcopy_lib"):
+            found |= {(node.module, alias.name) for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {(alias.name, "") for alias in node.names if alias.name.startswith("devcopy_lib")}
+    return found
+
+
+def test_widgets_use_only_the_public_api():
+    import devcopy_lib
+
+    offenders = {}
+    for path in WIDGETS.rglob("*.py"):
+        bad = {(m, n) for m, n in _library_imports(path) if m not in PUBLIC_MODULES
+               or (m == "devcopy_lib" and n not in devcopy_lib.__all__)}
+        if bad:
+            offenders[path.name] = sorted(bad)
+    assert offenders == {}, "extend devcopy_lib/__init__.py rather than reach into a layer"
+
+
+def test_benchmarks_import_no_private_name():
+    benchmarks = PACKAGE.parent / "benchmarks"
+    private = {path.name: sorted(n for _, n in _library_imports(path) if n.startswith("_"))
+               for path in benchmarks.glob("*.py")}
+    assert {name: names for name, names in private.items() if names} == {}

@@ -1,7 +1,7 @@
 """Programs whose delegates run on two or three device indices: `(a + b) + c` over cuda:0 and cuda:1, one input
 feeding delegates on two devices, and random DAGs with a target per delegate. Every strategy's program runs on the
 simulated backend and equals eager; memory is planned per index; `peer` moves fewer bytes through the host; no
-copy made for one device is read on another (docs/semantics.md section "Placement pass")."""
+copy made for one device is read on another (docs/semantics.md §6)."""
 from __future__ import annotations
 
 import pytest

@@ -13,9 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from devcopy_lib.names import COPY_OPS
-from devcopy_lib.passes.delegate import delegate_of, delegate_source
-from devcopy_lib.passes.nodes import node_kind
-from devcopy_lib.passes.ops import overload_name
+from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
 
 COPY_KINDS = tuple(COPY_OPS)
 DEVICE_COLOURS = {"cpu": "#dbe4f3", "cuda:0": "#b9e3bc", "cuda:1": "#ffd59e", "cuda:2": "#e1bee7", "cuda:3": "#b2ebf2"}

@@ -9,10 +9,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from devcopy_lib import DEFAULT_DELEGATE_OPS, export_program, lower, models, place_devices
+from devcopy_lib import DEFAULT_DELEGATE_OPS, export_program, lower, models, overload_name, place_devices
+from devcopy_lib import reference as executorch_reference
 from devcopy_lib.bench.cost_model import default_model
-from devcopy_lib.passes import executorch_reference
-from devcopy_lib.passes.ops import overload_name
 
 __all__ = ["PlacementState", "parse_target", "target_devices"]
 

@@ -9,11 +9,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.utils._pytree as pytree
 
-from devcopy_lib import load_method, registration_status
-from devcopy_lib.compare import compare_outputs
-from devcopy_lib.devices.backend import make_allocator
-from devcopy_lib.devices.registry import scoped_allocators
-from devcopy_lib.passes.emit import emit
+from devcopy_lib import compare_outputs, emit, load_method, make_allocator, registration_status, scoped_allocators
 from devcopy_lib.names import DEFAULT_LIBS, LIB_NAMES
 
 from .placement_state import PlacementState

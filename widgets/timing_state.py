@@ -11,7 +11,7 @@ from devcopy_lib.bench.harness import Policy, SweepResult, run_cases
 from devcopy_lib.bench.plots import ceilings, gbps_matrix, is_baseline
 from devcopy_lib.bench.sizes import format_bytes, parse_sizes
 from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, make_bench
-from devcopy_lib.devices.backend import select_backend
+from devcopy_lib import select_backend
 
 __all__ = ["DIRECTION_CHOICES", "MEMORY_CHOICES", "Stopped", "TimingState", "ceilings", "is_baseline"]
 

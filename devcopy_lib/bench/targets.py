@@ -1,4 +1,4 @@
-"""The copy engine's targets (issue 6), evaluated from one sweep: each a ratio of devcopy to a baseline measured in
+"""The copy engine's targets (docs/benchmarks.md), evaluated from one sweep: each a ratio of devcopy to a baseline measured in
 the same run on the same clock."""
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..names import BACKEND_CHOICES, DEFAULT_LIBS
+from ..names import BACKEND_CHOICES
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -31,6 +31,8 @@ ERROR_KINDS = {
     "load": (EXIT_REFUSED, "loading the method failed; `error_code` is ExecuTorch's Error name"),
     "execution": (EXIT_REFUSED, "running the method failed; `error_code` is ExecuTorch's Error name"),
     "device": (EXIT_REFUSED, "the device backend failed (a CUDA error, out of device memory)"),
+    "executorch_refused": (EXIT_REFUSED, "ExecuTorch itself refused the program (the reference run); not a devcopy "
+                                         "error"),
     "interrupted": (EXIT_INTERRUPTED, "interrupted (Ctrl-C); a bench keeps the rows measured so far"),
     "internal": (EXIT_REFUSED, "a devcopy bug: anything else; the message says what was raised"),
 }
@@ -129,17 +131,15 @@ def check_choices(values: Iterable[str], valid: Iterable[str], what: str) -> lis
 
 def linked_libs(names: list[str], valid: Iterable[str], mode: str, option: str, device_rule: str = "seed") -> list:
     """The KernelLibs `names` link, each one known and of `mode`; anything else is a UsageError."""
-    from ..runtime.libs import lib_by_name
+    from ..runtime.libs import lib_by_name, libs_of_mode
 
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise UsageError(f"{option}: {', '.join(twice)} given twice; name each lib once")
-    libs = [lib_by_name(name, device_rule) for name in check_choices(names, valid, "lib")]
-    wrong = [lib.name for lib in libs if lib.mode != mode]
-    if wrong:
-        raise UsageError(f"{option} {', '.join(wrong)}: not {mode}-mode lib(s); pick libs of one mode (default for "
-                         f"--mode {mode}: {','.join(DEFAULT_LIBS[mode])})")
-    return libs
+    try:
+        return libs_of_mode(mode, [lib_by_name(name, device_rule) for name in check_choices(names, valid, "lib")])
+    except ValueError as exc:  # one mode's libs only: the same rule as load_method's (runtime.libs)
+        raise UsageError(f"{option} {exc}") from None
 
 
 def check_output_path(path: str | None, option: str, suffixes: Iterable[str] = ()) -> None:
@@ -176,19 +176,16 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
 
 
 def classify(exc: BaseException) -> tuple[str, dict[str, Any]]:
-    """The ERROR_KINDS name of an exception, and the fields it adds (`error_code`, `file`, ...)."""
+    """The ERROR_KINDS name of an exception - the `kind` it carries (docs/design.md §8) - and the fields it adds
+    (`error_code`, `file`, ...)."""
     if isinstance(exc, CliError):
         return exc.kind, exc.fields
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", {}
-    by_class = {"PlacementError": "placement", "MissingOperatorError": "missing_operator",
-                "RegistrationError": "registration", "LoadError": "load", "ExecutionError": "execution",
-                "DeviceCopyError": "device", "CudaError": "device", "DeviceMemoryAccessError": "device",
-                "MemoryError": "device"}
-    for cls in type(exc).__mro__:
-        if cls.__name__ in by_class:
-            error = getattr(exc, "error", None)
-            return by_class[cls.__name__], ({"error_code": error.name} if error is not None else {})
+    kind = "device" if isinstance(exc, MemoryError) else getattr(exc, "kind", None)
+    if kind in ERROR_KINDS:
+        code = getattr(getattr(exc, "error", None), "name", None)  # an ExecuTorch Error code, where there is one
+        return kind, ({"error_code": code} if isinstance(code, str) else {})
     return "internal", {"exception": type(exc).__name__}
 
 

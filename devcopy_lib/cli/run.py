@@ -108,7 +108,7 @@ def add_parser(subparsers) -> None:
                         help=f"ATen mode only: comma list of libs to link (default {DEFAULT_ATEN_LIBS})")
     parser.add_argument("--aten-device-rule", default=None, choices=DEVICE_RULES,
                         help="ATen mode only: the copy kernel's device (default seed): seed = op identity + current "
-                             "device (the PR); tensor = the device the tensor carries")
+                             "device, as ExecuTorch; tensor = the device the tensor carries")
     parser.add_argument("--profile", nargs="?", const=10, type=_repeat, default=0, metavar="N",
                         help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
                              "and (copies) cost-model predicted seconds")

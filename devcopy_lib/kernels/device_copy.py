@@ -1,10 +1,10 @@
 """The et_copy kernels: `_h2d_copy.out` / `_d2h_copy.out` in the portable runtime and in the ATen-mode runtime.
 
-Portable (SPEC 3): `(ctx, self, out) -> out`; direction and device from tensor metadata; failures go on the context.
+Portable (docs/semantics.md §3): `(ctx, self, out) -> out`; direction and device from tensor metadata; failures go on the context.
 devcopy differences: `out` is left exactly as it was on every failure (the resize is validated at step 3, applied
 once the allocator is found, undone if the copy fails), and a dtype check at step 3 (ExecuTorch copies the bytes).
-ATen mode (SPEC 4): `(self, out) -> out`; raises. Device rule `seed`: direction from the op identity, the CUDA
-allocator at index -1 (the current device), as in the PR; `tensor`: honour the device the tensor carries (SPEC 8),
+ATen mode (docs/semantics.md §4): `(self, out) -> out`; raises. Device rule `seed`: direction from the op identity, the CUDA
+allocator at index -1 (the current device), as ExecuTorch's ATen-mode kernel; `tensor`: honour the device the tensor carries (docs/semantics.md §8),
 falling back to `seed` when it carries none. Every copy goes through the registered DeviceAllocator.
 `_d2d_copy.out` (devcopy's addition): device -> device, both tensors on devices, through
 `DeviceAllocator.copy_device_to_device` (direct peer copy, or a host hop without peer access); the same checks in
@@ -165,15 +165,15 @@ def aten_kernel_for(op: str, rule: str = "seed"):
 
 
 def h2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
-    """ATen-mode host -> device copy (SPEC 4's seven checks, raising)."""
+    """ATen-mode host -> device copy (docs/semantics.md §4's seven checks, raising)."""
     return aten_kernel_for("_h2d_copy.out", device_rule)(self, out)
 
 
 def d2h_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
-    """ATen-mode device -> host copy (SPEC 4's seven checks, raising)."""
+    """ATen-mode device -> host copy (docs/semantics.md §4's seven checks, raising)."""
     return aten_kernel_for("_d2h_copy.out", device_rule)(self, out)
 
 
 def d2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
-    """ATen-mode device -> device copy (devcopy's addition: SPEC 4's checks, raising)."""
+    """ATen-mode device -> device copy (devcopy's addition: docs/semantics.md §4's checks, raising)."""
     return aten_kernel_for("_d2d_copy.out", device_rule)(self, out)

@@ -26,7 +26,7 @@ def aten_overload(name: str):
     return getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
 
 
-def _split(schema: FunctionSchema, args: list) -> tuple[list, dict]:
+def split_arguments(schema: FunctionSchema, args: list) -> tuple[list, dict]:
     """Boxed args (schema order, outs last) -> positional list and keyword dict for a torch op call."""
     arguments = schema.arguments
     n_positional = len(arguments.flat_positional)
@@ -75,7 +75,7 @@ def boxed_aten_kernel(name: str, schema: FunctionSchema, portable: bool = True):
     n_out = len(schema.arguments.out)
 
     def aten_mode(ctx: Any, args: list):
-        positional, keywords = _split(schema, args)
+        positional, keywords = split_arguments(schema, args)
         return overload(*positional, **keywords)
 
     def portable_mode(ctx: KernelRuntimeContext, args: list):
@@ -83,7 +83,7 @@ def boxed_aten_kernel(name: str, schema: FunctionSchema, portable: bool = True):
         result = outs[0] if n_out == 1 else tuple(outs)
         try:
             out_views = [_out_view(out) for out in outs]
-            positional, keywords = _split(schema, [_host(a) for a in args[: len(args) - n_out]] + out_views)
+            positional, keywords = split_arguments(schema, [_host(a) for a in args[: len(args) - n_out]] + out_views)
             overload(*positional, **keywords)
         except (DeviceMemoryAccessError, RuntimeError, ValueError, TypeError, IndexError) as exc:
             ctx.fail(Error.InvalidArgument, f"{name}: {exc}")

@@ -26,6 +26,8 @@ KERNEL_KEYS = ("arg_meta", "kernel_name")
 class OpYamlError(ValueError):
     """A malformed op YAML entry; the message names the file, the entry index and the key."""
 
+    kind = "usage"
+
 
 @dataclass(frozen=True)
 class KernelEntry:

@@ -1,4 +1,4 @@
-"""Emit: a placed graph -> a `Program` (SPEC 5b), the step between device placement and memory planning.
+"""Emit: a placed graph -> a `Program` (docs/semantics.md §5b), the step between device placement and memory planning.
 
 Every functional op becomes its out variant plus a planned `out` (the copies become `et_copy::_h2d_copy.out` /
 `_d2h_copy.out`, views their `_copy` variants); Python scalars where the schema wants a Tensor become lifted tensor

@@ -33,7 +33,7 @@ _FROM_EDGE = {edge: ours for ours, edge in _EDGE_RESPELLED.items() if ours != "_
 class ExecuTorchRefusal(RuntimeError):
     """ExecuTorch 1.5.1 itself refused to lower the program (not a devcopy error); the message is ExecuTorch's."""
 
-    kind = "ExecuTorchRefusal"
+    kind = "executorch_refused"
 
     def __init__(self, stage: str, error: BaseException):
         super().__init__(f"ExecuTorch 1.5.1 refused the program in {stage}: {type(error).__name__}: {error}")
@@ -111,7 +111,7 @@ def _groups(gm: torch.fx.GraphModule, wanted: frozenset[str], partition: str) ->
     return sorted(groups, key=lambda g: order[g[0]])
 
 
-def _partitioner(ops: Sequence[str], target_device: Any, partition: str):
+def partitioner(ops: Sequence[str], target_device: Any, partition: str):
     """An ExecuTorch Partitioner delegating `ops` (capability groups or one node each) to the pass-through backend.
     `target_device`: one device string for every partition, None for none, or a callable (group index, its devcopy
     op names) -> device string or None."""
@@ -178,7 +178,7 @@ def executorch_program(model: torch.nn.Module, example_inputs: Sequence[Any], de
     try:
         edge = to_edge(exported, compile_config=EdgeCompileConfig(_check_ir_validity=False))
         stage = "to_backend"
-        lowered = edge.to_backend(_partitioner(delegate_ops, _device_rule(target_device), partition))
+        lowered = edge.to_backend(partitioner(delegate_ops, _device_rule(target_device), partition))
         stage = "to_executorch"
         config = ExecutorchBackendConfig(
             emit_stacktrace=False,

@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 import heapq
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -87,7 +87,6 @@ class LoweredProgram:
     exported_program: ExportedProgram
     delegate_ops: tuple[str, ...]
     partition: str = "capability"
-    meta: dict[str, Any] = field(default_factory=dict)
     written_back_inputs: tuple[int, ...] = ()  # user inputs the program mutates: the caller's tensor gets the value
 
     def __call__(self, *inputs):
@@ -102,7 +101,7 @@ class LoweredProgram:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
-class _OverloadSupport(OperatorSupportBase):
+class OverloadSupport(OperatorSupportBase):
     """Supported = a call to one of the named ATen overloads."""
 
     def __init__(self, ops: Sequence[str]):
@@ -137,7 +136,7 @@ def lower(exported: ExportedProgram, delegate_ops: Sequence[str] | None = None, 
     ops = _checked_options(delegate_ops, partition)
     edge = edge_form(exported)
     gm = edge.graph_module
-    support = _OverloadSupport(ops)
+    support = OverloadSupport(ops)
     if partition == "capability":
         groups = propose_partitions(gm, support)
     elif partition == "fx":

@@ -1,4 +1,4 @@
-"""Functional op -> its out variant, as ExecuTorch's out-variant step pairs them (SPEC 5b).
+"""Functional op -> its out variant, as ExecuTorch's out-variant step pairs them (docs/semantics.md §5b).
 
 A view op first becomes its `_copy` variant (`view` -> `view_copy`), as in ExecuTorch's edge dialect; then the
 out overload is the one of the same packet whose torchgen signature (out args and TensorOptions stripped) matches.
@@ -56,8 +56,3 @@ def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
         f"{op} has no out variant: none of {packet}'s overloads {sorted(packet.overloads())} takes the same "
         "arguments plus `out`. The runtime calls only out variants; decompose the op or delegate it."
     )
-
-
-def out_arguments(op: torch._ops.OpOverload) -> list[str]:
-    """The names of an out variant's out arguments, in schema order."""
-    return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write and a.kwarg_only]

@@ -1,5 +1,5 @@
 """The device-placement pass: H2D/D2H copies at the boundaries of device delegates (ExecuTorch's
-`PropagateDevicePass`, SPEC section 6), plus devcopy's `dedupe` and `peer` strategies.
+`PropagateDevicePass`, docs/semantics.md §6), plus devcopy's `dedupe` and `peer` strategies.
 
 After the pass every node has `meta["device"]` (a `Device`). Copy nodes call `torch.ops.et_copy._h2d_copy.default`
 (tagged with the delegate's device) and `_d2h_copy.default` (tagged CPU); both are clones at trace time, so the placed
@@ -31,7 +31,7 @@ from .report import PlacementReport, build_report, value_bytes
 class PlacementError(RuntimeError):
     """The pass refuses the program under the requested options (the message says which option and how to fix)."""
 
-    kind = "PlacementError"
+    kind = "placement"
 
 
 class PlaceDevicesPass(PassBase):

@@ -102,7 +102,7 @@ def device_peak_bytes(gm: fx.GraphModule) -> int:
     return peak
 
 
-def _reason(node: fx.Node, kind: str, options: dict[str, Any]) -> str:
+def _reason(node: fx.Node, kind: str) -> str:
     device = device_of(node)
     users = ", ".join(u.name for u in node.users)
     if kind == "input":
@@ -157,7 +157,7 @@ def build_report(placed, cost_model: CostModel | None = None,
     for node in gm.graph.nodes:
         kind = node_kind(node)
         nbytes = value_bytes(node.meta.get("val"))
-        reason = _reason(node, kind, placed.options)
+        reason = _reason(node, kind)
         if node in hoistable:
             reason += (" (constant-derived: hoisted, computed and copied once at load)" if node.meta.get(HOISTED) else
                        " (constant-derived: hoist_constants=True / --hoist-constants would copy it once at load)")

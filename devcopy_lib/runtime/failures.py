@@ -1,20 +1,24 @@
-"""Exceptions a method raises when loading or executing fails; `kind` is ExecuTorch's error name."""
+"""Exceptions a method raises when loading or executing fails: `kind` says which step (docs/design.md §8),
+`error` is ExecuTorch's error code."""
 from __future__ import annotations
 
 from ..tensors.error import Error
 
 
 class MethodError(RuntimeError):
-    """A method failed with ExecuTorch error `error`; `kind` is its name (the JSON error object's kind)."""
+    """A method failed with ExecuTorch error `error` (the JSON error object's `error_code` is its name)."""
+
+    kind = "execution"
 
     def __init__(self, error: Error, message: str) -> None:
         super().__init__(message)
         self.error = Error(error)
-        self.kind = self.error.name
 
 
 class LoadError(MethodError):
     """Loading a method failed: no allocator (NotFound), no memory (MemoryAllocationFailed), a bad program."""
+
+    kind = "load"
 
 
 class ExecutionError(MethodError):

@@ -119,12 +119,12 @@ def as_libs(libs: Iterable | KernelLib | str, device_rule: str = "seed") -> list
 
 def libs_of_mode(mode: str, libs: Iterable | KernelLib | str | None = None) -> list[KernelLib]:
     """The libs a `mode` method links (KernelLibs or names; None -> the mode's default); ValueError when one is of
-    another mode, since a method resolves against one mode's kernels (docs/design.md section "Runtime modes")."""
+    another mode, since a method resolves against one mode's kernels (docs/design.md §5)."""
     linked = as_libs(DEFAULT_LIBS[mode] if libs is None else libs)
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:
-        raise ValueError(f"Libs {wrong} are not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
-                         f"(default: {', '.join(DEFAULT_LIBS[mode])}).")
+        raise ValueError(f"{', '.join(wrong)}: not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
+                         f"(default: {','.join(DEFAULT_LIBS[mode])})")
     return linked
 
 

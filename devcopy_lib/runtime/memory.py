@@ -70,7 +70,3 @@ class OwnedMemory:
                 errors.append(exc)
         if errors:
             raise RuntimeError(f"{len(errors)} device buffer(s) failed to free: {errors[0]}") from errors[0]
-
-    @property
-    def device_buffers(self) -> int:
-        return len(self._device)

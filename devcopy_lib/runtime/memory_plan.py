@@ -1,4 +1,4 @@
-"""Memory planning with devices (SPEC 7): one arena per (device type, index), planned independently, CPU first.
+"""Memory planning with devices (docs/semantics.md §7): one arena per (device type, index), planned independently, CPU first.
 
 Inside a device, tensors whose lifetimes (closed instruction intervals) do not overlap may share bytes: a greedy
 by size, first-fit offset search. Buffer 0 is reserved for constants, as in ExecuTorch; a buffer never mixes devices.

@@ -20,7 +20,7 @@ import torch
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.errors import DeviceCopyError
 from ..devices.registry import scoped_allocators
-from ..kernels.portable_cpu import _split, aten_overload
+from ..kernels.portable_cpu import split_arguments, aten_overload
 from ..names import COPY_DIRECTIONS, CURRENT_DEVICE
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
@@ -100,7 +100,7 @@ def copy_step(step: Step, kernel: Any, src: Slot, out: Slot, tensors: Any, count
     if device.spec.device.index != device.ptr.index or host.storage.nbytes < host.spec.nbytes:
         return False
     allocator, ptr = device.allocator, device.ptr
-    seed = rule == "seed"  # the PR's rule: the current device, whatever the tensor says
+    seed = rule == "seed"  # ExecuTorch's rule: the current device, whatever the tensor says
     try:
         planned = allocator.planned_copy(direction, ptr, host.storage, device.spec.nbytes,
                                          CURRENT_DEVICE if seed else ptr.index)
@@ -172,7 +172,7 @@ def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None],
         return False
     n_out = len(kernel.schema.arguments.out)
     values = [_host_args(a, tensors) for a in args] if portable else list(args)
-    positional, keywords = _split(kernel.schema, values)
+    positional, keywords = split_arguments(kernel.schema, values)
     overload = aten_overload(step.op)._op  # the C++ callable OpOverload.__call__ forwards to
     # ATen mode: a dynamic out is handed over empty, so PyTorch resizes it within its storage without warning
     reads = args[: len(args) - n_out]

@@ -156,9 +156,6 @@ class OperatorRegistry:
                 return owner.kernel(*pair) if isinstance(owner, KernelLib) else owner
         return None
 
-    def has(self, name: str) -> bool:
-        return any(n == name for n, _ in self._index)
-
     def ops(self) -> list[str]:
         return sorted({name for name, _ in self._index})
 

@@ -52,7 +52,7 @@ def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
 
 def resize_problem(current: tuple[int, ...], sizes: tuple[int, ...], static: bool, capacity: int) -> str:
     """Why a tensor of sizes `current` (STATIC or not, `capacity` elements planned) cannot take `sizes`, in words;
-    empty when it can. ExecuTorch's resize rules, for both modes: docs/semantics.md section "Resize rules"."""
+    empty when it can. ExecuTorch's resize rules, for both modes: docs/semantics.md §3.1."""
     if sizes == current:
         return ""
     if len(sizes) != len(current):
@@ -206,8 +206,6 @@ class PortableTensor:
             return torch.empty(self.sizes, dtype=self.dtype)
         flat = torch.from_numpy(self.storage[: self.capacity_nbytes]).view(self.dtype)
         return flat.as_strided(self.sizes, self.strides)
-
-    to_torch = host_view  # the name PyTorch users reach for; same zero-copy view
 
     def _require_host(self, what: str) -> None:
         if not self.is_cpu:

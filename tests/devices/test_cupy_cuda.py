@@ -217,6 +217,6 @@ def test_status_decoder_turns_out_of_memory_into_memory_error():
 
 
 def test_status_decoder_leaves_other_exceptions_alone():
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="x"):
         with cuda_status("anything"):
             raise KeyError("x")

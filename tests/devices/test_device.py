@@ -1,4 +1,4 @@
-"""Device identity and its string form (SPEC section 2)."""
+"""Device identity and its string form (docs/semantics.md §2)."""
 import pytest
 from hypothesis import given, strategies as st
 
@@ -25,13 +25,13 @@ def test_parse_rejects_unknown_type_naming_valid_types():
 
 @pytest.mark.parametrize("text", ["cuda:", "cuda:-1", "cuda:x", "cuda:1:2", ""])
 def test_parse_rejects_malformed_text(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="Invalid device index|Unknown device type"):
         Device.parse(text)
 
 
 def test_device_is_frozen_and_hashable():
     device = Device.parse("cuda:1")
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="cannot assign to field 'index'"):
         device.index = 2
     assert {device: 1}[Device(DeviceType.CUDA, 1)] == 1
 

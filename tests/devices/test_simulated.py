@@ -1,4 +1,4 @@
-"""The simulated accelerator and the DeviceAllocator base-class rules (SPEC section 2)."""
+"""The simulated accelerator and the DeviceAllocator base-class rules (docs/semantics.md §2)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -1,4 +1,4 @@
-"""et_copy::_d2d_copy.out (devcopy's addition): portable and ATen-mode kernels, checks in SPEC 3/4's order, `out`
+"""et_copy::_d2d_copy.out (devcopy's addition): portable and ATen-mode kernels, checks in docs/semantics.md §3/§4's order, `out`
 untouched on failure; and the ATen-mode H2D device rules on two simulated indices."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from devcopy_lib.devices import CPU, Device, SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.devices import CPU, Device, DeviceCopyError, SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.kernels.device_copy import PORTABLE_KERNELS, d2d_copy_out, h2d_copy_out
 from devcopy_lib.ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
 from devcopy_lib.tensors.aten_tensor import device_tensor
@@ -52,6 +52,21 @@ def test_portable_d2d_rejects_a_cpu_side_and_copies_nothing(self_cpu, out_cpu, e
         ctx = KernelRuntimeContext()
         PORTABLE_KERNELS["_d2d_copy_out"](ctx, src, out)
         assert ctx.failure_state() == error and "device->device" in ctx.message and sim.stats.d2d_count == 0
+
+
+class _FailingPeer(SimulatedCudaAllocator):
+    def _copy_peer(self, dst, src, nbytes):
+        raise DeviceCopyError("peer link down")
+
+
+def test_portable_d2d_failure_names_both_devices_and_restores_out():
+    sim = _FailingPeer()
+    with scoped_allocators(sim):
+        src, out = _device_portable(sim, [1.0, 2.0], CUDA0), _device_portable(sim, [0.0] * 2, CUDA1)
+        ctx = KernelRuntimeContext()
+        PORTABLE_KERNELS["_d2d_copy_out"](ctx, src, out)
+    assert ctx.failure_state() is Error.Internal and out.sizes == (2,)
+    assert ctx.message.startswith("et_copy::_d2d_copy.out: device copy of 8 bytes cuda:0 -> cuda:1 failed: ")
 
 
 def test_portable_d2d_without_allocator_is_not_found_and_out_untouched():

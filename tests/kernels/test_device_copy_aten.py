@@ -1,4 +1,4 @@
-"""The ATen-mode et_copy kernels: ExecuTorch's seven cases (SPEC 4b), the other checks, and the device rules."""
+"""The ATen-mode et_copy kernels: ExecuTorch's seven cases (docs/semantics.md §4b), the other checks, and the device rules."""
 from __future__ import annotations
 
 import numpy as np
@@ -92,7 +92,7 @@ def test_failing_copy_is_reported_with_bytes_and_direction():
 
 def test_out_keeps_its_shape_when_the_allocator_is_missing(sim):
     out = dev(sim, [2, 4])
-    with scoped_allocators(), pytest.raises(RuntimeError):
+    with scoped_allocators(), pytest.raises(RuntimeError, match="no device allocator registered for device_type=1"):
         h2d_copy_out(torch.ones(3), out)
     assert tuple(out.shape) == (2, 4)  # devcopy difference: ExecuTorch leaves out resized here
 
@@ -114,6 +114,21 @@ def test_seed_rule_copies_at_the_current_device(sim):
 def test_tensor_rule_honours_the_carried_device(sim):
     h2d_copy_out(torch.ones(4), dev(sim, [4], index=1), device_rule="tensor")
     assert sim.stats.last_h2d.index == 1
+
+
+def test_tensor_rule_honours_a_carried_cuda0_off_the_current_device(sim):
+    sim.set_current_index(1)
+    h2d_copy_out(torch.ones(4), dev(sim, [4], index=0), device_rule="tensor")
+    assert sim.stats.last_h2d.index == 0
+
+
+@pytest.mark.parametrize("rule, index", [("tensor", 1), ("seed", 0)])
+def test_d2h_device_rule_picks_the_copy_index(sim, rule, index):
+    """D2H from a tensor on cuda:1 while cuda:0 is current: `tensor` copies at index 1, `seed` at the current one."""
+    src = dev(sim, [4], index=1)
+    sim.set_current_index(0)
+    d2h_copy_out(src, torch.zeros(4), device_rule=rule)
+    assert sim.stats.last_d2h.index == index
 
 
 def test_tensor_rule_falls_back_to_seed_without_a_carried_device(sim):

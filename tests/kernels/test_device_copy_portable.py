@@ -1,4 +1,4 @@
-"""The portable et_copy kernels: ExecuTorch's nine cases (SPEC 4b) and the branches it leaves untested."""
+"""The portable et_copy kernels: ExecuTorch's nine cases (docs/semantics.md §4b) and the branches it leaves untested."""
 from __future__ import annotations
 
 import numpy as np
@@ -128,6 +128,7 @@ def test_no_allocator_is_not_found_and_out_untouched(sim):
     with scoped_allocators():
         ctx, _ = h2d(cpu([1.0, 2, 3, 4]), out)
     assert ctx.failure_state() is Error.NotFound and out.sizes == (8,)
+    assert ctx.message == "et_copy::_h2d_copy.out: no DeviceAllocator registered for CUDA; register one first"
 
 
 class FailingCopies(SimulatedCudaAllocator):
@@ -147,3 +148,14 @@ def test_failing_copy_is_internal_and_out_restored(direction):
         ctx, result = call(self, out)
     assert ctx.failure_state() is Error.Internal and result is out and out.sizes == (8,)
     assert "simulated link failure" in ctx.message
+    op = "_h2d_copy.out" if direction == "h2d" else "_d2h_copy.out"
+    assert ctx.message.startswith(f"et_copy::{op}: device copy of 16 bytes on cuda:0 failed: ")
+
+
+def test_d2h_takes_device_index_from_self(sim):
+    src = on_device([4], "cuda:1")
+    h2d(cpu([1.0, 2.0, 3.0, 4.0]), src)
+    sim.set_current_index(0)
+    ctx, out = d2h(src, cpu([0.0] * 4))
+    assert ctx.failure_state() is Error.Ok and sim.stats.last_d2h.index == 1
+    assert out.host_view().tolist() == [1, 2, 3, 4]

@@ -1,7 +1,7 @@
-"""The seed's rule, pinned: in ATen mode a planned tensor need not say where its memory is, so the copy direction
-comes from the op's identity (`_h2d` = to the device), never from the tensors' device labels (docs/semantics.md
-section "ATen-mode kernel"). Every device tensor here is labelled `cpu` (`carry_device=False`, as in an ATen-mode
-build without device info): through the kernel and through a loaded Method, under both device rules.
+"""ExecuTorch's ATen-mode rule, pinned: a planned tensor need not say where its memory is, so the copy direction comes
+from the op's identity (`_h2d` = to the device), never from the tensors' device labels (docs/semantics.md §4). Every
+device tensor here is labelled `cpu` (`carry_device=False`, as in an ATen-mode build without device info): through
+the kernel and through a loaded Method, under both device rules.
 
 A kernel that took its direction from `self`'s label would call a D2H or a D2D an H2D; these tests then fail.
 """

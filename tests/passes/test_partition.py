@@ -21,7 +21,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from devcopy_lib.models import DELEGATE_SETS as REAL_DELEGATE_SETS
 from devcopy_lib.models import MODELS, REAL_MODELS, ModelsExtraMissing
 from devcopy_lib.passes.edge_form import edge_form
-from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS, _OverloadSupport, export_program, lower
+from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_program, lower
 from devcopy_lib.passes.partition import propose_partitions
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ DELEGATE_SETS = {
 def test_sample_models_partition_as_torch_fx(model):
     exported = export_program(*MODELS[model]())
     for ops in DELEGATE_SETS.values():
-        _assert_same(exported.graph_module, _OverloadSupport(ops))
+        _assert_same(exported.graph_module, OverloadSupport(ops))
 
 
 def _gpt2_shaped(layers: int):
@@ -147,7 +147,7 @@ def gpt2_program():
 
 @pytest.mark.parametrize("delegate_set", sorted(DELEGATE_SETS))
 def test_gpt2_shaped_graph_partitions_as_torch_fx(gpt2_program, delegate_set):
-    ours = _assert_same(gpt2_program.graph_module, _OverloadSupport(DELEGATE_SETS[delegate_set]))
+    ours = _assert_same(gpt2_program.graph_module, OverloadSupport(DELEGATE_SETS[delegate_set]))
     assert len(gpt2_program.graph_module.graph.nodes) > 400 and len(ours) > 1
 
 
@@ -168,7 +168,7 @@ def _real_program(name: str):
 
 def test_gpt2_partitions_as_torch_fx():
     """The real GPT-2 (2 layers), with the ops a user delegates by default."""
-    _assert_same(_real_program("gpt2_2l"), _OverloadSupport(DEFAULT_DELEGATE_OPS))
+    _assert_same(_real_program("gpt2_2l"), OverloadSupport(DEFAULT_DELEGATE_OPS))
 
 
 @pytest.mark.deep
@@ -176,4 +176,4 @@ def test_gpt2_partitions_as_torch_fx():
 def test_real_models_partition_as_torch_fx(model):
     gm = _real_program(model)
     for ops in REAL_DELEGATE_SETS.values():
-        _assert_same(gm, _OverloadSupport(ops))
+        _assert_same(gm, OverloadSupport(ops))

@@ -1,4 +1,4 @@
-"""SPEC 6 / 6b: ExecuTorch's PropagateDevicePass behaviours, each with counts and node order; then dedupe."""
+"""docs/semantics.md §6 / §6b: ExecuTorch's PropagateDevicePass behaviours, each with counts and node order; then dedupe."""
 import pytest
 import torch
 from placement_helpers import Fn, count, inputs, kinds, nodes_of

@@ -1,4 +1,7 @@
-"""Properties of placement over random DAGs and random delegated-op sets (hypothesis)."""
+"""Properties of placement over random DAGs and random delegated-op sets (hypothesis): no edge crosses devices
+without a copy, the placed graph equals eager, the pass is idempotent, `dedupe` never copies more than `executorch`.
+A fixed 20-example run in `make test`; the `deep` run is unseeded with many more examples (`make test-deep`)."""
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -33,10 +36,25 @@ def assert_no_edge_crosses_devices(gm, skip_d2h: bool) -> None:
                 assert device_of(arg).is_cpu, (node.name, arg.name)
 
 
+DAGS = random_dags()
+OPS = st.sets(st.sampled_from(sorted(OVERLOADS.values())), min_size=1)
+PARTITIONS = st.sampled_from(["capability", "per_node"])
+
+
 @settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(dag=random_dags(), ops=st.sets(st.sampled_from(sorted(OVERLOADS.values())), min_size=1),
-       partition=st.sampled_from(["capability", "per_node"]), options=OPTIONS)
+@given(dag=DAGS, ops=OPS, partition=PARTITIONS, options=OPTIONS)
 def test_placement_properties(dag, ops, partition, options):
+    check_placement(dag, ops, partition, options)
+
+
+@pytest.mark.deep
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(dag=DAGS, ops=OPS, partition=PARTITIONS, options=OPTIONS)
+def test_placement_properties_deep(dag, ops, partition, options):
+    check_placement(dag, ops, partition, options)
+
+
+def check_placement(dag, ops, partition, options) -> None:
     module, inputs = dag
     lowered = export_and_lower(module, inputs, sorted(ops), partition=partition)
     placed = {}

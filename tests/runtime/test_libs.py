@@ -1,4 +1,4 @@
-"""The libs by name and registration_status (SPEC 5)."""
+"""The libs by name and registration_status (docs/semantics.md §5)."""
 from __future__ import annotations
 
 import pytest

@@ -1,0 +1,27 @@
+"""The placement pass's `modified` flag with non-CPU memory planning off (tag only): True exactly when a tag changed,
+so a second run reports False (docs/semantics.md §6, point 4). Written for mutation survivors (docs/testing.md)."""
+import torch
+from placement_helpers import Fn, inputs
+
+from devcopy_lib import PlaceDevicesPass, copy_graph_module, export_and_lower
+from devcopy_lib.devices import CPU
+from devcopy_lib.passes.nodes import call_device
+
+
+def _lowered_add():
+    return export_and_lower(Fn(torch.add), inputs(2), ["add.Tensor"], target_device="cuda:0")
+
+
+def test_tag_only_reports_a_change_then_none():
+    gm = copy_graph_module(_lowered_add().graph_module)
+    tag_only = PlaceDevicesPass(non_cpu_memory_planning=False)
+    assert tag_only(gm).modified is True
+    assert tag_only(gm).modified is False
+
+
+def test_tag_only_alone_reports_its_own_change():
+    """Every default tag already in place: only tag_only's device tags on the delegate's inputs and users change."""
+    gm = copy_graph_module(_lowered_add().graph_module)
+    for node in gm.graph.nodes:
+        node.meta["device"] = call_device(node) or CPU
+    assert PlaceDevicesPass(non_cpu_memory_planning=False)(gm).modified is True
