@@ -148,7 +148,7 @@ def test_executorch_refusal_is_its_own_error_kind():
 
     with pytest.raises(ExecuTorchRefusal, match="ExecuTorch 1.5.1 refused the program in to_executorch") as info:
         executorch_counts(Fn(lambda a: a.sin() + a), inputs(1), ["sin.default"], skip_h2d_for_method_inputs=True)
-    assert info.value.kind == "ExecuTorchRefusal" and "skip_h2d_for_method_inputs" in str(info.value.error)
+    assert info.value.kind == "executorch_refused" and "skip_h2d_for_method_inputs" in str(info.value.error)
 
 
 REAL = {"llama_tiny": {"seq_len": 8}, "gpt2_2l": {"seq_len": 8}, "bert_small": {"seq_len": 8},
