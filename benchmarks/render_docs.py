@@ -107,15 +107,31 @@ def _per_call_cost(simulated: SweepResult) -> str:
             "the allocator validates every call (index, bounds, host buffer, statistics) in Python.")
 
 
-def call_overhead_section() -> list[str]:
-    """The "Call overhead" section, rendered by benchmarks/call_overhead.py from its committed runs."""
+def _call_overhead_module():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("call_overhead", Path(__file__).with_name("call_overhead.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def with_method_copies(model: CostModel) -> CostModel:
+    """The sweep's model with its pinned lines refitted from the committed CUDA run's profiled method copies."""
+    module = _call_overhead_module()
+    cuda = next((run for run in module.load_runs() if run["backend"] == "cupy"), None)
+    if cuda is None:
+        return model
+    return model.with_planned_copies(module.profiled_copies(cuda), {"file": "docs/data/call_overhead_cupy.json",
+                                                                     "clock": "events", **cuda["meta"]})
+
+
+def call_overhead_section(model: CostModel) -> list[str]:
+    """The "Call overhead" section, rendered by benchmarks/call_overhead.py from its committed runs, each copy priced
+    by `model` (the one this page publishes)."""
+    module = _call_overhead_module()
     runs = module.load_runs()
-    return ["", *module.render_section(runs)] if runs else []
+    return ["", *module.render_section(runs, model)] if runs else []
 
 
 def render_markdown(result: SweepResult, simulated: SweepResult | None, model: CostModel) -> str:
@@ -173,7 +189,7 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
                 f"Measured on {simulated.meta.get('machine', 'the CI-class CPU')}, {simulated.meta.get('date', '')}: "
                 "devcopy's simulated allocator against NumPy's `copyto` of the same bytes.", "",
                 *target_table(simulated), "", _per_call_cost(simulated)]
-    out += call_overhead_section()
+    out += call_overhead_section(model)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -185,7 +201,7 @@ def main(argv=None) -> int:
     if result is None:
         print(f"{CUDA_DATA} is missing: run benchmarks/copy_bandwidth.py on the CUDA machine first", file=sys.stderr)
         return 1
-    model = CostModel.fit(result)
+    model = with_method_copies(CostModel.fit(result))
     model.save(str(MODEL_PATH))
     (DOCS / "benchmarks.md").write_text(render_markdown(result, simulated, model))
     if not args.no_plots:

@@ -1,10 +1,11 @@
 """A measured cost model for host<->device copies: seconds = latency + bytes / bandwidth, one line per (direction,
 host-memory kind), fitted by least squares on relative error to a sweep's medians; saved and loaded as JSON.
 
-The placement report calls `predict(direction, nbytes, memory)`; the default model is fitted from the H200 run
-committed in docs/data/copy_bandwidth.json: the copy engine on raw addresses, caller-visible wall clock, which is
-what a loaded method's planned copies cost (their pointers and sizes are validated once, at load; the allocator's
-per-call checks that the `devcopy allocator` line also pays added about 5 µs to every prediction).
+The placement report calls `predict(direction, nbytes, memory)`; the default model is fitted from the H200 runs
+committed in docs/data/: the pageable lines from the copy sweep (copy_bandwidth.json, the copy engine, wall clock),
+the pinned lines from a loaded method's own planned copies as `Method.profile` measured them (call_overhead_cupy.json,
+CUDA events), since a method's copies are what the report prices and they cost a fixed ~30-40 µs more per copy than
+the bare engine.
 """
 from __future__ import annotations
 
@@ -69,6 +70,18 @@ class CostModel:
         source = {"backend": result.backend, "device": result.device, "method": method, "clock": clock,
                   **{k: result.meta[k] for k in ("date", "command") if k in result.meta}}
         return cls(lines, source)
+
+    def with_planned_copies(self, copies: list[dict], source: dict) -> "CostModel":
+        """This model with its pinned lines refitted from a loaded method's profiled planned copies (rows with `op`,
+        `bytes`, `memory`, `measured_s`, as `Method.profile` gives them): what a method's copy step costs, not the
+        raw engine's. Directions with fewer than two distinct sizes keep their sweep line."""
+        lines = dict(self.lines)
+        for direction in ("h2d", "d2h"):
+            points = sorted((c["bytes"], c["measured_s"]) for c in copies
+                            if f"_{direction}_copy" in c["op"] and c["memory"] == "pinned" and c["measured_s"])
+            if len({n for n, _ in points}) >= 2:
+                lines[(direction, "pinned")] = fit_line(*zip(*points))
+        return CostModel(lines, {**self.source, "pinned_lines_from": source})
 
     def predict(self, direction: str, nbytes: int, memory: str = "pinned") -> float:
         """Seconds to copy `nbytes` in `direction` ("h2d" or "d2h") from/to `memory` ("pinned" or "pageable")."""

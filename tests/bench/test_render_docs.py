@@ -17,8 +17,27 @@ def test_benchmarks_md_matches_a_fresh_render_of_the_committed_data():
     result, simulated = docs.load(docs.CUDA_DATA), docs.load(docs.SIM_DATA)
     from devcopy_lib.bench.cost_model import CostModel
 
-    expected = docs.render_markdown(result, simulated, CostModel.fit(result))
+    expected = docs.render_markdown(result, simulated, docs.with_method_copies(CostModel.fit(result)))
     assert (ROOT / "docs/benchmarks.md").read_text() == expected, "rerun: python benchmarks/render_docs.py"
+
+
+def test_the_packaged_cost_model_prices_pinned_copies_as_a_loaded_method_measured_them():
+    """Pinned lines come from the profiled method copies (CUDA events), pageable ones from the sweep; each profiled
+    copy of >= 1 MiB within 15% of its prediction."""
+    import json
+
+    from devcopy_lib.bench.cost_model import CostModel, default_model
+
+    docs = _render_docs()
+    fitted = docs.with_method_copies(CostModel.fit(docs.load(docs.CUDA_DATA)))
+    assert fitted.to_dict()["lines"] == default_model().to_dict()["lines"], "rerun: python benchmarks/render_docs.py"
+    assert fitted.source["pinned_lines_from"]["clock"] == "events"
+    run = json.loads((ROOT / "docs/data/call_overhead_cupy.json").read_text())
+    copies = docs._call_overhead_module().profiled_copies(run)
+    assert len(copies) >= 8
+    for c in copies:
+        direction = "h2d" if "_h2d_" in c["op"] else "d2h"
+        assert abs(fitted.predict(direction, c["bytes"], c["memory"]) / c["measured_s"] - 1) <= 0.15, c
 
 
 def test_page_states_every_target_and_links_the_placement_report():
