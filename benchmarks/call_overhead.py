@@ -8,6 +8,7 @@ and prints every target as a ratio. benchmarks/render_docs.py renders the "Call 
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import json
 import os
@@ -135,7 +136,7 @@ def module_eager(module, cuda: bool):
     """Eager PyTorch on the module itself: on CUDA moving inputs with .cuda() and outputs with .cpu()."""
     if not cuda:
         return lambda *xs: module(*xs)
-    moved = module.cuda()
+    moved = copy.deepcopy(module).cuda()  # a copy: .cuda() moves parameters in place, and the lowered program shares them
     return lambda *xs: [t.cpu() for t in torch.utils._pytree.tree_leaves(moved(*(x.cuda() for x in xs)))]
 
 

@@ -231,6 +231,15 @@ def render() -> str:
     return "\n".join(lines)
 
 
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:  # cupy is installed as cupy-cuda13x / cupy-cuda12x
+        names = [d.metadata["Name"] for d in importlib.metadata.distributions()
+                 if (d.metadata["Name"] or "").startswith(f"{package}-")]
+        return importlib.metadata.version(names[0]) if names else None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="simulated", choices=sorted(DATA))
@@ -246,9 +255,8 @@ def main() -> int:
         if args.backend == "cupy":  # the device computes float32 as eager does on the CPU
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
         warnings.filterwarnings("ignore", message="torchvision's compiled ops did not load")  # said in the page
-        versions = {p: importlib.metadata.version(p) for p in ("torch", "torchvision", "transformers", "devcopy")}
-        if executorch_reference.available():
-            versions["executorch"] = importlib.metadata.version("executorch")
+        versions = {p: _version(p) for p in ("torch", "torchvision", "transformers", "cupy", "executorch", "devcopy")}
+        versions = {p: v for p, v in versions.items() if v is not None}
         data = {"machine": f"{platform.machine()} {os.cpu_count()} cores, "
                            f"{torch.cuda.get_device_name() if args.backend == 'cupy' else 'no GPU'}",
                 "date": datetime.date.today().isoformat(), "backend": args.backend,

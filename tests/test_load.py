@@ -258,3 +258,15 @@ def test_every_sample_model_matches_eager_on_cuda_with_cupy(name, mode):
         with load_method(place_devices(lowered), mode) as method:
             _check_matches_eager(method, module, inputs)
     assert allocator.live_allocations() == 0
+
+
+@pytest.mark.gpu
+def test_a_module_moved_to_the_gpu_after_lowering_still_loads_and_matches():
+    """`.cuda()` moves the parameters the lowered program shares with the module: the constants load from the GPU."""
+    module, inputs = models.MODELS["mlp"]()
+    lowered = export_and_lower(module, inputs)
+    expected = _eager(module, inputs)
+    module.cuda()
+    with load_method(place_devices(lowered), backend="cupy") as method:
+        for got, want in zip(method(*inputs), expected):
+            torch.testing.assert_close(got, want)

@@ -9,8 +9,6 @@ def _named_tests():
     """(file, test) pairs from `path.py::name` references; `::name` alone reuses the previous file."""
     pairs, current = [], None
     for line in (ROOT / "docs" / "reliability.md").read_text().splitlines():
-        if "(hotpath)" in line and not (ROOT / "tests/runtime/test_method_plan.py").exists():
-            continue  # the Method guarantees' tests arrive with the runtime's execution plan
         for path, name in re.findall(r"`(?:([\w/]+\.py))?::(\w+)`", line):
             current = path or current
             pairs.append((current, name))

@@ -236,7 +236,7 @@ def visible_elements(nodes: Sequence[Mapping], edges: Sequence[Sequence[str]], g
 
 
 def _group_element(group: Group, held: Counter | None) -> dict:
-    """An open group as a frame, or a collapsed one as a box labelled with what it holds, in its main device's colour."""
+    """An open group as a frame, or a collapsed one as a box saying what it holds, in its main device's colour."""
     data = {"id": group.id, "kind": "group", **({"parent": GROUP_PREFIX + group.parent} if group.parent else {})}
     if held is None:
         return {"data": {**data, "label": group.label}, "classes": "group expanded"}

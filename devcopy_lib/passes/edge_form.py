@@ -13,7 +13,7 @@ done on a copy of its graph (docs/differences.md lists what devcopy leaves out):
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import fx
@@ -50,7 +50,6 @@ class EdgeForm:
     user_inputs: list[str]
     mutable: frozenset[str] = frozenset()
     written_back: tuple[int, ...] = ()
-    lifted: list[str] = field(default_factory=list)
 
 
 def edge_form(exported: ExportedProgram) -> EdgeForm:
@@ -61,10 +60,10 @@ def edge_form(exported: ExportedProgram) -> EdgeForm:
     constants, user_inputs = _inputs(exported)
     mutable, written_back = _write_back(exported, gm.graph, constants, user_inputs)
     _remove_assertions(gm.graph)
-    lifted = _lift_scalars(gm.graph, constants)
+    _lift_scalars(gm.graph, constants)
     _remove_noops(gm.graph)
     _cast_mixed_types(gm.graph)
-    return EdgeForm(gm, constants, user_inputs, frozenset(mutable), tuple(written_back), lifted)
+    return EdgeForm(gm, constants, user_inputs, frozenset(mutable), tuple(written_back))
 
 
 def _inputs(exported: ExportedProgram) -> tuple[dict[str, torch.Tensor], list[str]]:
@@ -120,9 +119,9 @@ def _remove_assertions(graph: fx.Graph) -> None:
     graph.eliminate_dead_code()
 
 
-def _lift_scalars(graph: fx.Graph, constants: dict[str, torch.Tensor]) -> list[str]:
+def _lift_scalars(graph: fx.Graph, constants: dict[str, torch.Tensor]) -> None:
     """ScalarToTensorPass + lifting: a bool/int/float given for a `Tensor` argument becomes a constant placeholder."""
-    first, lifted = next(iter(graph.nodes)), []
+    first = next(iter(graph.nodes))
     for node in list(graph.nodes):
         if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
             continue
@@ -133,12 +132,10 @@ def _lift_scalars(graph: fx.Graph, constants: dict[str, torch.Tensor]) -> list[s
                 continue
             if isinstance(holder[key], (bool, int, float)):
                 with graph.inserting_before(first):
-                    placeholder = graph.placeholder(f"_lifted_tensor_constant{len(lifted)}")
+                    placeholder = graph.placeholder("_lifted_tensor_constant")  # fx suffixes _1, _2, ...
                 constants[placeholder.name] = placeholder.meta["val"] = torch.tensor(holder[key])
                 holder[key] = placeholder
-                lifted.append(placeholder.name)
         node.args, node.kwargs = tuple(args), kwargs
-    return lifted
 
 
 def _remove_noops(graph: fx.Graph) -> None:

@@ -94,8 +94,8 @@ def _backend() -> type:
 
 
 def _groups(gm: torch.fx.GraphModule, wanted: frozenset[str], partition: str) -> list[list[torch.fx.Node]]:
-    """The supported nodes grouped as ExecuTorch's pattern-op partitioner (or one node each) groups them, in graph
-    order of each group's first node."""
+    """The supported nodes grouped as ExecuTorch's pattern-op partitioner (or one node each, with its getitems)
+    groups them, in graph order of each group's first node."""
     from executorch.exir.backend.canonical_partitioners.pattern_op_partitioner import generate_pattern_op_partitions
     from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -103,8 +103,9 @@ def _groups(gm: torch.fx.GraphModule, wanted: frozenset[str], partition: str) ->
         def is_node_supported(self, submodules, node):
             return devcopy_spelling(node) in wanted
 
-    if partition == "per_node":
-        return [[n] for n in gm.graph.nodes if Support().is_node_supported(None, n)]
+    if partition == "per_node":  # a multi-output op keeps its getitems, as lowering and the capability groups do
+        return [[n, *(u for u in n.users if u.target is operator.getitem)]
+                for n in gm.graph.nodes if Support().is_node_supported(None, n)]
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = [sorted(p.nodes, key=order.__getitem__) for p in generate_pattern_op_partitions(gm, op_support=Support())]
     return sorted(groups, key=lambda g: order[g[0]])

@@ -47,6 +47,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import fx
 from torch.export import ExportedProgram
+from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -268,7 +269,7 @@ class _Builder:
         name = f"delegate_{len(self.delegates)}"
         ops = tuple(overload_name(n.target) for n in nodes if n.target is not operator.getitem)
         delegate = Delegate(
-            name, fx.GraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
+            name, _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
             _resolve_device(self.target_device, name, ops),
             {a.name: self.constants[a.name] for a in owned}, ops, tuple(a.name for a in inputs),
         )

@@ -117,8 +117,9 @@ class Method:
     def _load_constant(self, slot: Slot, data: torch.Tensor) -> None:
         """A delegate-owned constant: one H2D at load (not counted in copies_executed)."""
         try:
-            slot.allocator.copy_host_to_device(slot.ptr, _host_bytes(data.contiguous()), slot.spec.nbytes,
-                                               slot.ptr.index)
+            # .cpu(): a module moved to a GPU after lowering moved the parameters the program shares with it
+            host = _host_bytes(data.detach().cpu().contiguous())
+            slot.allocator.copy_host_to_device(slot.ptr, host, slot.spec.nbytes, slot.ptr.index)
         except Exception as exc:
             raise LoadError(Error.Internal, f"Copying a {list(data.shape)} constant to {slot.spec.device} at load "
                                             f"failed: {exc}") from exc

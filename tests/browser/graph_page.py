@@ -6,7 +6,12 @@ import json
 NODE_AT = """(root, [id, where]) => {
   const cy = root.devcopyCy, node = cy.getElementById(id), canvas = root.querySelector('.dgv-canvas');
   if (node.empty()) return null;
-  const box = node.renderedBoundingBox({includeLabels: false}), r = canvas.getBoundingClientRect();
+  let box = node.renderedBoundingBox({includeLabels: false});
+  if (box.x1 < 0 || box.y1 < 0 || box.x2 > cy.width() || box.y2 > cy.height()) {  // off screen: as a user would pan
+    cy.center(node);
+    box = node.renderedBoundingBox({includeLabels: false});
+  }
+  const r = canvas.getBoundingClientRect();
   const x = where === 'left-edge' ? box.x1 + 4 : (box.x1 + box.x2) / 2;
   return [r.x + x, r.y + (box.y1 + box.y2) / 2];
 }"""
@@ -20,6 +25,14 @@ RUN_IN_KERNEL = """async (code) => {
   };
   await future.done;
   return out;
+}"""
+
+NEW_CELL = """async (code) => {
+  const app = window.jupyterapp, notebook = app.shell.currentWidget.content;
+  notebook.activeCellIndex = notebook.widgets.length - 1;
+  await app.commands.execute('notebook:insert-cell-below');
+  notebook.activeCell.model.sharedModel.setSource(code);
+  await app.commands.execute('notebook:run-cell');
 }"""
 
 
@@ -40,10 +53,16 @@ def wait_for_data(page, graph, condition: str, timeout: int = 60_000) -> None:
 
 
 def node_at(graph, node_id: str, where: str = "centre") -> tuple[float, float] | None:
-    """Page coordinates of a shown node's centre (or inside its frame's left edge), None when not shown."""
+    """Page coordinates of a shown node's centre (or inside its frame's left edge), None when not shown; a node
+    outside the canvas is centred first."""
     return graph.evaluate(NODE_AT, [node_id, where])
 
 
 def run_in_kernel(page, code: str) -> str:
     """Run `code` in the open notebook's kernel (not as a cell) and return what it printed."""
     return page.evaluate(RUN_IN_KERNEL, code)
+
+
+def run_new_cell(page, code: str) -> None:
+    """Add a cell holding `code` at the end of the open notebook and run it (its output shows in the page)."""
+    page.evaluate(NEW_CELL, code)

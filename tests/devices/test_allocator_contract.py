@@ -13,8 +13,7 @@ from devcopy_lib.devices.simulated import _ADDRESS_SPACE
 
 @pytest.fixture
 def alloc():
-    with SimulatedCudaAllocator() as allocator:
-        yield allocator
+    return SimulatedCudaAllocator()
 
 
 def _counters(alloc):

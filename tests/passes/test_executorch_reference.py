@@ -1,8 +1,6 @@
 """Differential: devcopy's `executorch` strategy against ExecuTorch 1.5.1's own pipeline (same model, same ops through
 devcopy's accept-all pass-through backend, same partitioning and targets): counts, node order, each delegate's
 device and ops must be equal wherever ExecuTorch lowers; where it refuses, devcopy refuses too."""
-import os
-
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -17,8 +15,6 @@ from devcopy_lib.passes.placement import PlacementError
 from placement_helpers import Fn, inputs
 
 pytestmark = pytest.mark.reference
-skip_unless_deep = pytest.mark.skipif(not os.environ.get("DEVCOPY_DEEP"),
-                                      reason="deep sweep (slow ExecuTorch lowering): set DEVCOPY_DEEP=1")
 SKIPS = [{}, {"skip_h2d_for_method_inputs": True}, {"skip_d2h_for_method_outputs": True}]
 # Compared in graph order; inputs are left out: ExecuTorch keeps a placeholder for a buffer nothing reads (Llama's
 # rotary `original_inv_freq`), devcopy drops it, and neither copies it.
@@ -152,7 +148,7 @@ def test_executorch_refusal_is_its_own_error_kind():
 
     with pytest.raises(ExecuTorchRefusal, match="ExecuTorch 1.5.1 refused the program in to_executorch") as info:
         executorch_counts(Fn(lambda a: a.sin() + a), inputs(1), ["sin.default"], skip_h2d_for_method_inputs=True)
-    assert info.value.kind == "ExecuTorchRefusal" and "skip_h2d_for_method_inputs" in str(info.value.error)
+    assert info.value.kind == "executorch_refused" and "skip_h2d_for_method_inputs" in str(info.value.error)
 
 
 REAL = {"llama_tiny": {"seq_len": 8}, "gpt2_2l": {"seq_len": 8}, "bert_small": {"seq_len": 8},
@@ -174,8 +170,7 @@ def test_a_real_model_matches_executorch():
 @pytest.mark.parametrize("name", sorted(REAL))
 @pytest.mark.parametrize("ops", [DEFAULT_DELEGATE_OPS, MATRIX, CNN], ids=["default", "matrix", "cnn"])
 @pytest.mark.parametrize("options", SKIPS, ids=["", "skip_h2d", "skip_d2h"])
-@pytest.mark.deep
-@skip_unless_deep
+@pytest.mark.deep  # 45 slow ExecuTorch lowerings: `make test-deep` (pytest --deep)
 def test_real_models_match_executorch(name, ops, options):
     assert_agree(*both(*_real(name), ops, **options), (name, options))
 

@@ -1,7 +1,8 @@
 """devcopy's partitioner proposes exactly torch.fx's CapabilityBasedPartitioner partitions (the oracle), cycle-free.
 
 Compared as sets of node-name sets on random fx graphs (hypothesis), on every sample model with several delegate
-sets, and on a GPT-2-shaped graph; plus lowering with partition="fx" and "capability" giving the same delegates.
+sets, on a GPT-2-shaped graph and on the real models (GPT-2 2-layer always, every real model and delegate set with
+`--deep`); plus lowering with partition="fx" and "capability" giving the same delegates.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from torch import fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from devcopy_lib.models import MODELS
+from devcopy_lib.models import DELEGATE_SETS as REAL_DELEGATE_SETS
+from devcopy_lib.models import MODELS, REAL_MODELS, ModelsExtraMissing
+from devcopy_lib.passes.edge_form import edge_form
 from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_program, lower
 from devcopy_lib.passes.partition import propose_partitions
 
@@ -153,3 +156,24 @@ def test_lowering_with_either_partitioner_makes_the_same_delegates(gpt2_program)
     assert [d.ops for d in fast.delegates.values()] == [d.ops for d in oracle.delegates.values()]
     assert [n.name for n in fast.graph_module.graph.nodes] == [n.name for n in oracle.graph_module.graph.nodes]
     assert fast.partition == "capability" and oracle.partition == "fx"
+
+
+def _real_program(name: str):
+    try:
+        module, inputs = REAL_MODELS[name]()
+    except ModelsExtraMissing as exc:
+        pytest.skip(f"the models extra is not installed: {exc}")
+    return edge_form(export_program(module, inputs)).graph_module  # the graph lower() partitions
+
+
+def test_gpt2_partitions_as_torch_fx():
+    """The real GPT-2 (2 layers), with the ops a user delegates by default."""
+    _assert_same(_real_program("gpt2_2l"), OverloadSupport(DEFAULT_DELEGATE_OPS))
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("model", sorted(REAL_MODELS))
+def test_real_models_partition_as_torch_fx(model):
+    gm = _real_program(model)
+    for ops in REAL_DELEGATE_SETS.values():
+        _assert_same(gm, OverloadSupport(ops))

@@ -118,8 +118,8 @@ def test_mutation_lifting_and_hoisting_run_equal_to_eager_on_cuda_with_cupy():
         return x + y + 1
 
     with scoped_allocators(CupyCudaAllocator()):
-        for module, count, ops in [(BufferUpdate(), 1, ["add.Tensor", "sin.default"]),
-                                   (Fn(mutate), 2, ["add.Tensor", "mul.Tensor"])]:
+        for module, n_inputs, ops in [(BufferUpdate(), 1, ["add.Tensor", "sin.default"]),
+                                      (Fn(mutate), 2, ["add.Tensor", "mul.Tensor"])]:
             for hoist in (False, True):
-                placed = place_devices(export_and_lower(module, inputs(count), ops), hoist_constants=hoist)
-                run_like_eager(placed, module, inputs(count), calls=3)
+                placed = place_devices(export_and_lower(module, inputs(n_inputs), ops), hoist_constants=hoist)
+                run_like_eager(placed, module, inputs(n_inputs), calls=3)

@@ -11,8 +11,10 @@ const READABLE_ZOOM = 10 / FONT_PX; // node text is at least 10 px on screen fro
 const MAX_FIT_ZOOM = 1.5; // a few nodes are not blown up to fill the view
 const CHAR_PX = 0.61 * FONT_PX; // monospace: every character is this wide
 const LINE_PX = 1.25 * FONT_PX;
-const LAYOUT = { name: "dagre", rankDir: "TB", nodeSep: 16, rankSep: 34, edgeSep: 8, fit: false, animate: false };
-const STYLE = [
+export const LAYOUT = {
+  name: "dagre", rankDir: "TB", nodeSep: 16, rankSep: 34, edgeSep: 8, fit: false, animate: false,
+};
+export const STYLE = [
   { selector: "node", style: {
     shape: "round-rectangle", "background-color": "data(colour)", "border-width": 1, "border-color": "#546e7a",
     label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",

@@ -1,0 +1,73 @@
+"""Time the graph view on a big placed graph: building its elements in Python, the dagre layout of what it shows
+when it opens (module groups collapsed) against laying out every node, and opening one group.
+
+Run: `.venv/bin/python benchmarks/graph_view.py [--model gpt2_12l] [--delegate-set matrix]`; prints JSON with
+machine, date and command. The layout runs headless in node (widgets/js/layout_bench.mjs, after `make widget-js`
+installed widgets/js/node_modules), with the view's own style and layout options.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from devcopy_lib import models
+from devcopy_widgets import PlacementState
+from devcopy_widgets import graph_view_data as data
+from devcopy_widgets.graph_view import GraphView
+
+JS = Path(__file__).resolve().parents[1] / "widgets" / "js"
+
+
+def layout_ms(element_lists: dict[str, list]) -> dict[str, int]:
+    """Milliseconds of the dagre layout of each element list (headless cytoscape in node)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {}
+        for name, elements in element_lists.items():
+            files[name] = Path(tmp) / f"{name}.json"
+            files[name].write_text(json.dumps(elements))
+        out = subprocess.run(["node", "layout_bench.mjs", *map(str, files.values())], cwd=JS, check=True,
+                             capture_output=True, text=True).stdout
+    times = json.loads(out)
+    return {name: times[str(path)] for name, path in files.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="gpt2_12l")
+    parser.add_argument("--delegate-set", default="matrix", choices=list(models.DELEGATE_SETS))
+    args = parser.parse_args()
+    state = PlacementState()
+    state.add_model(args.model, *getattr(models, args.model)())
+    state.delegate_ops = tuple(models.DELEGATE_SETS[args.delegate_set])
+    placed = state.placed()
+    start = time.perf_counter()
+    nodes, edges = data.graph_elements(placed)
+    view = GraphView(nodes, edges)
+    built_s = time.perf_counter() - start
+    opened = view.elements
+    box = data.representative(nodes[len(nodes) // 2]["module"], set(view.collapsed))
+    start = time.perf_counter()
+    view.open_group(box or "")
+    open_s = time.perf_counter() - start
+    everything = data.visible_elements(nodes, edges, data.module_groups(nodes), ())
+    times = layout_ms({"opened": opened, "one_group_open": view.elements, "everything": everything})
+    print(json.dumps({
+        "machine": f"{platform.machine()}, {os.cpu_count()}-core CPU",
+        "date": datetime.date.today().isoformat(), "command": " ".join(["benchmarks/graph_view.py", *sys.argv[1:]]),
+        "model": args.model, "delegate_set": args.delegate_set, "nodes": len(nodes), "edges": len(edges),
+        "python_build_s": round(built_s, 3), "python_open_group_s": round(open_s, 3),
+        "shown_when_opened": sum("source" not in e["data"] for e in opened),
+        "shown_after_one_open": sum("source" not in e["data"] for e in view.elements),
+        "layout_ms": times}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
