@@ -45,7 +45,7 @@ def test_h2d_resizes_out_to_self(sim):
 
 def test_h2d_rejects_self_larger_than_out_storage(sim):
     out = dev(sim, [2])
-    with pytest.raises(RuntimeError, match="16 bytes .* 8 writable bytes"):
+    with pytest.raises(RuntimeError, match="16 bytes .* 8 writable bytes; plan out with at least self's size$"):
         h2d_copy_out(torch.ones(4), out)
     assert sim.stats.h2d_count == 0 and tuple(out.shape) == (2,)
 
