@@ -82,9 +82,9 @@ class _Emitter:
         self.program.values.append(value)
         return len(self.program.values) - 1
 
-    def constant(self, tensor: torch.Tensor, device: Device = CPU) -> int:
+    def constant(self, tensor: torch.Tensor, device: Device = CPU, mutable: bool = False) -> int:
         spec = TensorSpec(tensor.dtype, tuple(tensor.shape), device)
-        return self.add(TensorValue(spec, planned=False, data=tensor.detach().contiguous()))
+        return self.add(TensorValue(spec, planned=False, data=tensor.detach().contiguous(), mutable=mutable))
 
     def planned(self, val: torch.Tensor, node: fx.Node, device: Device | None = None) -> int:
         """A new tensor slot for `node`'s value; a hoisted value gets memory of its own (it lives across runs)."""
@@ -107,9 +107,9 @@ class _Emitter:
 
     def _get_attr(self, node: fx.Node) -> None:
         attr = operator.attrgetter(node.target)(self.gm)
-        if isinstance(attr, torch.Tensor):  # a mutated buffer's state starts from a copy of its value
+        if isinstance(attr, torch.Tensor):  # a mutated buffer's initial state is a copy of the model's value
             mutable = any(u.target is WRITE_BACK and u.args[0] is node for u in node.users)
-            self.node_value[node] = self.constant(attr.clone() if mutable else attr)
+            self.node_value[node] = self.constant(attr.clone() if mutable else attr, mutable=mutable)
 
     def _call_module(self, node: fx.Node) -> None:
         delegate = delegate_of(node)

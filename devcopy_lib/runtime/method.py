@@ -92,8 +92,8 @@ class Method:
 
     def _tensor_slot(self, index: int, value: TensorValue, arenas: list[Any]) -> Slot:
         spec = value.spec
-        if value.is_constant and spec.device.is_cpu:
-            return Slot(spec, self._tensors.constant(value.data))
+        if value.is_constant and spec.device.is_cpu:  # shared by every method of the program, unless written to
+            return Slot(spec, self._tensors.constant(value.data.clone() if value.mutable else value.data))
         if value.planned and not value.is_constant:
             where = self.program.memory_plan.allocations[index]
             base = arenas[where.buffer]

@@ -43,11 +43,13 @@ class TensorSpec:
 @dataclass(frozen=True)
 class TensorValue:
     """A tensor slot. `planned`: gets arena memory; `data`: a constant's contents (on `spec.device` after load:
-    a device constant is owned by a delegate and copied host -> device once, at load)."""
+    a device constant is owned by a delegate and copied host -> device once, at load). `mutable`: a buffer the
+    program writes back; each loaded method starts from its own copy of `data` (ExecuTorch's mutable buffers)."""
 
     spec: TensorSpec
     planned: bool = True
     data: torch.Tensor | None = field(default=None, compare=False)
+    mutable: bool = False
 
     @property
     def is_constant(self) -> bool:
