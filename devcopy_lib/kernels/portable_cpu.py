@@ -1,6 +1,6 @@
 """Portable CPU kernels and ATen-mode native kernels, both computed by PyTorch's own `torch.ops.aten` kernels.
 
-`boxed_aten_kernel(name, schema, portable=True)` builds a boxed kernel (see runtime/registry.py) for an ATen op:
+`boxed_aten_kernel(name, schema, portable=...)` builds a boxed kernel (see runtime/registry.py) for an ATen op:
 - portable: PortableTensors become zero-copy host views; a DYNAMIC out is handed over empty so PyTorch resizes it
   within the planned capacity (no copy, no resize warning), and the PortableTensor takes the sizes PyTorch chose;
   any failure (a device tensor, a size beyond capacity, a PyTorch error) is recorded on the context.
@@ -59,17 +59,18 @@ def _flat(items: list) -> list:
 
 
 def _adopt_sizes(out: PortableTensor, view: torch.Tensor) -> str:
-    """Take the sizes PyTorch gave `view`; a problem message if the result does not fit `out`."""
+    """Take the sizes PyTorch gave `view`; a problem message if the result does not fit `out` (a stride counts only
+    where its dimension has more than one element, as in PyTorch's own contiguity rules)."""
     problem = out.resize_problem(view.shape)
     if problem:
         return problem
     out.resize(view.shape)
-    if view.numel() > 1 and tuple(view.stride()) != out.strides:
+    if any(size > 1 and wrote != needs for size, wrote, needs in zip(view.shape, view.stride(), out.strides)):
         return f"PyTorch wrote strides {tuple(view.stride())}, out's dim order needs {out.strides}"
     return ""
 
 
-def boxed_aten_kernel(name: str, schema: FunctionSchema, portable: bool = True):
+def boxed_aten_kernel(name: str, schema: FunctionSchema, *, portable: bool):
     """A boxed kernel `(ctx, args) -> out` running ATen op `name` through torch.ops.aten."""
     overload = aten_overload(name)
     n_out = len(schema.arguments.out)
