@@ -103,7 +103,8 @@ class PlaceDevicesPass(PassBase):
                     continue
                 if self.skip_h2d_for_method_inputs and arg.op == "placeholder":
                     self._check_skippable_input(arg, device)
-                    changed |= _tag(arg, device)
+                    arg.meta["device"] = device  # re-tagged in place: the caller provides it on the device
+                    changed = True
                     continue
                 copy_node = shared.get((arg, device)) if self.strategy == "dedupe" else None
                 if copy_node is None:

@@ -28,7 +28,8 @@ def test_peer_replaces_the_host_hop_by_one_direct_copy():
     assert str(device_of(d2d)) == "cuda:1" and str(device_of(d2d.args[0])) == "cuda:0"
     assert (count(gm, "h2d"), count(gm, "d2h"), count(gm, "d2d")) == (3, 1, 1)
     (pair,) = placed.report.cross_device
-    assert (pair["src"], pair["dst"], pair["chosen"], pair["bytes"]) == ("cuda:0", "cuda:1", "direct", 16)
+    assert (pair["value"], pair["src"], pair["dst"], pair["chosen"], pair["bytes"]) == (
+        d2d.args[0].name, "cuda:0", "cuda:1", "direct", 16)
     assert pair["direct_saves"] == {"copies": 1, "host_bytes": 32, "predicted_s": None}
 
 

@@ -69,8 +69,13 @@ def test_non_cpu_memory_planning_off_tags_only():
 
 
 def test_skip_options_need_non_cpu_memory_planning():
-    with pytest.raises(ValueError, match="skip_h2d_for_method_inputs and skip_d2h_for_method_outputs are only"):
+    with pytest.raises(ValueError) as info:
         PlaceDevicesPass(skip_h2d_for_method_inputs=True, non_cpu_memory_planning=False)
+    assert str(info.value) == (
+        "skip_h2d_for_method_inputs and skip_d2h_for_method_outputs are only meaningful with non_cpu_memory_planning="
+        "True: they skip copies, and copies are inserted only when non-CPU memory is planned. Set "
+        "non_cpu_memory_planning=True, or leave both skip options False. (With skips, graph inputs/outputs must not be "
+        "memory-planned: the caller provides them on the device.)")
     with pytest.raises(ValueError, match="non_cpu_memory_planning=True"):
         place_devices(export_and_lower(Fn(add), inputs(2), ADD), skip_d2h_for_method_outputs=True,
                       non_cpu_memory_planning=False)
