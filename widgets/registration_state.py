@@ -84,8 +84,8 @@ class RegistrationState:
         """Load the placed program in this mode with the linked libs, run it on its example inputs, compare."""
         placed = self.placement.placed()
         module, inputs = self.placement.module_and_inputs()
-        allocator = make_allocator(self.backend)
-        with scoped_allocators(allocator), load_method(placed, self.mode, list(self.linked())) as method:
+        with make_allocator(self.backend) as allocator, scoped_allocators(allocator), \
+                load_method(placed, self.mode, list(self.linked())) as method:  # one Load, one allocator, closed
             outputs = tuple(method(*inputs))
             copies = dict(method.copies_executed)
         with torch.no_grad():

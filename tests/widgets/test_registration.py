@@ -84,3 +84,22 @@ def test_switching_modes_never_links_again_a_lib_that_was_unticked():
 def test_an_unknown_mode_names_the_valid_ones():
     with pytest.raises(ValueError, match="Unknown mode 'cuda'. Valid: portable, aten"):
         RegistrationState().switch_mode("cuda")
+
+
+
+def test_each_load_closes_the_allocator_it_made(monkeypatch):
+    """Load after Load must not pile up allocators (and, with CuPy, their copy engines and streams)."""
+    from devcopy_widgets import registration_state
+
+    made = []
+
+    def recording(backend):
+        made.append(make_allocator(backend))
+        return made[-1]
+
+    make_allocator = registration_state.make_allocator
+    monkeypatch.setattr(registration_state, "make_allocator", recording)
+    panel = RegistrationPanel()
+    panel.run()
+    panel.run()
+    assert panel.result.ok and len(made) == 2 and all(allocator.closed for allocator in made)
