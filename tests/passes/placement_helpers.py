@@ -18,6 +18,17 @@ class Fn(nn.Module):
         return self.fn(*args)
 
 
+class TransposedWeight(nn.Module):
+    """`x @ w.t()` where only mm is delegated: the weight's transpose runs on the CPU and is copied every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(2, 2, generator=torch.Generator().manual_seed(0)))
+
+    def forward(self, x):
+        return torch.mm(x, self.w.t())
+
+
 def inputs(n: int, shape=(2, 2)) -> tuple[torch.Tensor, ...]:
     torch.manual_seed(0)
     return tuple(torch.randn(*shape) for _ in range(n))

@@ -3,23 +3,11 @@ import copy
 
 import pytest
 import torch
-from torch import nn
 
 from devcopy_lib import export_and_lower, load_method, place_devices
 from devcopy_lib.passes.hoist import HOISTED
 
-from placement_helpers import Fn, inputs
-
-
-class TransposedWeight(nn.Module):
-    """`x @ w.t()` where only mm is delegated: the weight's transpose runs on the CPU and is copied every call."""
-
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter(torch.randn(2, 2, generator=torch.Generator().manual_seed(0)))
-
-    def forward(self, x):
-        return torch.mm(x, self.w.t())
+from placement_helpers import Fn, TransposedWeight, inputs
 
 
 class MutatedWeight(TransposedWeight):

@@ -3,8 +3,7 @@ recorded, the graph module's class kept, a report whose comparison places the ot
 options, and a pass that can run again after the graph was edited."""
 import pytest
 import torch
-from torch import nn
-from placement_helpers import Fn, count, inputs
+from placement_helpers import Fn, TransposedWeight, count, inputs
 
 from devcopy_lib.devices import Device
 from devcopy_lib.passes.lower import export_and_lower
@@ -16,17 +15,6 @@ TWO = {"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
 
 def _lowered(fn, n, ops=("add.Tensor",), **lower):
     return export_and_lower(Fn(fn), inputs(n), list(ops), **{"target_device": "cuda:0", **lower})
-
-
-class _TransposedWeight(nn.Module):
-    """x @ w.t() with only mm delegated: the transpose is constant-derived, a candidate for hoisting."""
-
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter(torch.randn(2, 2, generator=torch.Generator().manual_seed(0)))
-
-    def forward(self, x):
-        return torch.mm(x, self.w.t())
 
 
 def test_every_node_is_tagged_with_a_device():
@@ -50,7 +38,7 @@ def test_the_placed_module_keeps_its_class_name():
 
 
 def test_constants_are_hoisted_only_when_asked():
-    lowered = export_and_lower(_TransposedWeight(), inputs(1), ["mm.default"])
+    lowered = export_and_lower(TransposedWeight(), inputs(1), ["mm.default"])
     plain, hoisted = place_devices(lowered), place_devices(lowered, hoist_constants=True)
     assert (plain.report.constant_derived["hoisted"], hoisted.report.constant_derived["hoisted"]) == (0, 1)
     assert (count(plain.graph_module, "h2d"), count(hoisted.graph_module, "h2d")) == (2, 2)
@@ -135,3 +123,19 @@ def test_a_new_cpu_reader_of_a_later_output_gets_a_d2h():
     relu = _add_cpu_reader(gm, last)
     PlaceDevicesPass()(gm)
     assert is_d2h(relu.args[0]) and relu.args[0].args[0] is last
+
+
+@pytest.mark.parametrize("fn", [lambda a, b: (lambda t: (lambda u: (t, u, torch.sin(u)))(t * b))(a + b),
+                                lambda a, b: (lambda t: (lambda u: (torch.sin(t), u, t))(t * b))(a + b)],
+                         ids=["first_output_only_returned", "second_output_only_returned"])
+def test_skip_d2h_judges_each_output_of_a_delegate_alone(fn):
+    """One delegate, two outputs: the one only the graph output reads stays on the device, the one a CPU op also
+    reads gets its D2H - whichever comes first."""
+    lowered = _lowered(fn, 2, ["add.Tensor", "mul.Tensor"])
+    gm = place_devices(lowered, skip_d2h_for_method_outputs=True).graph_module
+    items = [n for n in gm.graph.nodes if node_kind(n) == "getitem"]
+    assert len(items) == 2
+    sin = next(n for n in gm.graph.nodes if node_kind(n) == "cpu_op")
+    assert is_d2h(sin.args[0]) and sin.args[0].args[0] in items
+    (returned_only,) = [item for item in items if item is not sin.args[0].args[0]]
+    assert [u.op for u in returned_only.users] == ["output"]
