@@ -41,7 +41,7 @@ test-fast: $(STAMP)
 test-deep: $(STAMP)
 	$(BIN)/python -m pytest -p no:nbval --deep -m deep tests
 
-# Mutation testing of the kernels and the placement pass (docs/testing.md); about 40 minutes on 2 cores.
+# Mutation testing of the kernels and the placement pass (docs/testing.md); about 20 minutes on 2 cores.
 mutation: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt "mutmut>=3.8"
 	rm -rf mutants && mkdir mutants  # mutants/ must exist before Python starts, or the import system skips it
