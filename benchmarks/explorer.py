@@ -103,8 +103,9 @@ def render(r: dict) -> str:
         return "yes" if r[key] < GOALS[key] else "**no**"
 
     return (f"# Placement explorer at real-model scale\n\n"
-            f"Measured by `benchmarks/explorer.py` on {r['machine']} (load average {r['load_average_1min']:.1f}: a "
-            f"shared machine), {r['date']}, torch {r['torch']}. Command: `{r['command']}`.\n\n"
+            f"Measured by `benchmarks/explorer.py` on {r['machine']} (1-minute load average "
+            f"{r['load_average_1min']:.1f}{'; other work was running' if r['load_average_1min'] > 1 else ''}), "
+            f"{r['date']}, torch {r['torch']}. Command: `{r['command']}`.\n\n"
             f"Model `{r['model']}`: {r['graph_nodes']} nodes after `torch.export` + decompositions, which took "
             f"{r['export_s']:.1f} s and ran {r['torch_export_calls']} time(s) in the whole session below.\n\n"
             f"| step | seconds | goal | met |\n|---|---|---|---|\n"
