@@ -37,11 +37,12 @@ def split_arguments(schema: FunctionSchema, args: list) -> tuple[list, dict]:
     return list(args[:n_positional]), dict(zip(names, args[n_positional:]))
 
 
-def _host(value: Any) -> Any:
+def host_args(value: Any) -> Any:
+    """A portable argument as torch computes on it: PortableTensors (also in lists) become zero-copy host views."""
     if isinstance(value, PortableTensor):
         return value.host_view()
     if isinstance(value, (list, tuple)):
-        return type(value)(_host(v) for v in value)
+        return type(value)(host_args(v) for v in value)
     return value
 
 
@@ -84,7 +85,7 @@ def boxed_aten_kernel(name: str, schema: FunctionSchema, *, portable: bool):
         result = outs[0] if n_out == 1 else tuple(outs)
         try:
             out_views = [_out_view(out) for out in outs]
-            positional, keywords = split_arguments(schema, [_host(a) for a in args[: len(args) - n_out]] + out_views)
+            positional, keywords = split_arguments(schema, [host_args(a) for a in args[: len(args) - n_out]] + out_views)
             overload(*positional, **keywords)
         except (DeviceMemoryAccessError, RuntimeError, ValueError, TypeError, IndexError) as exc:
             ctx.fail(Error.InvalidArgument, f"{name}: {exc}")

@@ -163,8 +163,7 @@ class Method:
         """Input `position` -> its planned memory: checks what a call can change (type, dtype, sizes)."""
         spec, tensors = slot.spec, self._tensors
         resize, what = tensors.resize, f"input {position}"
-        planned = None if slot.ptr is None else slot.allocator.planned_copy("h2d", slot.ptr, slot.storage
-                                                                            if slot.storage is not None else
+        planned = None if slot.ptr is None else slot.allocator.planned_copy("h2d", slot.ptr,
                                                                             self._memory.host(spec.nbytes),
                                                                             spec.nbytes, slot.ptr.index)
         target = code_view(slot, tensors) if slot.ptr is None else None

@@ -20,7 +20,7 @@ import torch
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.errors import DeviceCopyError
 from ..devices.registry import scoped_allocators
-from ..kernels.portable_cpu import split_arguments, aten_overload
+from ..kernels.portable_cpu import aten_overload, host_args, split_arguments
 from ..names import COPY_DIRECTIONS, CURRENT_DEVICE
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
@@ -171,7 +171,7 @@ def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None],
     if any(slot is not None and (slot.ptr is not None or (portable and not slot.static)) for slot in slots):
         return False
     n_out = len(kernel.schema.arguments.out)
-    values = [_host_args(a, tensors) for a in args] if portable else list(args)
+    values = [host_args(a) for a in args] if portable else list(args)
     positional, keywords = split_arguments(kernel.schema, values)
     overload = aten_overload(step.op)._op  # the C++ callable OpOverload.__call__ forwards to
     # ATen mode: a dynamic out is handed over empty, so PyTorch resizes it within its storage without warning
@@ -191,15 +191,6 @@ def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None],
 
     step.run = run
     return True
-
-
-def _host_args(value: Any, tensors: Any) -> Any:
-    """Portable args -> what torch computes on: host views of (static, CPU) PortableTensors, built once."""
-    if hasattr(value, "host_view"):
-        return tensors.host_tensor(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_host_args(v, tensors) for v in value)
-    return value
 
 
 # ---- delegates ------------------------------------------------------------------------------------------------
