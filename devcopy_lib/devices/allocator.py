@@ -111,6 +111,18 @@ class AllocatorStats:
     d2d_host_hops: int = 0  # d2d calls that went through host memory (each also counts one D2H and one H2D)
     last_d2d: CopyRecord = field(default_factory=CopyRecord)
 
+    def count_copy(self, direction: str, record: CopyRecord) -> None:
+        """Count one finished "h2d" or "d2h" copy and keep it as the last one (the caller holds the allocator's
+        lock)."""
+        if direction == "h2d":
+            self.h2d_count += 1
+            self.h2d_bytes += record.size
+            self.last_h2d = record
+        else:
+            self.d2h_count += 1
+            self.d2h_bytes += record.size
+            self.last_d2h = record
+
 
 def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> int:
     """The address of a host buffer (buffer-protocol object or int address), checking size and writability."""
@@ -289,10 +301,7 @@ class DeviceAllocator(abc.ABC):
         if nbytes:
             self._copy_in(dst, host_address(src, nbytes, writable=False, what="copy_host_to_device"), nbytes, index)
         with self._lock:
-            s = self.stats
-            s.h2d_count += 1
-            s.h2d_bytes += nbytes
-            s.last_h2d = CopyRecord(dst, src, nbytes, index)
+            self.stats.count_copy("h2d", CopyRecord(dst, src, nbytes, index))
 
     def copy_device_to_host(self, dst: HostBuffer, src: DevicePtr, nbytes: int, index: int = CURRENT_DEVICE) -> None:
         """Copy `nbytes` from device `src` to host `dst`; `index` >= 0 must be `src`'s device, -1 the current one."""
@@ -300,10 +309,7 @@ class DeviceAllocator(abc.ABC):
         if nbytes:
             self._copy_out(host_address(dst, nbytes, writable=True, what="copy_device_to_host"), src, nbytes, index)
         with self._lock:
-            s = self.stats
-            s.d2h_count += 1
-            s.d2h_bytes += nbytes
-            s.last_d2h = CopyRecord(dst, src, nbytes, index)
+            self.stats.count_copy("d2h", CopyRecord(dst, src, nbytes, index))
 
     def _start_copy(self, what: str, device: Any, other: Any, host: Any, nbytes: int, index: int) -> tuple[int, int]:
         """The checks every copy starts with, in ExecuTorch's order: null pointers (before the zero-byte shortcut),

@@ -37,15 +37,7 @@ class PlannedCopy:
             self._transfer(nbytes)
         record = self._full if nbytes == self.capacity else self._record(nbytes)
         with self.allocator._lock:  # counted once it succeeded, as the public copies count
-            stats = self.allocator.stats
-            if self.direction == "h2d":
-                stats.h2d_count += 1
-                stats.h2d_bytes += nbytes
-                stats.last_h2d = record
-            else:
-                stats.d2h_count += 1
-                stats.d2h_bytes += nbytes
-                stats.last_d2h = record
+            self.allocator.stats.count_copy(self.direction, record)
 
     def __repr__(self) -> str:
         return f"PlannedCopy({self.direction}, {self.ptr!r}, host 0x{self.address:x}, <= {self.capacity} bytes)"
