@@ -3,6 +3,7 @@
 Kept here rather than in addopts so `pytest -p no:nbval tests` (make test-fast) still parses its options. The
 notebook environment and nbval's sanitizer live in tools/notebooks/ (the notebooks folder holds notebooks only).
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ and prints every target as a ratio. benchmarks/render_docs.py renders the "Call 
     python benchmarks/call_overhead.py                       # simulated backend (this machine)
     python benchmarks/call_overhead.py --backend cupy        # on the CUDA machine
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,15 +26,15 @@ from devcopy_lib import models
 from devcopy_lib.bench.cost_model import default_model
 from devcopy_lib.devices.backend import make_allocator
 from devcopy_lib.devices.registry import scoped_allocators
+from devcopy_lib.kernels.portable_cpu import aten_overload, split_arguments
 from devcopy_lib.load import load_method
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.passes.emit import emit
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
-from devcopy_lib.kernels.portable_cpu import split_arguments, aten_overload
 from devcopy_lib.runtime.libs import aten_lib, native_lib
-from devcopy_lib.runtime.resolve import resolve_operators
 from devcopy_lib.runtime.program import DelegateCall, TensorValue
+from devcopy_lib.runtime.resolve import resolve_operators
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs/data"
@@ -89,6 +90,7 @@ def interleaved(fns: dict, rounds: int, calls: int, sync) -> dict[str, float]:
 def placed_eager(program, cuda: bool):
     """The same placement run by torch eager: CPU ops on CPU tensors, delegate subgraphs on device tensors (CUDA
     tensors on the CUDA machine, CPU tensors on the simulated one), copies as `copy_`. Returns `run(*inputs)`."""
+
     def make(value: TensorValue) -> torch.Tensor:
         spec = value.spec
         device = f"cuda:{spec.device.index}" if cuda and not spec.device.is_cpu else "cpu"
@@ -136,7 +138,9 @@ def module_eager(module, cuda: bool):
     """Eager PyTorch on the module itself: on CUDA moving inputs with .cuda() and outputs with .cpu()."""
     if not cuda:
         return lambda *xs: module(*xs)
-    moved = copy.deepcopy(module).cuda()  # a copy: .cuda() moves parameters in place, and the lowered program shares them
+    moved = copy.deepcopy(
+        module
+    ).cuda()  # a copy: .cuda() moves parameters in place, and the lowered program shares them
     return lambda *xs: [t.cpu() for t in torch.utils._pytree.tree_leaves(moved(*(x.cuda() for x in xs)))]
 
 
@@ -167,21 +171,42 @@ def measure_models(backend: str, rounds: int, names: list[str]) -> list[dict]:
                 libs = None if mode == "portable" else aten_lib(custom_ops=[ET_COPY_OPS_YAML])
                 with torch.no_grad(), load_method(program, mode, libs) as method:
                     calls = max(1, min(100, int(2e-3 / max(_once(method, inputs), 1e-7))))
-                    times = interleaved({"devcopy": lambda: method(*inputs),
-                                         **{k: (lambda f=f: f(*inputs)) for k, f in reference.items()}},
-                                        rounds, calls, sync)
+                    times = interleaved(
+                        {
+                            "devcopy": lambda: method(*inputs),
+                            **{k: (lambda f=f: f(*inputs)) for k, f in reference.items()},
+                        },
+                        rounds,
+                        calls,
+                        sync,
+                    )
                     profile = method.profile(*inputs, repeat=max(3, rounds), cost_model=default_model())
                 n = len(program.instructions)
-                rows.append({"model": name, "strategy": strategy, "mode": mode, "instructions": n,
-                             "call_s": times["devcopy"], "eager_module_s": times["eager module"],
-                             "eager_placed_s": times.get("eager placed"), "per_instruction_s": times["devcopy"] / n,
-                             "by_kind_s": _by_kind(profile),
-                             "copies": [r for r in profile if r["kind"] == "copy"]})
-                print(f"{name:20s} {strategy:10s} {mode:8s} {n:3d} ins  call {times['devcopy'] * 1e6:9.1f} us  "
-                      f"eager {times['eager module'] * 1e6:9.1f} us ({times['devcopy'] / times['eager module']:.2f}x)"
-                      + (f"  placed eager {times['eager placed'] * 1e6:9.1f} us "
-                         f"({times['devcopy'] / times['eager placed']:.2f}x)" if "eager placed" in times else ""),
-                      flush=True)
+                rows.append(
+                    {
+                        "model": name,
+                        "strategy": strategy,
+                        "mode": mode,
+                        "instructions": n,
+                        "call_s": times["devcopy"],
+                        "eager_module_s": times["eager module"],
+                        "eager_placed_s": times.get("eager placed"),
+                        "per_instruction_s": times["devcopy"] / n,
+                        "by_kind_s": _by_kind(profile),
+                        "copies": [r for r in profile if r["kind"] == "copy"],
+                    }
+                )
+                print(
+                    f"{name:20s} {strategy:10s} {mode:8s} {n:3d} ins  call {times['devcopy'] * 1e6:9.1f} us  "
+                    f"eager {times['eager module'] * 1e6:9.1f} us ({times['devcopy'] / times['eager module']:.2f}x)"
+                    + (
+                        f"  placed eager {times['eager placed'] * 1e6:9.1f} us "
+                        f"({times['devcopy'] / times['eager placed']:.2f}x)"
+                        if "eager placed" in times
+                        else ""
+                    ),
+                    flush=True,
+                )
     return rows
 
 
@@ -223,10 +248,20 @@ def measure_small_copies(backend: str, rounds: int) -> list[dict]:
 
         for direction, baseline in (("h2d", torch_h2d), ("d2h", torch_d2h)):
             times = interleaved({"et_copy": steps[direction].run, "torch": baseline}, rounds, 50, lambda: None)
-            rows.append({"direction": direction, "bytes": 4096, "et_copy_s": times["et_copy"],
-                         "torch_copy_s": times["torch"], "ratio": times["et_copy"] / times["torch"]})
-            print(f"4 KiB {direction}: et_copy {times['et_copy'] * 1e6:.2f} us, torch copy_ "
-                  f"{times['torch'] * 1e6:.2f} us ({rows[-1]['ratio']:.2f}x)", flush=True)
+            rows.append(
+                {
+                    "direction": direction,
+                    "bytes": 4096,
+                    "et_copy_s": times["et_copy"],
+                    "torch_copy_s": times["torch"],
+                    "ratio": times["et_copy"] / times["torch"],
+                }
+            )
+            print(
+                f"4 KiB {direction}: et_copy {times['et_copy'] * 1e6:.2f} us, torch copy_ "
+                f"{times['torch'] * 1e6:.2f} us ({rows[-1]['ratio']:.2f}x)",
+                flush=True,
+            )
     return rows
 
 
@@ -239,8 +274,22 @@ def measure_copy_sizes(repeat: int, sizes=(1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)
         with load_method(place_devices(export_and_lower(module, inputs))) as method:
             for row in method.profile(*inputs, repeat=repeat, cost_model=default_model()):
                 if row["kind"] == "copy":
-                    rows.append({key: row[key] for key in ("index", "op", "bytes", "measured_s", "predicted_s",
-                                                           "clock", "memory", "wall_s", "device_s")})
+                    rows.append(
+                        {
+                            key: row[key]
+                            for key in (
+                                "index",
+                                "op",
+                                "bytes",
+                                "measured_s",
+                                "predicted_s",
+                                "clock",
+                                "memory",
+                                "wall_s",
+                                "device_s",
+                            )
+                        }
+                    )
     return rows
 
 
@@ -263,20 +312,31 @@ def targets(data: dict) -> list[dict]:
             for strategy in ("executorch", "dedupe"):
                 if ("transformer_block", strategy, mode) in by:
                     row = by[("transformer_block", strategy, mode)]
-                    add(f"transformer_block ({strategy}, {mode}) <= 2x eager CPU", row["call_s"] / row["eager_module_s"],
-                        2.0)
+                    add(
+                        f"transformer_block ({strategy}, {mode}) <= 2x eager CPU",
+                        row["call_s"] / row["eager_module_s"],
+                        2.0,
+                    )
     else:
         for (model, strategy, mode), row in by.items():
             if model.startswith("mlp") and model != "mlp":
                 add(f"{model} ({mode}) <= 1.5x torch eager on CUDA", row["call_s"] / row["eager_module_s"], 1.5)
             elif model in ("transformer_block", "gpt2_2l", "resnet18") and row["eager_placed_s"]:
-                add(f"{model} ({strategy}, {mode}) <= 1.3x the placement run by torch eager",
-                    row["call_s"] / row["eager_placed_s"], 1.3)
+                add(
+                    f"{model} ({strategy}, {mode}) <= 1.3x the placement run by torch eager",
+                    row["call_s"] / row["eager_placed_s"],
+                    1.3,
+                )
         for row in data.get("small_copies", []):
             add(f"4 KiB {row['direction']} through et_copy <= 1.1x torch copy_ pinned + sync", row["ratio"], 1.1)
     for c in profiled_copies(data) if data["backend"] == "cupy" else []:  # the model prices the H200, not memcpy
-        add(f"predicted/measured ({c['clock']}) {c['op'].split('::')[-1]} {c['bytes'] >> 20} MiB ({c['memory']}) "
-            "within 15%", c["predicted_s"] / c["measured_s"], 0.15, kind="within")
+        add(
+            f"predicted/measured ({c['clock']}) {c['op'].split('::')[-1]} {c['bytes'] >> 20} MiB ({c['memory']}) "
+            "within 15%",
+            c["predicted_s"] / c["measured_s"],
+            0.15,
+            kind="within",
+        )
     return out
 
 
@@ -302,50 +362,79 @@ def render_section(runs: list[dict], model) -> list[str]:
     lines = [SECTION, ""]
     for data in (repriced(run, model) for run in runs):
         meta = data["meta"]
-        lines += [f"### {data['backend']} backend", "",
-                  f"Measured on {meta['machine']}, {meta['date']} (load average {meta.get('load_average')}, "
-                  f"{meta.get('threads')} torch thread(s)); command `{meta['command']}`. Times are the fastest of "
-                  "interleaved rounds (devcopy and its eager references alternate, so a loaded machine slows all "
-                  "alike). *eager module*: the PyTorch module itself"
-                  + (" on CUDA (inputs `.cuda()`, outputs `.cpu()`)" if data["backend"] == "cupy" else " on CPU")
-                  + "; *eager placed*: the same placement run by torch eager (CPU ops on CPU tensors, delegates on "
-                  "device tensors, copies as `copy_`).", "",
-                  "| model | strategy | mode | instructions | call µs | µs / instruction | eager module µs | x | "
-                  "eager placed µs | x |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"### {data['backend']} backend",
+            "",
+            f"Measured on {meta['machine']}, {meta['date']} (load average {meta.get('load_average')}, "
+            f"{meta.get('threads')} torch thread(s)); command `{meta['command']}`. Times are the fastest of "
+            "interleaved rounds (devcopy and its eager references alternate, so a loaded machine slows all "
+            "alike). *eager module*: the PyTorch module itself"
+            + (" on CUDA (inputs `.cuda()`, outputs `.cpu()`)" if data["backend"] == "cupy" else " on CPU")
+            + "; *eager placed*: the same placement run by torch eager (CPU ops on CPU tensors, delegates on "
+            "device tensors, copies as `copy_`).",
+            "",
+            "| model | strategy | mode | instructions | call µs | µs / instruction | eager module µs | x | "
+            "eager placed µs | x |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in data["models"]:
-            lines.append(f"| {r['model']} | {r['strategy']} | {r['mode']} | {r['instructions']} | "
-                         f"{r['call_s'] * 1e6:.1f} | {r['per_instruction_s'] * 1e6:.1f} | "
-                         f"{r['eager_module_s'] * 1e6:.1f} | {r['call_s'] / r['eager_module_s']:.2f} | "
-                         + (f"{r['eager_placed_s'] * 1e6:.1f} | {r['call_s'] / r['eager_placed_s']:.2f} |"
-                            if r["eager_placed_s"] else "failed |  |"))
+            lines.append(
+                f"| {r['model']} | {r['strategy']} | {r['mode']} | {r['instructions']} | "
+                f"{r['call_s'] * 1e6:.1f} | {r['per_instruction_s'] * 1e6:.1f} | "
+                f"{r['eager_module_s'] * 1e6:.1f} | {r['call_s'] / r['eager_module_s']:.2f} | "
+                + (
+                    f"{r['eager_placed_s'] * 1e6:.1f} | {r['call_s'] / r['eager_placed_s']:.2f} |"
+                    if r["eager_placed_s"]
+                    else "failed |  |"
+                )
+            )
         kinds = {}
         for r in data["models"]:
             for kind, v in r["by_kind_s"].items():
                 kinds.setdefault(kind, []).append(v["mean_s"])
-        lines += ["", "Mean time of one instruction, by kind, over every model above (`Method.profile`): "
-                  + ", ".join(f"{k} {statistics.median(v) * 1e6:.1f} µs" for k, v in sorted(kinds.items())) + ".", ""]
+        lines += [
+            "",
+            "Mean time of one instruction, by kind, over every model above (`Method.profile`): "
+            + ", ".join(f"{k} {statistics.median(v) * 1e6:.1f} µs" for k, v in sorted(kinds.items()))
+            + ".",
+            "",
+        ]
         if data.get("small_copies"):
             lines += ["| 4 KiB copy | through et_copy µs | torch copy_ + sync µs | x |", "|---|---:|---:|---:|"]
-            lines += [f"| {r['direction']} | {r['et_copy_s'] * 1e6:.2f} | {r['torch_copy_s'] * 1e6:.2f} | "
-                      f"{r['ratio']:.2f} |" for r in data["small_copies"]]
+            lines += [
+                f"| {r['direction']} | {r['et_copy_s'] * 1e6:.2f} | {r['torch_copy_s'] * 1e6:.2f} | {r['ratio']:.2f} |"
+                for r in data["small_copies"]
+            ]
             lines.append("")
         if data.get("copy_sizes"):
-            lines += ["Planned copies (a loaded method's steps, `Method.profile`) against the published cost model, "
-                      "whose pinned lines are fitted on these copies' CUDA-event times (in sample until the next "
-                      "H200 run measures them again):", "",
-                      "| copy | bytes | host memory | wall µs | events µs | predicted µs | predicted / measured |",
-                      "|---|---:|---|---:|---:|---:|---:|"]
-            lines += [f"| {c['op'].split('::')[-1]} | {c['bytes'] >> 20} MiB | {c['memory']} | "
-                      f"{c['wall_s'] * 1e6:.1f} | " + (f"{c['device_s'] * 1e6:.1f}" if c["device_s"] else "") +
-                      f" | {c['predicted_s'] * 1e6:.1f} | {c['predicted_s'] / c['measured_s']:.2f} |"
-                      for c in data["copy_sizes"]]
+            lines += [
+                "Planned copies (a loaded method's steps, `Method.profile`) against the published cost model, "
+                "whose pinned lines are fitted on these copies' CUDA-event times (in sample until the next "
+                "H200 run measures them again):",
+                "",
+                "| copy | bytes | host memory | wall µs | events µs | predicted µs | predicted / measured |",
+                "|---|---:|---|---:|---:|---:|---:|",
+            ]
+            lines += [
+                f"| {c['op'].split('::')[-1]} | {c['bytes'] >> 20} MiB | {c['memory']} | "
+                f"{c['wall_s'] * 1e6:.1f} | "
+                + (f"{c['device_s'] * 1e6:.1f}" if c["device_s"] else "")
+                + f" | {c['predicted_s'] * 1e6:.1f} | {c['predicted_s'] / c['measured_s']:.2f} |"
+                for c in data["copy_sizes"]
+            ]
             lines.append("")
         lines += ["| target | value | goal | met |", "|---|---:|---|---|"]
-        lines += [f"| {t['target']} | {t['value']:.2f} | {'±' if 'within' in t['target'] else '<= '}{t['goal']:g} | "
-                  f"{'yes' if t['met'] else '**no**'} |" for t in data["targets"]]
+        lines += [
+            f"| {t['target']} | {t['value']:.2f} | {'±' if 'within' in t['target'] else '<= '}{t['goal']:g} | "
+            f"{'yes' if t['met'] else '**no**'} |"
+            for t in data["targets"]
+        ]
         if data["backend"] == "simulated":
-            lines += ["", "On the simulated backend the H200 cost model's predictions are not expected to match "
-                      "(host memcpy stands in for DMA), so no prediction target is evaluated there."]
+            lines += [
+                "",
+                "On the simulated backend the H200 cost model's predictions are not expected to match "
+                "(host memcpy stands in for DMA), so no prediction target is evaluated there.",
+            ]
         lines.append("")
     return lines
 
@@ -360,9 +449,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=30, help="interleaved timing rounds (default 30)")
     parser.add_argument("--models", default=None, help="comma list (default: every sample, MLP and real model)")
     parser.add_argument("--out", default=None, help="default docs/data/call_overhead_<backend>.json")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads for devcopy and eager alike (default 1: these models are tiny, "
-                             "and spinning worker threads on a shared machine time the machine, not the runtime)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads for devcopy and eager alike (default 1: these models are tiny, "
+        "and spinning worker threads on a shared machine time the machine, not the runtime)",
+    )
     args = parser.parse_args(argv)
     torch.set_grad_enabled(False)
     torch.set_num_threads(args.threads)
@@ -373,12 +466,15 @@ def main(argv=None) -> int:
         if args.backend == "cupy":
             data["small_copies"] = measure_small_copies(args.backend, args.rounds)
             data["copy_sizes"] = measure_copy_sizes(max(5, args.rounds))
-    data["meta"] = {"machine": f"{platform.node()} ({platform.machine()}, {_cpus()} CPUs)"
-                               + ("" if args.backend == "simulated" else f", {torch.cuda.get_device_name()}"),
-                    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                    "command": "python " + " ".join(["benchmarks/call_overhead.py", *(argv or sys.argv[1:])]),
-                    "torch": torch.__version__, "threads": torch.get_num_threads(),
-                    "load_average": [round(x, 2) for x in os.getloadavg()]}
+    data["meta"] = {
+        "machine": f"{platform.node()} ({platform.machine()}, {_cpus()} CPUs)"
+        + ("" if args.backend == "simulated" else f", {torch.cuda.get_device_name()}"),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "python " + " ".join(["benchmarks/call_overhead.py", *(argv or sys.argv[1:])]),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
     data["targets"] = targets(data)
     print("\nTargets (value against goal):")
     for t in data["targets"]:

@@ -5,6 +5,7 @@
 
 `--tune` first times the staging pipeline's shapes (chunk, buffers, threads) on pageable memory and prints a table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,9 +39,16 @@ def versions() -> dict:
 
 def gpu_info() -> str:
     try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,pcie.link.gen.current,"
-                               "pcie.link.width.current", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30).stdout.strip()
+        return subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -56,14 +64,31 @@ def tune(sizes=(16 << 20, 64 << 20, 256 << 20)) -> list[dict]:
     transport, clock, rows = CupyTransport(), WallClock(cupy.cuda.runtime.deviceSynchronize), []
     for n in sizes:
         host, dev = np.full(n, 7, np.uint8), cupy.empty(n, np.uint8)
-        for chunk, low_kib, buffers, threads in [(8, 512, 3, 8), (16, 512, 3, 8), (4, 512, 3, 8), (8, 512, 3, 12),
-                                                 (8, 512, 2, 6), (8, 256, 4, 8)]:
+        for chunk, low_kib, buffers, threads in [
+            (8, 512, 3, 8),
+            (16, 512, 3, 8),
+            (4, 512, 3, 8),
+            (8, 512, 3, 12),
+            (8, 512, 2, 6),
+            (8, 256, 4, 8),
+        ]:
             engine = CopyEngine(transport, EngineConfig(chunk * MiB, low_kib << 10, buffers, threads))
-            for direction, fn in (("h2d", lambda: engine.h2d(dev.data.ptr, host.ctypes.data, n)),
-                                  ("d2h", lambda: engine.d2h(host.ctypes.data, dev.data.ptr, n))):
+            for direction, fn in (
+                ("h2d", lambda: engine.h2d(dev.data.ptr, host.ctypes.data, n)),
+                ("d2h", lambda: engine.d2h(host.ctypes.data, dev.data.ptr, n)),
+            ):
                 t = float(np.median(measure(fn, clock, Policy(warmup=1, min_samples=5, max_samples=8))))
-                rows.append({"bytes": n, "direction": direction, "chunk_MiB": chunk, "min_chunk_KiB": low_kib,
-                             "buffers": buffers, "threads": threads, "gbps": round(n / t / 1e9, 2)})
+                rows.append(
+                    {
+                        "bytes": n,
+                        "direction": direction,
+                        "chunk_MiB": chunk,
+                        "min_chunk_KiB": low_kib,
+                        "buffers": buffers,
+                        "threads": threads,
+                        "gbps": round(n / t / 1e9, 2),
+                    }
+                )
                 print(rows[-1], flush=True)
             engine.close()
     return rows
@@ -81,14 +106,16 @@ def main(argv=None) -> int:
     tuning = tune() if args.tune else None
     started = time.time()
     result = sweep(backend, sizes=parse_sizes(args.sizes) if args.sizes else None, progress=TextProgress())
-    result.meta.update({
-        "machine": f"{platform.node()} ({platform.machine()}, {platform.processor() or 'cpu'})",
-        "gpu": "none (simulated)" if args.simulated else gpu_info(),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python " + " ".join(["benchmarks/copy_bandwidth.py", *(argv or sys.argv[1:])]),
-        "versions": versions(),
-        "sweep_seconds": round(time.time() - started, 1),
-    })
+    result.meta.update(
+        {
+            "machine": f"{platform.node()} ({platform.machine()}, {platform.processor() or 'cpu'})",
+            "gpu": "none (simulated)" if args.simulated else gpu_info(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": "python " + " ".join(["benchmarks/copy_bandwidth.py", *(argv or sys.argv[1:])]),
+            "versions": versions(),
+            "sweep_seconds": round(time.time() - started, 1),
+        }
+    )
     if tuning:
         result.meta["tuning"] = tuning
     Path(out).parent.mkdir(parents=True, exist_ok=True)

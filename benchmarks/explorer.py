@@ -6,6 +6,7 @@ Run: `.venv/bin/python benchmarks/explorer.py [--model gpt2_12l] [--repeats 5] [
 date and command; `--write` also stores it in docs/data/explorer.json and renders docs/explorer.md. The model is a
 factory of `devcopy_lib.models` (GPT-2 12-layer when present, else transformer_block).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,9 @@ def factory(name: str):
     """A model factory of devcopy_lib.models by name: a sample (MODELS) or a module-level factory function."""
     found = models.MODELS.get(name) or getattr(models, name, None)
     if not callable(found):
-        raise SystemExit(f"Unknown model {name!r}: give a factory of devcopy_lib.models, e.g. "
-                         f"{', '.join(models.MODELS)}")
+        raise SystemExit(
+            f"Unknown model {name!r}: give a factory of devcopy_lib.models, e.g. {', '.join(models.MODELS)}"
+        )
     return found
 
 
@@ -58,6 +60,7 @@ def measure(name: str, repeats: int) -> dict:
         def build():
             nonlocal view
             view = PlacementExplorer(state)
+
         build_s = _timed(build)
         assert view.error is None, view.error
         boxes = [box for box in view.op_boxes if not box.value][:repeats] or view.op_boxes[:repeats]
@@ -66,13 +69,22 @@ def measure(name: str, repeats: int) -> dict:
             miss.append(_timed(lambda: setattr(box, "value", not box.value)))
             hit.append(_timed(lambda: setattr(box, "value", not box.value)))
         assert view.error is None, view.error
-        strategies = [_timed(lambda s=s: setattr(view.strategy, "value", s))
-                      for s in (*view.strategy.options, view.strategy.options[0])]
+        strategies = [
+            _timed(lambda s=s: setattr(view.strategy, "value", s))
+            for s in (*view.strategy.options, view.strategy.options[0])
+        ]
         exports = export.call_count
     nodes = len(state.exported().graph_module.graph.nodes)
-    return {"model": name, "graph_nodes": nodes, "export_s": export_s, "build_s": build_s,
-            "op_toggle_new_delegate_set_s": miss, "op_toggle_cached_s": hit, "strategy_switch_s": strategies,
-            "torch_export_calls": exports}
+    return {
+        "model": name,
+        "graph_nodes": nodes,
+        "export_s": export_s,
+        "build_s": build_s,
+        "op_toggle_new_delegate_set_s": miss,
+        "op_toggle_cached_s": hit,
+        "strategy_switch_s": strategies,
+        "torch_export_calls": exports,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -84,10 +96,13 @@ def main(argv: list[str] | None = None) -> dict:
     name = args.model or next(n for n in DEFAULT_MODELS if n in models.MODELS or hasattr(models, n))
     result = measure(name, args.repeats)
     result["median_op_toggle_s"] = statistics.median(result["op_toggle_new_delegate_set_s"])
-    result.update(machine=f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'cpu'}",
-                  load_average_1min=os.getloadavg()[0],  # a shared machine: other work slows every number
-                  date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  command="python " + " ".join(sys.argv), torch=torch.__version__)
+    result.update(
+        machine=f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'cpu'}",
+        load_average_1min=os.getloadavg()[0],  # a shared machine: other work slows every number
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        command="python " + " ".join(sys.argv),
+        torch=torch.__version__,
+    )
     print(json.dumps(result, indent=1))
     if args.write:
         with open(DATA, "w") as handle:
@@ -99,25 +114,28 @@ def main(argv: list[str] | None = None) -> dict:
 
 def render(r: dict) -> str:
     """docs/explorer.md from one result."""
+
     def met(key):
         return "yes" if r[key] < GOALS[key] else "**no**"
 
-    return (f"# Placement explorer at real-model scale\n\n"
-            f"Measured by `benchmarks/explorer.py` on {r['machine']} (1-minute load average "
-            f"{r['load_average_1min']:.1f}{'; other work was running' if r['load_average_1min'] > 1 else ''}), "
-            f"{r['date']}, torch {r['torch']}. Command: `{r['command']}`.\n\n"
-            f"Model `{r['model']}`: {r['graph_nodes']} nodes after `torch.export` + decompositions, which took "
-            f"{r['export_s']:.1f} s and ran {r['torch_export_calls']} time(s) in the whole session below.\n\n"
-            f"| step | seconds | goal | met |\n|---|---|---|---|\n"
-            f"| build the explorer (lower, place, report, view) | {r['build_s']:.2f} | < 5 | {met('build_s')} |\n"
-            f"| op toggle, new delegate set (median of {len(r['op_toggle_new_delegate_set_s'])}) | "
-            f"{r['median_op_toggle_s']:.2f} | < 1 | {met('median_op_toggle_s')} |\n"
-            f"| op toggle back (cached lowering, median) | "
-            f"{statistics.median(r['op_toggle_cached_s']):.3f} | | |\n"
-            f"| strategy switch (slowest) | {max(r['strategy_switch_s']):.3f} | | |\n\n"
-            f"Every toggle: {', '.join(f'{s:.2f}' for s in r['op_toggle_new_delegate_set_s'])} s. A toggle lowers "
-            f"the exported program again (partitioning, delegate subgraphs) and places it; toggling back reuses the "
-            f"cached lowering, and a strategy switch only places.\n")
+    return (
+        f"# Placement explorer at real-model scale\n\n"
+        f"Measured by `benchmarks/explorer.py` on {r['machine']} (1-minute load average "
+        f"{r['load_average_1min']:.1f}{'; other work was running' if r['load_average_1min'] > 1 else ''}), "
+        f"{r['date']}, torch {r['torch']}. Command: `{r['command']}`.\n\n"
+        f"Model `{r['model']}`: {r['graph_nodes']} nodes after `torch.export` + decompositions, which took "
+        f"{r['export_s']:.1f} s and ran {r['torch_export_calls']} time(s) in the whole session below.\n\n"
+        f"| step | seconds | goal | met |\n|---|---|---|---|\n"
+        f"| build the explorer (lower, place, report, view) | {r['build_s']:.2f} | < 5 | {met('build_s')} |\n"
+        f"| op toggle, new delegate set (median of {len(r['op_toggle_new_delegate_set_s'])}) | "
+        f"{r['median_op_toggle_s']:.2f} | < 1 | {met('median_op_toggle_s')} |\n"
+        f"| op toggle back (cached lowering, median) | "
+        f"{statistics.median(r['op_toggle_cached_s']):.3f} | | |\n"
+        f"| strategy switch (slowest) | {max(r['strategy_switch_s']):.3f} | | |\n\n"
+        f"Every toggle: {', '.join(f'{s:.2f}' for s in r['op_toggle_new_delegate_set_s'])} s. A toggle lowers "
+        f"the exported program again (partitioning, delegate subgraphs) and places it; toggling back reuses the "
+        f"cached lowering, and a strategy switch only places.\n"
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ Run: `.venv/bin/python benchmarks/graph_view.py [--model gpt2_12l] [--delegate-s
 machine, date and command. The layout runs headless in node (widgets/js/layout_bench.mjs, after `make widget-js`
 installed widgets/js/node_modules), with the view's own style and layout options.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,10 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from devcopy_lib import models
 from devcopy_widgets import PlacementState
 from devcopy_widgets import graph_view_data as data
 from devcopy_widgets.graph_view import GraphView
+
+from devcopy_lib import models
 
 JS = Path(__file__).resolve().parents[1] / "widgets" / "js"
 
@@ -33,8 +35,9 @@ def layout_ms(element_lists: dict[str, list]) -> dict[str, int]:
         for name, elements in element_lists.items():
             files[name] = Path(tmp) / f"{name}.json"
             files[name].write_text(json.dumps(elements))
-        out = subprocess.run(["node", "layout_bench.mjs", *map(str, files.values())], cwd=JS, check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["node", "layout_bench.mjs", *map(str, files.values())], cwd=JS, check=True, capture_output=True, text=True
+        ).stdout
     times = json.loads(out)
     return {name: times[str(path)] for name, path in files.items()}
 
@@ -59,14 +62,25 @@ def main() -> None:
     open_s = time.perf_counter() - start
     everything = data.visible_elements(nodes, edges, data.module_groups(nodes), ())
     times = layout_ms({"opened": opened, "one_group_open": view.elements, "everything": everything})
-    print(json.dumps({
-        "machine": f"{platform.machine()}, {os.cpu_count()}-core CPU",
-        "date": datetime.date.today().isoformat(), "command": " ".join(["benchmarks/graph_view.py", *sys.argv[1:]]),
-        "model": args.model, "delegate_set": args.delegate_set, "nodes": len(nodes), "edges": len(edges),
-        "python_build_s": round(built_s, 3), "python_open_group_s": round(open_s, 3),
-        "shown_when_opened": sum("source" not in e["data"] for e in opened),
-        "shown_after_one_open": sum("source" not in e["data"] for e in view.elements),
-        "layout_ms": times}, indent=1))
+    print(
+        json.dumps(
+            {
+                "machine": f"{platform.machine()}, {os.cpu_count()}-core CPU",
+                "date": datetime.date.today().isoformat(),
+                "command": " ".join(["benchmarks/graph_view.py", *sys.argv[1:]]),
+                "model": args.model,
+                "delegate_set": args.delegate_set,
+                "nodes": len(nodes),
+                "edges": len(edges),
+                "python_build_s": round(built_s, 3),
+                "python_open_group_s": round(open_s, 3),
+                "shown_when_opened": sum("source" not in e["data"] for e in opened),
+                "shown_after_one_open": sum("source" not in e["data"] for e in view.elements),
+                "layout_ms": times,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Needs two GPUs with CuPy: `.venv/bin/python benchmarks/peer_copy.py --backend cu
 that machine was not lent when this was written). `--backend simulated` runs the same logic on host memory, labelled
 simulated (what the tests exercise); its times say nothing about hardware.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,14 +39,25 @@ def copy_rows(allocator, sizes, repeats: int) -> list[dict]:
     for nbytes in sizes:
         src, dst = allocator.allocate(nbytes, 0), allocator.allocate(nbytes, 1)
         staging = allocator.allocate_host(nbytes)
-        methods = {"host_hop": lambda: (allocator.copy_device_to_host(staging, src, nbytes, 0),
-                                        allocator.copy_host_to_device(dst, staging, nbytes, 1))}
+        methods = {
+            "host_hop": lambda: (
+                allocator.copy_device_to_host(staging, src, nbytes, 0),
+                allocator.copy_host_to_device(dst, staging, nbytes, 1),
+            )
+        }
         if allocator.can_access_peer(0, 1):
             methods["peer"] = lambda: allocator.copy_device_to_device(dst, src, nbytes)
         for method, fn in methods.items():
             median, samples = _median_s(fn, repeats)
-            rows.append({"method": method, "bytes": nbytes, "median_s": median, "gbps": nbytes / median / 1e9,
-                         "samples": samples})
+            rows.append(
+                {
+                    "method": method,
+                    "bytes": nbytes,
+                    "median_s": median,
+                    "gbps": nbytes / median / 1e9,
+                    "samples": samples,
+                }
+            )
         allocator.deallocate(src)
         allocator.deallocate(dst)
     return rows
@@ -55,16 +67,16 @@ def program_rows(allocator, repeats: int, size: int) -> list[dict]:
     """`(a + b) + c`, delegates on cuda:0 and cuda:1, per strategy: run time and the copies the allocator saw."""
     import torch
 
-    from devcopy_lib import export_and_lower, place_devices
-    from devcopy_lib import load_method, scoped_allocators
+    from devcopy_lib import export_and_lower, load_method, place_devices, scoped_allocators
 
     class AddAdd(torch.nn.Module):
         def forward(self, a, b, c):
             return (a + b) + c
 
     inputs = tuple(torch.randn(size, size) for _ in range(3))
-    lowered = export_and_lower(AddAdd(), inputs, partition="per_node",
-                               target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"})
+    lowered = export_and_lower(
+        AddAdd(), inputs, partition="per_node", target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
+    )
     rows = []
     with scoped_allocators(allocator):
         for strategy in ("executorch", "dedupe", "peer"):
@@ -74,8 +86,15 @@ def program_rows(allocator, repeats: int, size: int) -> list[dict]:
                 after = (allocator.stats.h2d_count, allocator.stats.d2h_count, allocator.stats.d2d_count)
                 torch.testing.assert_close(method(*inputs)[0], AddAdd()(*inputs))
             runs = repeats + 1
-            rows.append({"strategy": strategy, "elements": size * size, "median_s": median, "samples": samples,
-                         "per_run": dict(zip(("h2d", "d2h", "d2d"), ((a - b) // runs for a, b in zip(after, before))))})
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "elements": size * size,
+                    "median_s": median,
+                    "samples": samples,
+                    "per_run": dict(zip(("h2d", "d2h", "d2d"), ((a - b) // runs for a, b in zip(after, before)))),
+                }
+            )
     return rows
 
 
@@ -94,9 +113,12 @@ def main(argv=None) -> dict:
     if count is not None and count < 2:
         sys.exit(f"peer_copy needs 2 GPUs; {allocator.backend} sees {count}. Run it on nvidia-h200-x2.")
     result = {
-        "backend": allocator.backend, "simulated": allocator.backend == "simulated",
-        "devices": allocator.describe_devices(), "peer_access_0_1": allocator.can_access_peer(0, 1),
-        "machine": platform.node(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "backend": allocator.backend,
+        "simulated": allocator.backend == "simulated",
+        "devices": allocator.describe_devices(),
+        "peer_access_0_1": allocator.can_access_peer(0, 1),
+        "machine": platform.node(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([os.path.basename(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])]),
         "copies": copy_rows(allocator, args.sizes, args.repeats),
         "program": program_rows(allocator, args.repeats, args.program_size),

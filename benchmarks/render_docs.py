@@ -3,6 +3,7 @@ default cost model shipped as package data.
 
     python benchmarks/render_docs.py [--no-plots]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,11 +25,11 @@ TABLE_SIZES = [4 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
 # Why a target can miss, by the start of its name (shown only for missed rows).
 WHY = {
     "4 KiB": "A 4 KiB copy is latency: the engine's direct path alone takes {engine_us:.1f} µs ({engine_ratio:.2f}x "
-             "torch), and `DeviceAllocator`'s Python-side checks (index, bounds, host buffer, statistics) add "
-             "{extra_us:.1f} µs; torch's checks run in C++.",
+    "torch), and `DeviceAllocator`'s Python-side checks (index, bounds, host buffer, statistics) add "
+    "{extra_us:.1f} µs; torch's checks run in C++.",
     "simulated": "At 1 MiB the allocator's fixed per-call cost (validation in Python, see below) is still a "
-                 "visible share of a copy that takes NumPy tens of microseconds; the 2-core CI-class machine is "
-                 "noisy at this size too.",
+    "visible share of a copy that takes NumPy tens of microseconds; the 2-core CI-class machine is "
+    "noisy at this size too.",
 }
 
 
@@ -42,8 +43,11 @@ def _why(row: dict, result: SweepResult) -> str:
             engine = result.find("devcopy engine", row["direction"], row["memory"], row["bytes"], "wall")
             torch = result.find("torch copy_", row["direction"], row["memory"], row["bytes"], "wall")
             if engine and torch:
-                return text.format(engine_us=engine.median * 1e6, engine_ratio=engine.median / torch.median,
-                                   extra_us=(row["ours_s"] - engine.median) * 1e6)
+                return text.format(
+                    engine_us=engine.median * 1e6,
+                    engine_ratio=engine.median / torch.median,
+                    extra_us=(row["ours_s"] - engine.median) * 1e6,
+                )
             return text
     return "no explanation recorded"
 
@@ -54,46 +58,64 @@ def target_table(result: SweepResult) -> list[str]:
     for row in evaluate(result):
         unit = "GB/s" if "GB/s" in row["target"] else "x"
         sign = "<=" if "<=" in row["target"] else ">="
-        lines.append(f"| {row['target']} | {format_size(row['bytes'])} | {row['clock']} | "
-                     f"{row['value']:.2f}{unit if unit == 'x' else ' GB/s'} | {sign} {row['goal']:g} | "
-                     f"{'yes' if row['met'] else '**no**'} |")
+        lines.append(
+            f"| {row['target']} | {format_size(row['bytes'])} | {row['clock']} | "
+            f"{row['value']:.2f}{unit if unit == 'x' else ' GB/s'} | {sign} {row['goal']:g} | "
+            f"{'yes' if row['met'] else '**no**'} |"
+        )
         if not row["met"]:
             by = abs(row["value"] - row["goal"]) / row["goal"]
-            misses.append(f"- **Missed**: {row['target']} at {format_size(row['bytes'])} ({row['clock']}): "
-                          f"{row['value']:.2f} against {row['goal']:g}, by {by:.0%}. {_why(row, result)}")
+            misses.append(
+                f"- **Missed**: {row['target']} at {format_size(row['bytes'])} ({row['clock']}): "
+                f"{row['value']:.2f} against {row['goal']:g}, by {by:.0%}. {_why(row, result)}"
+            )
     return lines + ([""] + misses if misses else ["", "Every target is met in this run."])
 
 
 def bandwidth_table(result: SweepResult, clock: str = "wall") -> list[str]:
-    keys = list(dict.fromkeys((m.method, m.direction, m.memory) for m in result.measurements
-                              if m.clock == clock and m.direction != "both"))
-    lines = ["| method | dir | host memory | " + " | ".join(format_size(n) for n in TABLE_SIZES) + " |",
-             "|---|---|---|" + "---:|" * len(TABLE_SIZES)]
+    keys = list(
+        dict.fromkeys(
+            (m.method, m.direction, m.memory) for m in result.measurements if m.clock == clock and m.direction != "both"
+        )
+    )
+    lines = [
+        "| method | dir | host memory | " + " | ".join(format_size(n) for n in TABLE_SIZES) + " |",
+        "|---|---|---|" + "---:|" * len(TABLE_SIZES),
+    ]
     for method, direction, memory in sorted(keys, key=lambda k: (k[1], k[2], k[0])):
         cells = [result.find(method, direction, memory, n, clock) for n in TABLE_SIZES]
-        lines.append(f"| {method} | {direction} | {memory} | "
-                     + " | ".join(f"{m.gbps:.2f}" if m else "" for m in cells) + " |")
+        lines.append(
+            f"| {method} | {direction} | {memory} | " + " | ".join(f"{m.gbps:.2f}" if m else "" for m in cells) + " |"
+        )
     return lines
 
 
 def latency_table(result: SweepResult, nbytes: int = 4096) -> list[str]:
     lines = ["| method | dir | host memory | events µs | wall µs |", "|---|---|---|---:|---:|"]
-    keys = dict.fromkeys((m.method, m.direction, m.memory) for m in result.measurements
-                         if m.nbytes == nbytes and m.direction != "both")
+    keys = dict.fromkeys(
+        (m.method, m.direction, m.memory) for m in result.measurements if m.nbytes == nbytes and m.direction != "both"
+    )
     for method, direction, memory in sorted(keys, key=lambda k: (k[1], k[2], k[0])):
         cells = [result.find(method, direction, memory, nbytes, c) for c in ("events", "wall")]
-        lines.append(f"| {method} | {direction} | {memory} | "
-                     + " | ".join(f"{m.median * 1e6:.1f}" if m else "" for m in cells) + " |")
+        lines.append(
+            f"| {method} | {direction} | {memory} | "
+            + " | ".join(f"{m.median * 1e6:.1f}" if m else "" for m in cells)
+            + " |"
+        )
     return lines
 
 
 def model_table(model: CostModel) -> list[str]:
-    lines = ["| direction | host memory | latency µs | bandwidth GB/s | max abs residual | sizes |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| direction | host memory | latency µs | bandwidth GB/s | max abs residual | sizes |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for (direction, memory), line in sorted(model.lines.items()):
         worst = max((abs(r) for r in line.residuals), default=0.0)
-        lines.append(f"| {direction} | {memory} | {line.latency_s * 1e6:.1f} | {line.bandwidth_gbps:.1f} | "
-                     f"{worst:.0%} | {len(line.sizes)} |")
+        lines.append(
+            f"| {direction} | {memory} | {line.latency_s * 1e6:.1f} | {line.bandwidth_gbps:.1f} | "
+            f"{worst:.0%} | {len(line.sizes)} |"
+        )
     return lines
 
 
@@ -102,9 +124,11 @@ def _per_call_cost(simulated: SweepResult) -> str:
     smallest = min(m.nbytes for m in simulated.measurements)
     ours = simulated.find("devcopy allocator", "h2d", "pageable", smallest, "wall")
     numpy = simulated.find("numpy copyto", "h2d", "pageable", smallest, "wall")
-    return (f"Below 1 MiB the targets do not apply: a {format_size(smallest)} copy takes {ours.median * 1e6:.1f} µs "
-            f"through the allocator against {numpy.median * 1e6:.2f} µs for `copyto` ({numpy.median / ours.median:.2f}x): "
-            "the allocator validates every call (index, bounds, host buffer, statistics) in Python.")
+    return (
+        f"Below 1 MiB the targets do not apply: a {format_size(smallest)} copy takes {ours.median * 1e6:.1f} µs "
+        f"through the allocator against {numpy.median * 1e6:.2f} µs for `copyto` ({numpy.median / ours.median:.2f}x): "
+        "the allocator validates every call (index, bounds, host buffer, statistics) in Python."
+    )
 
 
 def _call_overhead_module():
@@ -122,8 +146,9 @@ def with_method_copies(model: CostModel) -> CostModel:
     cuda = next((run for run in module.load_runs() if run["backend"] == "cupy"), None)
     if cuda is None:
         return model
-    return model.with_planned_copies(module.profiled_copies(cuda), {"file": "docs/data/call_overhead_cupy.json",
-                                                                     "clock": "events", **cuda["meta"]})
+    return model.with_planned_copies(
+        module.profiled_copies(cuda), {"file": "docs/data/call_overhead_cupy.json", "clock": "events", **cuda["meta"]}
+    )
 
 
 def call_overhead_section(model: CostModel) -> list[str]:
@@ -185,10 +210,17 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
         *model_table(model),
     ]
     if simulated is not None:
-        out += ["", "## Simulated backend (CPU, wall clock only)", "",
-                f"Measured on {simulated.meta.get('machine', 'the CI-class CPU')}, {simulated.meta.get('date', '')}: "
-                "devcopy's simulated allocator against NumPy's `copyto` of the same bytes.", "",
-                *target_table(simulated), "", _per_call_cost(simulated)]
+        out += [
+            "",
+            "## Simulated backend (CPU, wall clock only)",
+            "",
+            f"Measured on {simulated.meta.get('machine', 'the CI-class CPU')}, {simulated.meta.get('date', '')}: "
+            "devcopy's simulated allocator against NumPy's `copyto` of the same bytes.",
+            "",
+            *target_table(simulated),
+            "",
+            _per_call_cost(simulated),
+        ]
     out += call_overhead_section(model)
     return "\n".join(out).rstrip("\n") + "\n"
 

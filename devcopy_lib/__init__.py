@@ -5,6 +5,7 @@ The public names load lazily, so `import devcopy_lib` is cheap and imports neith
 docs/design.md §6 lists what is public (these names, `devcopy_lib.names`, `models`,
 `reference` and the timing modules of `devcopy_lib.bench`); its §3 gives the reading order.
 """
+
 from __future__ import annotations
 
 import importlib

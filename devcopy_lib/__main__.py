@@ -1,4 +1,5 @@
 """`python -m devcopy_lib` is the `devcopy` command."""
+
 import sys
 
 from .cli import main

@@ -1,4 +1,5 @@
 """Outputs of a devcopy run against eager PyTorch: what `devcopy run`, the widgets and the notebooks report."""
+
 from __future__ import annotations
 
 import torch

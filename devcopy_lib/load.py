@@ -2,17 +2,20 @@
 
 It sits above both layers so that `runtime` never imports `passes`: emitting is a pass, loading is the runtime's.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .passes.emit import emit
 from .runtime.method import Method, load_program
 from .runtime.program import Program
 
 
-def load_method(placed: Any, mode: str = "portable", libs: Sequence[Any] | None = None,
-                backend: str | None = None) -> Method:
+def load_method(
+    placed: Any, mode: str = "portable", libs: Sequence[Any] | None = None, backend: str | None = None
+) -> Method:
     """Emit `placed` (a PlacedProgram; an emitted Program passes through) and load it in `mode` with `libs` linked.
 
     See `runtime.method.load_program` for `backend` and the errors raised."""

@@ -3,6 +3,7 @@
 Each tuple is the full list of valid choices, in the order help texts show them; the CLI offers exactly these
 (tests/cli/test_choices.py keeps it so). docs/design.md §7 lists them.
 """
+
 from __future__ import annotations
 
 # Placement strategies: ExecuTorch's PropagateDevicePass, one H2D per (value, device), direct device-to-device copies.
@@ -27,8 +28,20 @@ BACKEND_CHOICES = ("auto", *BACKENDS)
 
 # What went wrong, in one vocabulary: the CLI's JSON `error.kind` and every devcopy exception's `kind` attribute
 # (docs/design.md §8). A runtime failure's ExecuTorch error code travels beside it (`error`).
-ERROR_KINDS = ("usage", "user_code", "unsupported_model", "placement", "missing_operator", "registration", "load",
-               "execution", "device", "executorch_refused", "interrupted", "internal")
+ERROR_KINDS = (
+    "usage",
+    "user_code",
+    "unsupported_model",
+    "placement",
+    "missing_operator",
+    "registration",
+    "load",
+    "execution",
+    "device",
+    "executorch_refused",
+    "interrupted",
+    "internal",
+)
 
 FALLBACK_KEY = ""  # the kernel key of an `arg_meta: null` entry: matches any dtype / dim order
 CURRENT_DEVICE = -1  # a device index meaning "the current device"

@@ -1,5 +1,6 @@
 """Shared fixtures: a scoped simulated accelerator, a thread helper that hands worker failures to the test, and the
 skip rules for GPU, reference and deep tests."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,8 +16,12 @@ HAS_EXECUTORCH = importlib.util.find_spec("executorch") is not None
 
 
 def pytest_addoption(parser):
-    parser.addoption("--deep", action="store_true", default=False,
-                     help="also run the tests marked `deep` (long, randomized property tests: `make test-deep`)")
+    parser.addoption(
+        "--deep",
+        action="store_true",
+        default=False,
+        help="also run the tests marked `deep` (long, randomized property tests: `make test-deep`)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,6 +1,8 @@
 """compare_outputs: match within assert_close's dtype tolerance, and the worst absolute error in float64."""
+
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from devcopy_lib.compare import compare_outputs
 

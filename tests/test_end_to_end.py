@@ -5,6 +5,7 @@ are random bit patterns (negatives, NaN, infinities, -0.0), so copies carry valu
 example is one graph lowered once and run under both strategies in both modes (4 programs); the memory plan of each
 is checked too: live tensors never share bytes. The `deep` variant runs many more, unseeded (`make test-deep`).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -15,21 +16,35 @@ from random_dags import random_bits, same_bits
 from torch import nn
 
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.load import load_method
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.passes.emit import emit
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import PlacementError, place_devices
 from devcopy_lib.runtime.libs import aten_lib
 from devcopy_lib.runtime.memory_plan import lifetimes
-from devcopy_lib.load import load_method
 from devcopy_lib.runtime.program import TensorValue
 
-UNARY = {"sin": torch.sin, "relu": torch.relu, "neg": torch.neg, "cos": torch.cos,
-         "cumsum": lambda x: torch.cumsum(x, 0), "scale": lambda x: x * 0.5}
+UNARY = {
+    "sin": torch.sin,
+    "relu": torch.relu,
+    "neg": torch.neg,
+    "cos": torch.cos,
+    "cumsum": lambda x: torch.cumsum(x, 0),
+    "scale": lambda x: x * 0.5,
+}
 BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul}
 # The overload each op becomes after decomposition; cumsum is never delegated (it stays a CPU op).
-OVERLOAD = {"sin": "sin.default", "relu": "relu.default", "neg": "neg.default", "cos": "cos.default",
-            "scale": "mul.Tensor", "add": "add.Tensor", "sub": "sub.Tensor", "mul": "mul.Tensor"}
+OVERLOAD = {
+    "sin": "sin.default",
+    "relu": "relu.default",
+    "neg": "neg.default",
+    "cos": "cos.default",
+    "scale": "mul.Tensor",
+    "add": "add.Tensor",
+    "sub": "sub.Tensor",
+    "mul": "mul.Tensor",
+}
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 SHAPES = st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple)
 
@@ -78,12 +93,15 @@ def _live_ops(n_inputs: int, ops: list[tuple[str, int, int]], outputs: list[int]
 def _assert_plan_sound(program) -> None:
     """Tensors live at the same time never overlap in one buffer; every buffer holds one device."""
     plan, spans = program.memory_plan, lifetimes(program)
-    placed = [(i, plan.allocations[i]) for i, v in enumerate(program.values)
-              if isinstance(v, TensorValue) and i in plan.allocations]
+    placed = [
+        (i, plan.allocations[i])
+        for i, v in enumerate(program.values)
+        if isinstance(v, TensorValue) and i in plan.allocations
+    ]
     for i, where in placed:
         assert plan.buffers[where.buffer].device == program.values[i].spec.device
     for n, (i, wi) in enumerate(placed):
-        for j, wj in placed[n + 1:]:
+        for j, wj in placed[n + 1 :]:
             if wi.buffer != wj.buffer or not (spans[i][0] <= spans[j][1] and spans[j][0] <= spans[i][1]):
                 continue
             size_i, size_j = program.values[i].spec.nbytes, program.values[j].spec.nbytes
@@ -94,8 +112,7 @@ def _place(lowered, strategy: str, skip: bool):
     """Place with the skip switches when drawn; a graph whose inputs cannot skip their H2D is placed without."""
     if skip:
         try:
-            return place_devices(lowered, strategy, skip_h2d_for_method_inputs=True,
-                                 skip_d2h_for_method_outputs=True)
+            return place_devices(lowered, strategy, skip_h2d_for_method_inputs=True, skip_d2h_for_method_outputs=True)
         except PlacementError:
             pass
     return place_devices(lowered, strategy)
@@ -111,14 +128,23 @@ def check_random_dag(data) -> None:
     model = _Dag(ops, outputs)
     inputs = tuple(random_bits(dtype, shape, seed + i) for i in range(n_inputs))
     expected = model(*inputs)
-    lowered = export_and_lower(model, inputs, delegate_ops=delegated,
-                               target_device=data.draw(st.sampled_from(["cuda:0", "cuda:1"]), label="target"),
-                               partition=data.draw(st.sampled_from(["capability", "per_node"]), label="partition"))
+    lowered = export_and_lower(
+        model,
+        inputs,
+        delegate_ops=delegated,
+        target_device=data.draw(st.sampled_from(["cuda:0", "cuda:1"]), label="target"),
+        partition=data.draw(st.sampled_from(["capability", "per_node"]), label="partition"),
+    )
     assert lowered.delegates, f"{delegated} are in the graph, so something is delegated"
     sim = SimulatedCudaAllocator()
     with scoped_allocators(sim):
-        _run_all(lowered, inputs, expected, data.draw(st.booleans(), label="skip"),
-                 data.draw(st.sampled_from(["seed", "tensor"]), label="rule"))
+        _run_all(
+            lowered,
+            inputs,
+            expected,
+            data.draw(st.booleans(), label="skip"),
+            data.draw(st.sampled_from(["seed", "tensor"]), label="rule"),
+        )
     assert sim.stats.h2d_count + sim.stats.d2h_count > 0, "a delegated program copies"
     assert sim.live_allocations() == 0
 
@@ -165,8 +191,11 @@ class _Neg(nn.Module):
 
 @pytest.mark.parametrize("mode", ["portable", "aten"])
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
-@given(dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.int64]),
-       shape=SHAPES, seed=st.integers(0, 2**32 - 1))
+@given(
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.int64]),
+    shape=SHAPES,
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_copies_carry_every_bit_pattern_through_a_delegate(mode, dtype, shape, seed):
     """H2D, a delegated `neg`, D2H: the output has eager's bits exactly (NaN payloads, -0.0 and infinities too)."""
     x = random_bits(dtype, shape, seed)

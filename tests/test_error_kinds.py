@@ -1,6 +1,7 @@
 """One vocabulary of error kinds (docs/design.md §8): every devcopy exception's `kind` is a name
 of `names.ERROR_KINDS`, the CLI's JSON `error.kind` uses exactly those names, and the CLI calls a library exception
 what the exception calls itself."""
+
 import importlib
 import pkgutil
 
@@ -38,15 +39,31 @@ def test_every_library_exception_kind_is_a_shared_kind(cls):
 
 def test_the_kinds_cover_the_library_failures():
     kinds = {c.__qualname__: getattr(c, "kind", None) for c in EXCEPTIONS}
-    assert {name: kinds[name] for name in ("PlacementError", "MissingOperatorError", "RegistrationError", "LoadError",
-                                           "ExecutionError", "DeviceCopyError", "DeviceMemoryAccessError")} == {
-        "PlacementError": "placement", "MissingOperatorError": "missing_operator", "RegistrationError": "registration",
-        "LoadError": "load", "ExecutionError": "execution", "DeviceCopyError": "device",
-        "DeviceMemoryAccessError": "device"}
+    assert {
+        name: kinds[name]
+        for name in (
+            "PlacementError",
+            "MissingOperatorError",
+            "RegistrationError",
+            "LoadError",
+            "ExecutionError",
+            "DeviceCopyError",
+            "DeviceMemoryAccessError",
+        )
+    } == {
+        "PlacementError": "placement",
+        "MissingOperatorError": "missing_operator",
+        "RegistrationError": "registration",
+        "LoadError": "load",
+        "ExecutionError": "execution",
+        "DeviceCopyError": "device",
+        "DeviceMemoryAccessError": "device",
+    }
 
 
-@pytest.mark.parametrize("cls", [c for c in EXCEPTIONS if c.__qualname__ in ("LoadError", "ExecutionError")],
-                         ids=lambda c: c.__qualname__)
+@pytest.mark.parametrize(
+    "cls", [c for c in EXCEPTIONS if c.__qualname__ in ("LoadError", "ExecutionError")], ids=lambda c: c.__qualname__
+)
 def test_the_cli_names_a_runtime_failure_as_the_library_does(cls):
     exc = cls(Error.NotFound, "no allocator")
     assert common.classify(exc) == (cls.kind, {"error_code": "NotFound"})

@@ -1,4 +1,5 @@
 """`import devcopy_lib` is light: no ipywidgets, no matplotlib, no CuPy needed; the contract names resolve."""
+
 import subprocess
 import sys
 

@@ -1,6 +1,7 @@
 """The floors of docs/design.md §3, bottom up: names -> devices and ops -> tensors -> kernels -> runtime
 -> passes -> load/cli; bench beside (on devices only); widgets on top, through the public API only. Every import,
 lazy ones inside functions included, points down."""
+
 import ast
 import pathlib
 
@@ -21,9 +22,7 @@ ALLOWED = {
     "bench": {"names", "devices"},
     "models": {"names", "devices", "ops", "tensors", "kernels", "runtime", "passes"},
     "load": {"names", "devices", "ops", "tensors", "kernels", "runtime", "passes"},
-
-    "cli": {"names", "devices", "ops", "tensors", "kernels", "runtime", "passes", "bench", "models", "load",
-            "compare"},
+    "cli": {"names", "devices", "ops", "tensors", "kernels", "runtime", "passes", "bench", "models", "load", "compare"},
 }
 
 
@@ -47,16 +46,20 @@ def _imported_layers(path: pathlib.Path) -> set[str]:
             elif node.level == 0 and (node.module or "").startswith("devcopy_lib."):
                 layers.add(node.module.split(".")[1])
             elif node.level == 0 and node.module == "devcopy_lib":
-                layers |= {a.name for a in node.names if (PACKAGE / a.name).exists()
-                           or (PACKAGE / f"{a.name}.py").exists()}
+                layers |= {
+                    a.name for a in node.names if (PACKAGE / a.name).exists() or (PACKAGE / f"{a.name}.py").exists()
+                }
         elif isinstance(node, ast.Import):
             layers |= {a.name.split(".")[1] for a in node.names if a.name.startswith("devcopy_lib.")}
     return layers
 
 
 def _modules():
-    return [p for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py") or
-            len(p.relative_to(PACKAGE).parts) > 1]
+    return [
+        p
+        for p in PACKAGE.rglob("*.py")
+        if p.name not in ("__init__.py", "__main__.py") or len(p.relative_to(PACKAGE).parts) > 1
+    ]
 
 
 def test_every_layer_is_listed():
@@ -78,10 +81,12 @@ def test_layer_imports_only_floors_below_it(layer):
 
 def test_floor_order_has_no_circle():
     """ALLOWED is a partial order: no layer reaches itself through the layers it may import."""
+
     def reach(layer, seen):
         for below in ALLOWED[layer]:
             assert below != layer and below not in seen, f"circle through {layer} -> {below}"
             reach(below, seen | {layer})
+
     for layer in ALLOWED:
         reach(layer, frozenset())
 
@@ -92,9 +97,17 @@ def test_library_never_imports_widgets():
 
 
 # docs/design.md §6: what widgets and benchmarks may import from the library.
-PUBLIC_MODULES = {"devcopy_lib", "devcopy_lib.names", "devcopy_lib.models", "devcopy_lib.compare",
-                  "devcopy_lib.bench.harness", "devcopy_lib.bench.sweep", "devcopy_lib.bench.sizes",
-                  "devcopy_lib.bench.plots", "devcopy_lib.bench.cost_model"}
+PUBLIC_MODULES = {
+    "devcopy_lib",
+    "devcopy_lib.names",
+    "devcopy_lib.models",
+    "devcopy_lib.compare",
+    "devcopy_lib.bench.harness",
+    "devcopy_lib.bench.sweep",
+    "devcopy_lib.bench.sizes",
+    "devcopy_lib.bench.plots",
+    "devcopy_lib.bench.cost_model",
+}
 
 
 def _library_imports(path: pathlib.Path) -> set[tuple[str, str]]:
@@ -113,8 +126,11 @@ def test_widgets_use_only_the_public_api():
 
     offenders = {}
     for path in WIDGETS.rglob("*.py"):
-        bad = {(m, n) for m, n in _library_imports(path) if m not in PUBLIC_MODULES
-               or (m == "devcopy_lib" and n not in devcopy_lib.__all__)}
+        bad = {
+            (m, n)
+            for m, n in _library_imports(path)
+            if m not in PUBLIC_MODULES or (m == "devcopy_lib" and n not in devcopy_lib.__all__)
+        }
         if bad:
             offenders[path.name] = sorted(bad)
     assert offenders == {}, "extend devcopy_lib/__init__.py rather than reach into a layer"
@@ -122,6 +138,7 @@ def test_widgets_use_only_the_public_api():
 
 def test_benchmarks_import_no_private_name():
     benchmarks = PACKAGE.parent / "benchmarks"
-    private = {path.name: sorted(n for _, n in _library_imports(path) if n.startswith("_"))
-               for path in benchmarks.glob("*.py")}
+    private = {
+        path.name: sorted(n for _, n in _library_imports(path) if n.startswith("_")) for path in benchmarks.glob("*.py")
+    }
     assert {name: names for name, names in private.items() if names} == {}

@@ -1,4 +1,5 @@
 """load_method: placed programs run in both modes and match eager PyTorch; failures are clean and nothing leaks."""
+
 from __future__ import annotations
 
 import functools
@@ -9,18 +10,18 @@ import torch.utils._pytree as pytree
 
 from devcopy_lib import models
 from devcopy_lib.devices import DeviceCopyError, SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.load import load_method
+from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.passes.emit import emit
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
-from devcopy_lib.tensors.error import Error
 from devcopy_lib.runtime.failures import ExecutionError, LoadError
 from devcopy_lib.runtime.libs import aten_lib, lib_by_name
-from devcopy_lib.load import load_method
 from devcopy_lib.runtime.resolve import MissingOperatorError
-from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
+from devcopy_lib.tensors.error import Error
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lowered(name: str, **lowering):
     module, inputs = models.MODELS[name]()
     return module, inputs, export_and_lower(module, inputs, **lowering)
@@ -115,8 +116,9 @@ def test_cuda1_target_plans_and_copies_on_index_1(sim):
 
 def test_two_devices_get_separate_arenas_and_cross_device_copies(sim):
     module, inputs = models.back_to_back()
-    lowered = export_and_lower(module, inputs, partition="per_node",
-                               target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"})
+    lowered = export_and_lower(
+        module, inputs, partition="per_node", target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
+    )
     with load_method(place_devices(lowered), "aten", aten_lib([ET_COPY_OPS_YAML], device_rule="tensor")) as method:
         assert set(method.arena_sizes) == {"cpu", "cuda:0", "cuda:1"}
         _check_matches_eager(method, module, inputs)

@@ -1,5 +1,6 @@
 """Sample and real models: deterministic factories, each delegating at least one default op; load_model's errors;
 the models extra's import errors and torchvision fallback."""
+
 import os
 import pathlib
 import subprocess
@@ -10,8 +11,16 @@ import torch
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, models
 
-NAMES = ["add", "mlp", "residual", "shared_input", "back_to_back", "cpu_between", "output_and_cpu_user",
-         "transformer_block"]
+NAMES = [
+    "add",
+    "mlp",
+    "residual",
+    "shared_input",
+    "back_to_back",
+    "cpu_between",
+    "output_and_cpu_user",
+    "transformer_block",
+]
 
 
 def test_the_design_names_every_sample():
@@ -35,8 +44,10 @@ def test_load_model_by_name_and_by_file(tmp_path):
     assert isinstance(module, torch.nn.ReLU) and inputs[0].shape == (2,)
 
 
-@pytest.mark.parametrize("spec,message", [("nope", "Give a sample name"), ("missing.py:f", "not found"),
-                                          ("{file}:absent", "has no callable 'absent'")])
+@pytest.mark.parametrize(
+    "spec,message",
+    [("nope", "Give a sample name"), ("missing.py:f", "not found"), ("{file}:absent", "has no callable 'absent'")],
+)
 def test_load_model_errors_say_how_to_fix(tmp_path, spec, message):
     path = tmp_path / "m.py"
     path.write_text("def build():\n    return 1\n")
@@ -94,8 +105,14 @@ def test_torchvision_without_its_compiled_ops_imports_loudly_and_its_detection_o
     if torchvision.extension._has_ops():
         pytest.skip("torchvision's compiled ops load here: the fallback is not needed")
     root = pathlib.Path(__file__).resolve().parents[1]
-    result = subprocess.run([sys.executable, "-c", _FALLBACK_PROBE], capture_output=True, text=True, cwd=root,
-                            env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", _FALLBACK_PROBE],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "warnings 1\nresnet (1, 1000)\nnms raised RuntimeError" in result.stdout
 

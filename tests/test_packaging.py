@@ -1,8 +1,9 @@
 """Packaging stays consistent: environment.yml mirrors pyproject.toml, torch is pinned exactly."""
+
 import pathlib
 import re
-import tomllib
 
+import tomllib
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -1,6 +1,7 @@
 """Real models (the `models` extra) place and run equal to eager in both runtime modes, with every delegate set of
 `models.DELEGATE_SETS`: small inputs on the simulated backend here, full sizes with CuPy on a GPU (`pytest -m gpu`).
 GPT-2 with 12 layers runs only in the GPU test and in benchmarks/real_models.py."""
+
 from __future__ import annotations
 
 import functools
@@ -15,11 +16,16 @@ from devcopy_lib.devices import scoped_allocators
 pytestmark = pytest.mark.filterwarnings("ignore:torchvision's compiled ops did not load:RuntimeWarning")
 
 # Small inputs for the 2-core CI machine: the factories' own defaults (224 px, 32 tokens) run in the GPU test.
-SMALL = {"resnet18": {"image_size": 32}, "mobilenet_v3_small": {"image_size": 32}, "gpt2_2l": {"seq_len": 8},
-         "bert_small": {"seq_len": 16}, "llama_tiny": {"seq_len": 16}}
+SMALL = {
+    "resnet18": {"image_size": 32},
+    "mobilenet_v3_small": {"image_size": 32},
+    "gpt2_2l": {"seq_len": 8},
+    "bert_small": {"seq_len": 16},
+    "llama_tiny": {"seq_len": 16},
+}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _exported(name: str):
     """(module, inputs, eager outputs, exported program): each model exported once for every delegate set."""
     try:

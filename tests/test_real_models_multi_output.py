@@ -1,5 +1,6 @@
 """Multi-output ops (layer norm, batch norm, max pool with indices) inside delegates and on CPU: the delegate names
 real ops only, the report and node kinds show each `getitem`, and the program runs equal to eager in both modes."""
+
 import pytest
 import torch
 from torch import nn
@@ -15,8 +16,11 @@ def _conv_bn_relu():
 CASES = {
     "layer_norm": (lambda: nn.LayerNorm(8), (2, 8), ["native_layer_norm.default"]),
     "batch_norm": (_conv_bn_relu, (1, 3, 8, 8), ["_native_batch_norm_legit_no_training.default"]),
-    "conv_bn_relu": (_conv_bn_relu, (1, 3, 8, 8),
-                     ["convolution.default", "_native_batch_norm_legit_no_training.default", "relu.default"]),
+    "conv_bn_relu": (
+        _conv_bn_relu,
+        (1, 3, 8, 8),
+        ["convolution.default", "_native_batch_norm_legit_no_training.default", "relu.default"],
+    ),
     "max_pool": (lambda: nn.MaxPool2d(2), (1, 3, 8, 8), ["max_pool2d_with_indices.default"]),
 }
 

@@ -1,5 +1,6 @@
 """docs/real_models.md is rendered from the committed data (benchmarks/real_models.py), never edited by hand, and
 that data covers every real model with every delegate set, equal to eager, with ExecuTorch 1.5.1's verdict."""
+
 import importlib.util
 import json
 import pathlib
@@ -30,7 +31,8 @@ def test_page_matches_a_render_of_the_committed_data():
 
 def test_every_real_model_ran_with_every_delegate_set_equal_to_eager_in_both_modes(rows):
     assert {(r["model"], r["delegate_set"]) for r in rows} == {
-        (m, s) for m in models.REAL_MODELS for s in models.DELEGATE_SETS}
+        (m, s) for m in models.REAL_MODELS for s in models.DELEGATE_SETS
+    }
     for row in rows:
         for strategy, result in row["strategies"].items():
             assert all(run["ok"] for run in result["runs"].values()), (row["model"], row["delegate_set"], strategy)

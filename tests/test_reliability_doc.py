@@ -1,4 +1,5 @@
 """docs/reliability.md names, for every guarantee, the test that proves it: each named test must exist."""
+
 import pathlib
 import re
 
@@ -18,6 +19,9 @@ def _named_tests():
 def test_every_test_the_document_names_exists():
     pairs = _named_tests()
     assert len(pairs) > 30
-    missing = [f"{path}::{name}" for path, name in pairs
-               if not re.search(rf"^(def|class) {name}\b|^{name} = ", (ROOT / "tests" / path).read_text(), re.M)]
+    missing = [
+        f"{path}::{name}"
+        for path, name in pairs
+        if not re.search(rf"^(def|class) {name}\b|^{name} = ", (ROOT / "tests" / path).read_text(), re.M)
+    ]
     assert not missing, f"docs/reliability.md names tests that do not exist: {missing}"

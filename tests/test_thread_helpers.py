@@ -1,5 +1,6 @@
 """The tests' thread helper hands a worker's failure to the test: a copy engine that refuses to run off the main
 thread must make a concurrent-copy test fail, not pass with a warning."""
+
 import threading
 
 import numpy as np

@@ -2,6 +2,7 @@
 feeding delegates on two devices, and random DAGs with a target per delegate. Every strategy's program runs on the
 simulated backend and equals eager; memory is planned per index; `peer` moves fewer bytes through the host; no
 copy made for one device is read on another (docs/semantics.md §6)."""
+
 from __future__ import annotations
 
 import pytest
@@ -104,9 +105,13 @@ def _h2d_devices(gm) -> list[str]:
 def test_one_input_feeding_delegates_on_two_devices(mode, strategy):
     """`dedupe` shares an input's H2D between the two cuda:0 delegates, never with the cuda:1 one."""
     inputs = (torch.tensor([1.0, -2.0, 3.0]), torch.tensor([0.5, 4.0, -0.0]))
-    lowered = export_and_lower(SharedInput(), inputs, ["add.Tensor", "mul.Tensor", "sub.Tensor"],
-                               partition="per_node",
-                               target_device={"add.Tensor": "cuda:0", "mul.Tensor": "cuda:0", "sub.Tensor": "cuda:1"})
+    lowered = export_and_lower(
+        SharedInput(),
+        inputs,
+        ["add.Tensor", "mul.Tensor", "sub.Tensor"],
+        partition="per_node",
+        target_device={"add.Tensor": "cuda:0", "mul.Tensor": "cuda:0", "sub.Tensor": "cuda:1"},
+    )
     placed = place_devices(lowered, strategy=strategy)
     _device_reads_are_local(placed.graph_module)
     per_device = 2 if strategy == "dedupe" else 4  # a and b once per cuda:0 delegate, or once for both

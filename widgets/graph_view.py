@@ -4,6 +4,7 @@ open and close, search, a legend and an inspector; the clicked node's id comes b
 Python owns what is shown (`graph_view_data` computes it); the browser lays out only the visible elements, and only
 when `layout_version` changes: new colours or kinds on the same nodes restyle in place.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -50,11 +51,14 @@ class GraphView(anywidget.AnyWidget):
         ids = {n["id"] for n in nodes}
         if len(ids) != len(nodes) or any(s not in ids or d not in ids for s, d in edges):
             unknown = sorted({x for e in edges for x in e} - ids)
-            raise ValueError(f"GraphView.show needs unique node ids and edges between them; edges name unknown "
-                             f"nodes {unknown[:5]} (of {len(ids)} nodes, {len(nodes) - len(ids)} duplicate ids). "
-                             f"Pass every node an edge touches.")
+            raise ValueError(
+                f"GraphView.show needs unique node ids and edges between them; edges name unknown "
+                f"nodes {unknown[:5]} (of {len(ids)} nodes, {len(nodes) - len(ids)} duplicate ids). "
+                f"Pass every node an edge touches."
+            )
         same = [(n["id"], n["module"]) for n in nodes] == [(n["id"], n["module"]) for n in self.nodes] and (
-            edges == self._edges)
+            edges == self._edges
+        )
         self._edges = edges
         with self.hold_sync():
             if not same:
@@ -70,8 +74,10 @@ class GraphView(anywidget.AnyWidget):
         unknown = sorted(set(changes) - {n["id"] for n in self.nodes})
         fields = {f for change in changes.values() for f in change} - set(UPDATABLE)
         if unknown or fields:
-            raise ValueError(f"GraphView.update_nodes: unknown node ids {unknown[:5]} or fields {sorted(fields)}; "
-                             f"ids must be shown nodes and fields among {', '.join(UPDATABLE)}.")
+            raise ValueError(
+                f"GraphView.update_nodes: unknown node ids {unknown[:5]} or fields {sorted(fields)}; "
+                f"ids must be shown nodes and fields among {', '.join(UPDATABLE)}."
+            )
         self.nodes = [{**n, **changes.get(n["id"], {})} for n in self.nodes]
         self._redraw()
 
@@ -94,8 +100,10 @@ class GraphView(anywidget.AnyWidget):
 
     def _check_group(self, path: str) -> None:
         if path and path not in self._groups:
-            raise ValueError(f"No module group {path!r}. Groups: {', '.join(list(self._groups)[:8])}"
-                             f"{' ...' if len(self._groups) > 8 else ''}.")
+            raise ValueError(
+                f"No module group {path!r}. Groups: {', '.join(list(self._groups)[:8])}"
+                f"{' ...' if len(self._groups) > 8 else ''}."
+            )
 
     def _redraw(self) -> None:
         """Recompute what is visible; a new layout only when the visible structure changed."""
@@ -103,11 +111,15 @@ class GraphView(anywidget.AnyWidget):
         structure = data.structure(elements)
         with self.hold_sync():
             self.elements = elements
-            self.counts = {**data.counts(self.nodes, self._edges), "visible_nodes": sum(
-                "source" not in e["data"] for e in elements), "visible_edges": sum("source" in e["data"]
-                                                                                    for e in elements)}
-            self.legend = [{"device": d, "colour": data.device_colour(d), "count": c}
-                           for d, c in sorted(self.counts["devices"].items(), key=lambda dc: (dc[0] != "cpu", dc[0]))]
+            self.counts = {
+                **data.counts(self.nodes, self._edges),
+                "visible_nodes": sum("source" not in e["data"] for e in elements),
+                "visible_edges": sum("source" in e["data"] for e in elements),
+            }
+            self.legend = [
+                {"device": d, "colour": data.device_colour(d), "count": c}
+                for d, c in sorted(self.counts["devices"].items(), key=lambda dc: (dc[0] != "cpu", dc[0]))
+            ]
             if structure != self._structure:
                 self._structure = structure
                 self.layout_version += 1

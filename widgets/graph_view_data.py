@@ -6,14 +6,15 @@ Nodes are grouped by the innermost module of their `nn_module_stack` (the module
 sits in the module of the value it copies, a delegate in the deepest module holding all of its ops, a constant in the
 deepest module holding all of its readers (docs/design.md describes the placed graph these nodes come from).
 """
+
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from devcopy_lib.names import COPY_OPS
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
+from devcopy_lib.names import COPY_OPS
 
 COPY_KINDS = tuple(COPY_OPS)
 DEVICE_COLOURS = {"cpu": "#dbe4f3", "cuda:0": "#b9e3bc", "cuda:1": "#ffd59e", "cuda:2": "#e1bee7", "cuda:3": "#b2ebf2"}
@@ -111,12 +112,23 @@ def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
     nodes = []
     for node in graph.nodes:
         row, op = rows[node.name], _op(node)
-        nodes.append({
-            "id": node.name, "label": _label(node.name, row.kind, op, row.bytes), "kind": row.kind, "op": op,
-            "device": row.device, "module": paths[node.name], "reason": row.reason, "bytes": row.bytes,
-            "bytes_text": size_text(row.bytes), "predicted_s": row.predicted_s,
-            "predicted_text": time_text(row.predicted_s), "users": [u.name for u in node.users],
-            "inputs": [i.name for i in node.all_input_nodes]})
+        nodes.append(
+            {
+                "id": node.name,
+                "label": _label(node.name, row.kind, op, row.bytes),
+                "kind": row.kind,
+                "op": op,
+                "device": row.device,
+                "module": paths[node.name],
+                "reason": row.reason,
+                "bytes": row.bytes,
+                "bytes_text": size_text(row.bytes),
+                "predicted_s": row.predicted_s,
+                "predicted_text": time_text(row.predicted_s),
+                "users": [u.name for u in node.users],
+                "inputs": [i.name for i in node.all_input_nodes],
+            }
+        )
     edges = [(i.name, node.name) for node in graph.nodes for i in node.all_input_nodes]
     return nodes, edges
 
@@ -171,8 +183,9 @@ def representative(module: str, collapsed: set[str]) -> str | None:
     return next((a for a in ancestors(module) if a in collapsed), None)
 
 
-def open_group(collapsed: Iterable[str], path: str, nodes: Sequence[Mapping], groups: Mapping[str, Group],
-               budget: int) -> list[str]:
+def open_group(
+    collapsed: Iterable[str], path: str, nodes: Sequence[Mapping], groups: Mapping[str, Group], budget: int
+) -> list[str]:
     """Collapsed groups after opening `path` ('' the whole model): its subgroups open too, smallest first, while
     the items on screen grow by at most `budget` (so one click shows a whole layer, not the whole model)."""
     closed = set(collapsed) - {path, *ancestors(path)}
@@ -210,8 +223,9 @@ def device_colour(device: str) -> str:
     return DEVICE_COLOURS.get(device, OTHER_DEVICE)
 
 
-def visible_elements(nodes: Sequence[Mapping], edges: Sequence[Sequence[str]], groups: Mapping[str, Group],
-                     collapsed: Iterable[str]) -> list[dict]:
+def visible_elements(
+    nodes: Sequence[Mapping], edges: Sequence[Sequence[str]], groups: Mapping[str, Group], collapsed: Iterable[str]
+) -> list[dict]:
     """Cytoscape elements on screen: open groups as frames, collapsed groups as single boxes standing for all
     they hold, the other nodes inside their innermost open group, and edges between what is shown (deduplicated)."""
     closed = set(collapsed)
@@ -228,8 +242,9 @@ def visible_elements(nodes: Sequence[Mapping], edges: Sequence[Sequence[str]], g
             continue
         data = {k: node[k] for k in ("id", "label", "kind", "device")}
         parent = {"parent": GROUP_PREFIX + node["module"]} if node["module"] else {}
-        leaves.append({"data": {**data, **parent, "colour": device_colour(node["device"])},
-                       "classes": _classes(node["kind"])})
+        leaves.append(
+            {"data": {**data, **parent, "colour": device_colour(node["device"])}, "classes": _classes(node["kind"])}
+        )
     elements = [_group_element(groups[path], held.get(path)) for path in sorted(frames | set(held))]  # outer first
     pairs = dict.fromkeys((shown[s], shown[t]) for s, t in edges if shown[s] != shown[t])
     return elements + leaves + [{"data": {"id": f"{s}->{t}", "source": s, "target": t}} for s, t in pairs]
@@ -244,8 +259,10 @@ def _group_element(group: Group, held: Counter | None) -> dict:
     main = held.most_common(1)[0][0]
     what = [f"{group.size} nodes"] + ([f"{copies} cop{'ies' if copies > 1 else 'y'}"] if copies else [])
     label = f"{group.label}  [{', '.join(what)}]"
-    return {"data": {**data, "label": label, "device": main, "colour": device_colour(main)},
-            "classes": "group collapsed" + (" has-copies" if copies else "")}
+    return {
+        "data": {**data, "label": label, "device": main, "colour": device_colour(main)},
+        "classes": "group collapsed" + (" has-copies" if copies else ""),
+    }
 
 
 def structure(elements: Sequence[Mapping]) -> tuple:
@@ -255,5 +272,9 @@ def structure(elements: Sequence[Mapping]) -> tuple:
 
 def counts(nodes: Sequence[Mapping], edges: Sequence) -> dict:
     """Nodes, edges, nodes per device and per kind, over the whole graph (collapsed or not)."""
-    return {"nodes": len(nodes), "edges": len(edges), "devices": dict(Counter(n["device"] for n in nodes)),
-            "kinds": dict(Counter(n["kind"] for n in nodes))}
+    return {
+        "nodes": len(nodes),
+        "edges": len(edges),
+        "devices": dict(Counter(n["device"] for n in nodes)),
+        "kinds": dict(Counter(n["kind"] for n in nodes)),
+    }

@@ -1,4 +1,5 @@
 """Callbacks that never raise into the notebook: errors are shown inside the widget's own output."""
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """Pure HTML fragments the views show: tables, error boxes, notes. No widget or display calls."""
+
 from __future__ import annotations
 
 import html
@@ -13,10 +14,12 @@ def table(rows: Iterable[Mapping], columns: Sequence[str], css_class: str = "dev
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_cell(row.get(c)))}</td>" for c in columns) + "</tr>" for row in rows
     )
-    return (f"<style>.{css_class} td, .{css_class} th {{padding:1px 10px 1px 0;text-align:left;"
-            f"border-bottom:1px solid #e0e0e0}}</style>"
-            f'<table class="{css_class}" style="border-collapse:collapse;font-family:monospace;font-size:12px">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    return (
+        f"<style>.{css_class} td, .{css_class} th {{padding:1px 10px 1px 0;text-align:left;"
+        f"border-bottom:1px solid #e0e0e0}}</style>"
+        f'<table class="{css_class}" style="border-collapse:collapse;font-family:monospace;font-size:12px">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 def _cell(value) -> str:
@@ -30,8 +33,10 @@ def _cell(value) -> str:
 def error_box(exc: BaseException) -> str:
     """A red box naming the exception type and its full message (which says what, the values and the fix)."""
     message = html.escape(str(exc)).replace("\n", "<br>")
-    return (f'<div class="devcopy-error" style="border:1px solid #c62828;background:#ffebee;padding:6px;'
-            f'font-family:monospace;white-space:normal"><b>{type(exc).__name__}</b>: {message}</div>')
+    return (
+        f'<div class="devcopy-error" style="border:1px solid #c62828;background:#ffebee;padding:6px;'
+        f'font-family:monospace;white-space:normal"><b>{type(exc).__name__}</b>: {message}</div>'
+    )
 
 
 def note(text: str, css_class: str = "devcopy-note") -> str:

@@ -1,14 +1,16 @@
 """PlacementExplorer: pick a model, delegated ops, target, strategy and skip switches; see the placed graph."""
+
 from __future__ import annotations
 
 import ipywidgets as w
 
-from . import html, placement_summary as summary
+from devcopy_lib.names import PARTITIONS, STRATEGIES
+
+from . import html
+from . import placement_summary as summary
 from .graph_view import GraphView
 from .graph_view_data import graph_elements
 from .guard import shown_errors
-from devcopy_lib.names import PARTITIONS, STRATEGIES
-
 from .placement_state import PlacementState, parse_target
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
@@ -36,9 +38,14 @@ class PlacementExplorer(w.VBox):
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
         # applies on Enter or leaving the box, not per keystroke; `key=device, ...` pairs put delegates apart
-        self.target = w.Combobox(options=TARGETS, value=_target_text(s.target_device), description="target",
-                                 ensure_option=False, continuous_update=False,
-                                 placeholder="cuda:0 or delegate_0=cuda:0, delegate_1=cuda:1")
+        self.target = w.Combobox(
+            options=TARGETS,
+            value=_target_text(s.target_device),
+            description="target",
+            ensure_option=False,
+            continuous_update=False,
+            placeholder="cuda:0 or delegate_0=cuda:0, delegate_1=cuda:1",
+        )
         if s.strategy not in _strategies(s):  # peer asked for with one target device: it would equal executorch
             s.strategy = "executorch"
         self.strategy = w.Dropdown(options=_strategies(s), value=s.strategy, description="strategy")
@@ -51,23 +58,43 @@ class PlacementExplorer(w.VBox):
         self.ops = w.HBox(layout=wrap)
         self.counts, self.graph, self.table = w.HTML(), GraphView(), w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
-        for widget, name in ((self.strategy, "devcopy-strategy"), (self.counts, "devcopy-counts"),
-                             (self.model, "devcopy-model"), (self.partition, "devcopy-partition")):
+        for widget, name in (
+            (self.strategy, "devcopy-strategy"),
+            (self.counts, "devcopy-counts"),
+            (self.model, "devcopy-model"),
+            (self.partition, "devcopy-partition"),
+        ):
             widget.add_class(name)
-        super().__init__([
-            w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
-            w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
-            w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"), self.ops,
-            self.error_html, self.counts, self.savings, self.executorch, self.graph, self.table,
-        ])
+        super().__init__(
+            [
+                w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
+                w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
+                w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"),
+                self.ops,
+                self.error_html,
+                self.counts,
+                self.savings,
+                self.executorch,
+                self.graph,
+                self.table,
+            ]
+        )
         self.add_class("devcopy-placement")
-        self._wire(self.model, self.partition, self.target, self.strategy, self.skip_h2d, self.skip_d2h,
-                   self.hoist, self.compare)
+        self._wire(
+            self.model,
+            self.partition,
+            self.target,
+            self.strategy,
+            self.skip_h2d,
+            self.skip_d2h,
+            self.hoist,
+            self.compare,
+        )
         self._rebuild_ops()
         self.refresh()
 
     @classmethod
-    def for_model(cls, module, example_inputs, name: str = "my_model", **settings) -> "PlacementExplorer":
+    def for_model(cls, module, example_inputs, name: str = "my_model", **settings) -> PlacementExplorer:
         """An explorer opened on your own module (the sample models stay selectable)."""
         state = PlacementState(**settings)
         state.add_model(name, module, example_inputs)
@@ -81,8 +108,10 @@ class PlacementExplorer(w.VBox):
     @shown_errors
     def _rebuild_ops(self) -> None:
         ticked = set(self.state.ticked_ops())
-        self.op_boxes = [w.Checkbox(value=op in ticked, description=op, indent=False,
-                                    layout=w.Layout(width="170px")) for op in self.state.model_ops()]
+        self.op_boxes = [
+            w.Checkbox(value=op in ticked, description=op, indent=False, layout=w.Layout(width="170px"))
+            for op in self.state.model_ops()
+        ]
         self.ops.children = self.op_boxes
         self._wire(*self.op_boxes)
 
@@ -122,7 +151,8 @@ class PlacementExplorer(w.VBox):
         self.placed = self.state.placed()
         report = self.placed.report
         self.counts.value = html.note(summary.totals_line(report), "devcopy-totals") + (
-            html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
+            html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else ""
+        )
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)

@@ -3,11 +3,13 @@
 The expensive step, `torch.export` + decompositions, runs once per model and input set; lowering is cached per
 (delegated ops, target, partition) and placement per strategy and switches, so a control only redoes what it changed.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_program, lower, models, overload_name, place_devices
 from devcopy_lib import reference as executorch_reference
@@ -28,8 +30,10 @@ def parse_target(text: str) -> str | dict[str, str]:
     for part in (p.strip() for p in text.split(",") if p.strip()):
         key, sep, device = (s.strip() for s in part.partition("="))
         if not (sep and key and device):
-            raise ValueError(f"Bad target entry {part!r} in {text!r}: write one device (cuda:0) or key=device "
-                             "pairs such as delegate_0=cuda:0, delegate_1=cuda:1")
+            raise ValueError(
+                f"Bad target entry {part!r} in {text!r}: write one device (cuda:0) or key=device "
+                "pairs such as delegate_0=cuda:0, delegate_1=cuda:1"
+            )
         mapping[key] = device
     return mapping
 
@@ -95,8 +99,10 @@ class PlacementState:
 
     def module_and_inputs(self) -> tuple:
         if self.model not in self.factories:
-            raise ValueError(f"Unknown model {self.model!r}. Valid: {', '.join(self.factories)}. "
-                             f"To use your own, call add_model(name, module, example_inputs).")
+            raise ValueError(
+                f"Unknown model {self.model!r}. Valid: {', '.join(self.factories)}. "
+                f"To use your own, call add_model(name, module, example_inputs)."
+            )
         return self._cached(("model", self.model), self.factories[self.model])
 
     def exported(self):
@@ -105,9 +111,11 @@ class PlacementState:
 
     def model_ops(self) -> tuple[str, ...]:
         """The ATen overloads in the model's decomposed graph, in graph order (what can be ticked for delegation)."""
+
         def ops():
             graph = self.exported().graph_module.graph
             return tuple(dict.fromkeys(name for n in graph.nodes if (name := overload_name(n.target))))
+
         return self._cached(("ops", self.model), ops)
 
     def ticked_ops(self) -> tuple[str, ...]:
@@ -130,21 +138,44 @@ class PlacementState:
 
     def placed(self):
         """`place_devices` of `lowered()` with this state's strategy, skip and hoist switches and cost model."""
-        key = ("placed", self.model, self.ticked_ops(), self._target_key(), self.partition, self.strategy,
-               self.skip_h2d_for_method_inputs, self.skip_d2h_for_method_outputs, self.hoist_constants,
-               id(self.cost_model))
-        return self._kept(key, lambda: place_devices(
-            self.lowered(), strategy=self.strategy, skip_h2d_for_method_inputs=self.skip_h2d_for_method_inputs,
-            skip_d2h_for_method_outputs=self.skip_d2h_for_method_outputs, hoist_constants=self.hoist_constants,
-            cost_model=self.cost_model))
+        key = (
+            "placed",
+            self.model,
+            self.ticked_ops(),
+            self._target_key(),
+            self.partition,
+            self.strategy,
+            self.skip_h2d_for_method_inputs,
+            self.skip_d2h_for_method_outputs,
+            self.hoist_constants,
+            id(self.cost_model),
+        )
+        return self._kept(
+            key,
+            lambda: place_devices(
+                self.lowered(),
+                strategy=self.strategy,
+                skip_h2d_for_method_inputs=self.skip_h2d_for_method_inputs,
+                skip_d2h_for_method_outputs=self.skip_d2h_for_method_outputs,
+                hoist_constants=self.hoist_constants,
+                cost_model=self.cost_model,
+            ),
+        )
 
     def executorch_counts(self) -> dict:
         """ExecuTorch 1.5.1's own {delegates, h2d, d2h, order} for the same model, ops, partition and switches."""
         if not executorch_reference.available():
-            raise RuntimeError("ExecuTorch is not installed, so its own counts cannot be shown. To fix: "
-                               "pip install -c constraints.txt -e '.[reference]' (executorch==1.5.1).")
-        options = (self.target_device, self.partition, self.skip_h2d_for_method_inputs,
-                   self.skip_d2h_for_method_outputs)
-        return self._cached(("executorch", self.model, self.ticked_ops(), self._target_key(), *options[1:]),
-                            lambda: executorch_reference.executorch_counts(*self.module_and_inputs(),
-                                                                           self.ticked_ops(), *options))
+            raise RuntimeError(
+                "ExecuTorch is not installed, so its own counts cannot be shown. To fix: "
+                "pip install -c constraints.txt -e '.[reference]' (executorch==1.5.1)."
+            )
+        options = (
+            self.target_device,
+            self.partition,
+            self.skip_h2d_for_method_inputs,
+            self.skip_d2h_for_method_outputs,
+        )
+        return self._cached(
+            ("executorch", self.model, self.ticked_ops(), self._target_key(), *options[1:]),
+            lambda: executorch_reference.executorch_counts(*self.module_and_inputs(), self.ticked_ops(), *options),
+        )

@@ -1,4 +1,5 @@
 """What the explorer shows, from a placed program: table rows, totals, savings. Pure functions."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -10,17 +11,24 @@ TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
 
 def table_rows(report) -> list[dict]:
     """The decision table: one row per node, a copy's predicted time in microseconds."""
-    return [{**asdict(row), "bytes": format_bytes(row.bytes),
-             "predicted": f"{row.predicted_s * 1e6:.1f} us" if row.predicted_s is not None else ""}
-            for row in report.rows]
+    return [
+        {
+            **asdict(row),
+            "bytes": format_bytes(row.bytes),
+            "predicted": f"{row.predicted_s * 1e6:.1f} us" if row.predicted_s is not None else "",
+        }
+        for row in report.rows
+    ]
 
 
 def totals_line(report) -> str:
     """`delegates 1 · H2D 2 (128 B) · D2H 1 (64 B)` plus the predicted copy time when a cost model priced them."""
-    line = (f"strategy {report.strategy} · delegates {report.delegates} · "
-            f"H2D {report.copies['h2d']} ({format_bytes(report.copy_bytes['h2d'])}) · "
-            f"D2H {report.copies['d2h']} ({format_bytes(report.copy_bytes['d2h'])}) · "
-            f"constants {format_bytes(report.constant_bytes)}")
+    line = (
+        f"strategy {report.strategy} · delegates {report.delegates} · "
+        f"H2D {report.copies['h2d']} ({format_bytes(report.copy_bytes['h2d'])}) · "
+        f"D2H {report.copies['d2h']} ({format_bytes(report.copy_bytes['d2h'])}) · "
+        f"constants {format_bytes(report.constant_bytes)}"
+    )
     if report.predicted_copy_s is not None:
         line += f" · predicted copy time {report.predicted_copy_s * 1e6:.1f} us"
     return line
@@ -48,9 +56,11 @@ def dedupe_line(report) -> str:
     (ex_copies, ex_bytes, ex_peak), (de_copies, de_bytes, de_peak) = table["executorch"], table["dedupe"]
     saved = {k: ex_copies[k] - de_copies[k] for k in ex_copies}
     saved_bytes = {k: ex_bytes[k] - de_bytes[k] for k in ex_bytes}
-    return (f"dedupe vs executorch: saves {saved['h2d']} H2D ({format_bytes(saved_bytes['h2d'])}) and "
-            f"{saved['d2h']} D2H ({format_bytes(saved_bytes['d2h'])}) per execution; holds "
-            f"{format_bytes(de_peak - ex_peak)} more device memory at peak")
+    return (
+        f"dedupe vs executorch: saves {saved['h2d']} H2D ({format_bytes(saved_bytes['h2d'])}) and "
+        f"{saved['d2h']} D2H ({format_bytes(saved_bytes['d2h'])}) per execution; holds "
+        f"{format_bytes(de_peak - ex_peak)} more device memory at peak"
+    )
 
 
 def executorch_line(counts: dict) -> str:

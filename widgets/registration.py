@@ -1,4 +1,5 @@
 """RegistrationPanel: portable or ATen mode, which libs are linked, the op-by-lib matrix, and Load."""
+
 from __future__ import annotations
 
 import ipywidgets as w
@@ -11,7 +12,6 @@ from .guard import shown_errors
 from .registration_state import MODES, RegistrationState
 
 
-
 class RegistrationPanel(w.VBox):
     """The view over a `RegistrationState`; Load shows the outputs, or the Missing operator error and its fix."""
 
@@ -20,23 +20,35 @@ class RegistrationPanel(w.VBox):
         self.error = None
         self.result = None
         self._syncing = False  # True while _show_libs sets the boxes: their events are not user edits
-        self.model = w.Dropdown(options=self.state.placement.model_names, value=self.state.placement.model,
-                                 description="model")
+        self.model = w.Dropdown(
+            options=self.state.placement.model_names, value=self.state.placement.model, description="model"
+        )
         self.mode = w.ToggleButtons(options=MODES, value=self.state.mode)
-        self.lib_boxes = {name: w.Checkbox(description=name, indent=False, layout=w.Layout(width="auto"))
-                          for name in LIB_NAMES}
+        self.lib_boxes = {
+            name: w.Checkbox(description=name, indent=False, layout=w.Layout(width="auto")) for name in LIB_NAMES
+        }
         self.load = w.Button(description="Load", button_style="primary", icon="play")
         self.matrix, self.outcome, self.error_html = w.HTML(), w.HTML(), w.HTML()
         for name, box in self.lib_boxes.items():
             box.add_class(f"devcopy-lib-{name}")
-        for widget, name in ((self.mode, "devcopy-mode"), (self.load, "devcopy-load"),
-                             (self.outcome, "devcopy-outcome")):
+        for widget, name in (
+            (self.mode, "devcopy-mode"),
+            (self.load, "devcopy-load"),
+            (self.outcome, "devcopy-outcome"),
+        ):
             widget.add_class(name)
         self.libs_row = w.HBox()
         wrap = w.Layout(**html.WRAP)
-        super().__init__([w.HBox([self.model, self.mode], layout=wrap),
-                          w.HBox([w.HTML("<b>linked libs:</b>&nbsp;"), self.libs_row], layout=wrap),
-                          self.matrix, self.load, self.error_html, self.outcome])
+        super().__init__(
+            [
+                w.HBox([self.model, self.mode], layout=wrap),
+                w.HBox([w.HTML("<b>linked libs:</b>&nbsp;"), self.libs_row], layout=wrap),
+                self.matrix,
+                self.load,
+                self.error_html,
+                self.outcome,
+            ]
+        )
         self.add_class("devcopy-registration")
         self._show_libs()
         self._wire()
@@ -92,4 +104,5 @@ class RegistrationPanel(w.VBox):
             self.outcome.value = ""
             raise
         self.outcome.value = html.note(self.result.summary(), "devcopy-run-ok") + "".join(
-            html.pre(repr(o)) for o in self.result.outputs)
+            html.pre(repr(o)) for o in self.result.outputs
+        )

@@ -2,6 +2,7 @@
 
 No display calls; `load_and_run` returns a `RunResult` or raises (MissingOperatorError on a missing kernel).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,9 +30,11 @@ class RunResult:
 
     def summary(self) -> str:
         shapes = ", ".join(str(list(o.shape)) for o in self.outputs)
-        return (f"loaded and ran on the {self.backend} backend: outputs {shapes}; matches eager: {self.ok} "
-                f"(max abs err {self.max_abs_err:.3g}); copies executed H2D {self.copies_executed['h2d']}, "
-                f"D2H {self.copies_executed['d2h']}")
+        return (
+            f"loaded and ran on the {self.backend} backend: outputs {shapes}; matches eager: {self.ok} "
+            f"(max abs err {self.max_abs_err:.3g}); copies executed H2D {self.copies_executed['h2d']}, "
+            f"D2H {self.copies_executed['d2h']}"
+        )
 
 
 @dataclass
@@ -84,8 +87,11 @@ class RegistrationState:
         """Load the placed program in this mode with the linked libs, run it on its example inputs, compare."""
         placed = self.placement.placed()
         module, inputs = self.placement.module_and_inputs()
-        with make_allocator(self.backend) as allocator, scoped_allocators(allocator), \
-                load_method(placed, self.mode, list(self.linked())) as method:  # one Load, one allocator, closed
+        with (
+            make_allocator(self.backend) as allocator,
+            scoped_allocators(allocator),
+            load_method(placed, self.mode, list(self.linked())) as method,
+        ):  # one Load, one allocator, closed
             outputs = tuple(method(*inputs))
             copies = dict(method.copies_executed)
         with torch.no_grad():

@@ -1,5 +1,6 @@
 """CopyTimingPanel: size range, direction, host memory kind, Run / Stop with progress, a live plot and the size x
 method GB/s matrix. The sweep runs on a worker thread, so the kernel (and every other widget) stays live."""
+
 from __future__ import annotations
 
 import base64
@@ -13,7 +14,6 @@ from devcopy_lib.bench.sizes import format_bytes
 from . import html
 from .guard import shown_errors
 from .timing_state import Stopped, TimingState
-
 
 
 class CopyTimingPanel(w.VBox):
@@ -31,8 +31,9 @@ class CopyTimingPanel(w.VBox):
         directions, memories, limits = s.offered()
         s.direction = s.direction if s.direction in directions else directions[-1]
         s.memory = s.memory if s.memory in memories else memories[-1]
-        self.sizes = w.Text(value=s.sizes, description="sizes", placeholder="4K..64M or 4K,1M,64M",
-                            continuous_update=False)
+        self.sizes = w.Text(
+            value=s.sizes, description="sizes", placeholder="4K..64M or 4K,1M,64M", continuous_update=False
+        )
         self.direction = w.Dropdown(options=directions, value=s.direction, description="direction")
         self.memory = w.Dropdown(options=memories, value=s.memory, description="host memory")
         self.limits = w.HTML(html.note(f"not offered here: {limits}", "devcopy-limits") if limits else "")
@@ -45,9 +46,16 @@ class CopyTimingPanel(w.VBox):
         self.run_button.add_class("devcopy-run")
         self.stop_button.add_class("devcopy-stop")
         wrap = w.Layout(**html.WRAP)
-        super().__init__([w.HBox([self.sizes, self.direction, self.memory], layout=wrap), self.limits,
-                          w.HBox([self.quick, self.run_button, self.stop_button, self.progress, self.status],
-                                 layout=wrap), self.error_html, self.plot, self.table])
+        super().__init__(
+            [
+                w.HBox([self.sizes, self.direction, self.memory], layout=wrap),
+                self.limits,
+                w.HBox([self.quick, self.run_button, self.stop_button, self.progress, self.status], layout=wrap),
+                self.error_html,
+                self.plot,
+                self.table,
+            ]
+        )
         self.add_class("devcopy-timing")
         self._wire()
 
@@ -95,8 +103,9 @@ class CopyTimingPanel(w.VBox):
     def _draw(self, result) -> None:
         """Replace the plot; setting the Output's outputs directly is safe from the worker thread."""
         png = base64.b64encode(to_png(plot_bandwidth(result, ceiling_gbps=self.ceiling_gbps))).decode()
-        self.plot.outputs = ({"output_type": "display_data", "data": {"image/png": png, "text/plain": "plot"},
-                              "metadata": {}},)
+        self.plot.outputs = (
+            {"output_type": "display_data", "data": {"image/png": png, "text/plain": "plot"}, "metadata": {}},
+        )
 
     def _busy(self, busy: bool) -> None:
         self.run_button.disabled, self.stop_button.disabled = busy, not busy
@@ -122,7 +131,9 @@ class CopyTimingPanel(w.VBox):
         self.table.value = html.table(rows, columns)
         sizes = sorted({m.nbytes for m in self.state.result.measurements}) or self.state.size_list()
         # "done" / "stopped" last: whoever waits for it (a person, the browser test) sees the table
-        self.status.value = html.note(f"{'stopped' if stopped else 'done'}: "
-                                      f"{len(self.state.result.measurements)} measurements on "
-                                      f"{self.state.result.backend}, GB/s by size, "
-                                      f"{format_bytes(min(sizes))}..{format_bytes(max(sizes))}")
+        self.status.value = html.note(
+            f"{'stopped' if stopped else 'done'}: "
+            f"{len(self.state.result.measurements)} measurements on "
+            f"{self.state.result.backend}, GB/s by size, "
+            f"{format_bytes(min(sizes))}..{format_bytes(max(sizes))}"
+        )

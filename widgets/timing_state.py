@@ -1,17 +1,19 @@
 """State of the copy timing panel: sizes, direction, host memory kind; runs the sweep one size at a time so the
 view can redraw between sizes, and stops between cases when asked. One bench (one allocator) per backend, reused by
 every run until `close()`. No display calls."""
+
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from devcopy_lib import select_backend
 from devcopy_lib.bench.harness import Policy, SweepResult, run_cases
 from devcopy_lib.bench.plots import ceilings, gbps_matrix, is_baseline
 from devcopy_lib.bench.sizes import format_bytes, parse_sizes
 from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, make_bench
-from devcopy_lib import select_backend
 
 __all__ = ["DIRECTION_CHOICES", "MEMORY_CHOICES", "Stopped", "TimingState", "ceilings", "is_baseline"]
 
@@ -49,30 +51,38 @@ class TimingState:
         """(directions, memories) the backend can time, with `all` where it has several, and why the rest is not
         offered ("" when everything is)."""
         bench = self.bench()
-        with_all = [(*choices, "all") if len(choices) > 1 else tuple(choices)
-                    for choices in (bench.directions, bench.memories)]
+        with_all = [
+            (*choices, "all") if len(choices) > 1 else tuple(choices) for choices in (bench.directions, bench.memories)
+        ]
         return with_all[0], with_all[1], bench.limits
 
     def choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(directions, memories) to sweep, validated."""
-        for value, valid, what in ((self.direction, DIRECTION_CHOICES, "direction"),
-                                   (self.memory, MEMORY_CHOICES, "memory")):
+        for value, valid, what in (
+            (self.direction, DIRECTION_CHOICES, "direction"),
+            (self.memory, MEMORY_CHOICES, "memory"),
+        ):
             if value not in valid:
                 raise ValueError(f"Unknown {what} {value!r}. Valid: {', '.join(valid)}")
         directions = DIRECTIONS if self.direction == "all" else (self.direction,)
         return directions, MEMORIES if self.memory == "all" else (self.memory,)
 
-    def run(self, progress: Callable[[int, int, str], None] | None = None,
-            on_size: Callable[[SweepResult], None] | None = None,
-            stop: threading.Event | None = None) -> SweepResult:
+    def run(
+        self,
+        progress: Callable[[int, int, str], None] | None = None,
+        on_size: Callable[[SweepResult], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> SweepResult:
         """Sweep every size in order; `progress(done, total, label)` counts sizes; `stop` set: raises `Stopped`
         after the case being timed. Nothing the backend can run among the choices: a ValueError saying why."""
         sizes, (directions, memories) = self.size_list(), self.choices()
         bench, policy = self.bench(), Policy.quick() if self.quick else Policy()
         if not bench.cases(sizes[0], directions, memories):
-            raise ValueError(f"Nothing to time for direction {self.direction!r} and host memory {self.memory!r}: "
-                             f"{bench.limits}. Choose among direction {', '.join(bench.directions)} and host "
-                             f"memory {', '.join(bench.memories)}.")
+            raise ValueError(
+                f"Nothing to time for direction {self.direction!r} and host memory {self.memory!r}: "
+                f"{bench.limits}. Choose among direction {', '.join(bench.directions)} and host "
+                f"memory {', '.join(bench.memories)}."
+            )
 
         def check(*_):
             if stop is not None and stop.is_set():
@@ -83,8 +93,9 @@ class TimingState:
         try:
             for done, nbytes in enumerate(sizes, 1):
                 check()
-                run_cases(bench.cases(nbytes, directions, memories), bench.clocks(), policy, check,
-                          self.result.measurements)
+                run_cases(
+                    bench.cases(nbytes, directions, memories), bench.clocks(), policy, check, self.result.measurements
+                )
                 if progress is not None:
                     progress(done, len(sizes), format_bytes(nbytes))
                 if on_size is not None:

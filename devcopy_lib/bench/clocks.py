@@ -1,9 +1,11 @@
 """The two clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees) and
 `EventClock` (CUDA events on a stream: device time). Both are injectable, so the harness runs on fake clocks."""
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
 class Clock(Protocol):
@@ -18,8 +20,9 @@ class WallClock:
 
     name = "wall"
 
-    def __init__(self, synchronize: Callable[[], None] = lambda: None,
-                 now: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self, synchronize: Callable[[], None] = lambda: None, now: Callable[[], float] = time.perf_counter
+    ) -> None:
         self.synchronize, self.now = synchronize, now
 
     def start(self) -> float:

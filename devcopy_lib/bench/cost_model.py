@@ -7,6 +7,7 @@ the pinned lines from a loaded method's own planned copies as `Method.profile` m
 CUDA events), since a method's copies are what the report prices and they cost a fixed ~30-40 µs more per copy than
 the bare engine.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,12 @@ def fit_line(sizes, seconds) -> Line:
     if per_byte <= 0:
         raise ValueError(f"fit_line: times do not grow with size (sizes {list(sizes)}, seconds {list(seconds)})")
     residuals = (latency + per_byte * n - t) / t
-    return Line(float(latency), float(1 / per_byte / 1e9), tuple(int(x) for x in n),
-                tuple(round(float(r), 4) for r in residuals))
+    return Line(
+        float(latency),
+        float(1 / per_byte / 1e9),
+        tuple(int(x) for x in n),
+        tuple(round(float(r), 4) for r in residuals),
+    )
 
 
 class CostModel:
@@ -57,28 +62,38 @@ class CostModel:
         self.lines, self.source = dict(lines), dict(source or {})
 
     @classmethod
-    def fit(cls, result: SweepResult, method: str = FIT_METHOD, clock: str = FIT_CLOCK) -> "CostModel":
+    def fit(cls, result: SweepResult, method: str = FIT_METHOD, clock: str = FIT_CLOCK) -> CostModel:
         """One line per (direction, memory) over the sweep's medians of `method` on `clock` (one-way copies)."""
         points: dict[tuple[str, str], list[tuple[int, float]]] = {}
         for m in result.measurements:
             if m.method == method and m.clock == clock and m.direction in ("h2d", "d2h"):
                 points.setdefault((m.direction, m.memory), []).append((m.nbytes, m.median))
         if not points:
-            raise ValueError(f"No {method!r} measurements on clock {clock!r} in the sweep; methods there: "
-                             f"{sorted({m.method for m in result.measurements})}")
+            raise ValueError(
+                f"No {method!r} measurements on clock {clock!r} in the sweep; methods there: "
+                f"{sorted({m.method for m in result.measurements})}"
+            )
         lines = {key: fit_line(*zip(*sorted(pts))) for key, pts in points.items()}
-        source = {"backend": result.backend, "device": result.device, "method": method, "clock": clock,
-                  **{k: result.meta[k] for k in ("date", "command") if k in result.meta}}
+        source = {
+            "backend": result.backend,
+            "device": result.device,
+            "method": method,
+            "clock": clock,
+            **{k: result.meta[k] for k in ("date", "command") if k in result.meta},
+        }
         return cls(lines, source)
 
-    def with_planned_copies(self, copies: list[dict], source: dict) -> "CostModel":
+    def with_planned_copies(self, copies: list[dict], source: dict) -> CostModel:
         """This model with its pinned lines refitted from a loaded method's profiled planned copies (rows with `op`,
         `bytes`, `memory`, `measured_s`, as `Method.profile` gives them): what a method's copy step costs, not the
         raw engine's. Directions with fewer than two distinct sizes keep their sweep line."""
         lines = dict(self.lines)
         for direction in ("h2d", "d2h"):
-            points = sorted((c["bytes"], c["measured_s"]) for c in copies
-                            if f"_{direction}_copy" in c["op"] and c["memory"] == "pinned" and c["measured_s"])
+            points = sorted(
+                (c["bytes"], c["measured_s"])
+                for c in copies
+                if f"_{direction}_copy" in c["op"] and c["memory"] == "pinned" and c["measured_s"]
+            )
             if len({n for n, _ in points}) >= 2:
                 lines[(direction, "pinned")] = fit_line(*zip(*points))
         return CostModel(lines, {**self.source, "pinned_lines_from": source})
@@ -88,21 +103,38 @@ class CostModel:
         try:
             line = self.lines[(direction, memory)]
         except KeyError:
-            raise ValueError(f"No cost line for direction={direction!r}, memory={memory!r}. Valid: "
-                             f"{sorted(f'{d}/{m}' for d, m in self.lines)}") from None
+            raise ValueError(
+                f"No cost line for direction={direction!r}, memory={memory!r}. Valid: "
+                f"{sorted(f'{d}/{m}' for d, m in self.lines)}"
+            ) from None
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes!r}")
         return 0.0 if nbytes == 0 else line.seconds(nbytes)
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "lines": [
-            {"direction": d, "memory": m, "latency_s": l.latency_s, "bandwidth_gbps": l.bandwidth_gbps,
-             "sizes": list(l.sizes), "residuals": list(l.residuals)} for (d, m), l in sorted(self.lines.items())]}
+        return {
+            "source": self.source,
+            "lines": [
+                {
+                    "direction": d,
+                    "memory": m,
+                    "latency_s": l.latency_s,
+                    "bandwidth_gbps": l.bandwidth_gbps,
+                    "sizes": list(l.sizes),
+                    "residuals": list(l.residuals),
+                }
+                for (d, m), l in sorted(self.lines.items())
+            ],
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CostModel":
-        lines = {(e["direction"], e["memory"]): Line(e["latency_s"], e["bandwidth_gbps"], tuple(e["sizes"]),
-                                                     tuple(e["residuals"])) for e in data["lines"]}
+    def from_dict(cls, data: dict) -> CostModel:
+        lines = {
+            (e["direction"], e["memory"]): Line(
+                e["latency_s"], e["bandwidth_gbps"], tuple(e["sizes"]), tuple(e["residuals"])
+            )
+            for e in data["lines"]
+        }
         return cls(lines, data.get("source"))
 
     def save(self, path: str) -> None:
@@ -111,7 +143,7 @@ class CostModel:
             handle.write("\n")
 
     @classmethod
-    def load(cls, path: str) -> "CostModel":
+    def load(cls, path: str) -> CostModel:
         with open(path) as handle:
             return cls.from_dict(json.load(handle))
 

@@ -1,12 +1,14 @@
 """The timing loop and the sweep result: warm-ups, then samples until a time budget (within min/max counts), per
 clock; a progress callback per case; results as rows, JSON and CSV."""
+
 from __future__ import annotations
 
 import csv
 import json
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TextIO
+from typing import Any, TextIO
 
 from .clocks import Clock
 from .measurement import Measurement
@@ -40,7 +42,7 @@ class Policy:
     budget_s: float = 0.2
 
     @classmethod
-    def quick(cls) -> "Policy":
+    def quick(cls) -> Policy:
         return cls(warmup=1, min_samples=3, max_samples=5, budget_s=0.01)
 
 
@@ -56,8 +58,13 @@ def measure(fn: Callable[[], Any], clock: Clock, policy: Policy) -> list[float]:
     return samples
 
 
-def run_cases(cases: Iterable[Case], clocks: dict[str, Clock], policy: Policy,
-              progress: Progress | None = None, out: list[Measurement] | None = None) -> list[Measurement]:
+def run_cases(
+    cases: Iterable[Case],
+    clocks: dict[str, Clock],
+    policy: Policy,
+    progress: Progress | None = None,
+    out: list[Measurement] | None = None,
+) -> list[Measurement]:
     """Time every case on every clock it and the backend both support, in order; each measurement is appended to
     `out` (a new list by default) as it finishes, so a caller keeps the finished ones when interrupted."""
     cases = list(cases)
@@ -66,8 +73,11 @@ def run_cases(cases: Iterable[Case], clocks: dict[str, Clock], policy: Policy,
         fn = case.make()
         for name in case.clocks:
             if name in clocks:
-                out.append(Measurement(case.method, case.direction, case.memory, case.nbytes, name,
-                                       measure(fn, clocks[name], policy)))
+                out.append(
+                    Measurement(
+                        case.method, case.direction, case.memory, case.nbytes, name, measure(fn, clocks[name], policy)
+                    )
+                )
         if progress is not None:
             progress(done, len(cases), case.label)
     return out
@@ -102,7 +112,7 @@ class SweepResult:
         return {"backend": self.backend, "device": self.device, **self.meta, "rows": self.rows()}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SweepResult":
+    def from_dict(cls, data: dict) -> SweepResult:
         meta = {k: v for k, v in data.items() if k not in ("backend", "device", "rows")}
         return cls(data["backend"], data["device"], [Measurement.from_row(r) for r in data["rows"]], meta)
 
@@ -113,12 +123,21 @@ class SweepResult:
         """One line per measurement; samples joined by spaces."""
         with open(path, "w", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["method", "direction", "memory", "bytes", "clock", "median_s", "iqr_s", "gbps",
-                             "samples"])
+            writer.writerow(["method", "direction", "memory", "bytes", "clock", "median_s", "iqr_s", "gbps", "samples"])
             for r in self.rows():
-                writer.writerow([r["method"], r["direction"], r["memory"], r["bytes"], r["clock"],
-                                 f"{r['median_s']:.9g}", f"{r['iqr_s']:.9g}", f"{r['gbps']:.6g}",
-                                 " ".join(f"{s:.9g}" for s in r["samples"])])
+                writer.writerow(
+                    [
+                        r["method"],
+                        r["direction"],
+                        r["memory"],
+                        r["bytes"],
+                        r["clock"],
+                        f"{r['median_s']:.9g}",
+                        f"{r['iqr_s']:.9g}",
+                        f"{r['gbps']:.6g}",
+                        " ".join(f"{s:.9g}" for s in r["samples"]),
+                    ]
+                )
 
     @property
     def warnings(self) -> list[str]:

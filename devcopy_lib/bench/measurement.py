@@ -1,4 +1,5 @@
 """A timing result as a plain object, like torch.utils.benchmark.Measurement: raw samples kept, statistics lazy."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,8 +38,10 @@ class Measurement:
     @property
     def warnings(self) -> list[str]:
         if self.median > 0 and self.iqr / self.median > SPREAD_WARNING:
-            return [f"{self.label}: IQR is {self.iqr / self.median:.0%} of the median over {len(self.samples)} "
-                    "samples; the timing is noisy (other load, clock ramp-up): rerun or take more samples"]
+            return [
+                f"{self.label}: IQR is {self.iqr / self.median:.0%} of the median over {len(self.samples)} "
+                "samples; the timing is noisy (other load, clock ramp-up): rerun or take more samples"
+            ]
         return []
 
     @property
@@ -47,11 +50,25 @@ class Measurement:
 
     def row(self) -> dict:
         """The JSON/CSV row: method, direction, memory, bytes, clock, median_s, iqr_s, gbps, samples."""
-        return {"method": self.method, "direction": self.direction, "memory": self.memory, "bytes": self.nbytes,
-                "clock": self.clock, "median_s": self.median, "iqr_s": self.iqr, "gbps": self.gbps,
-                "samples": list(self.samples)}
+        return {
+            "method": self.method,
+            "direction": self.direction,
+            "memory": self.memory,
+            "bytes": self.nbytes,
+            "clock": self.clock,
+            "median_s": self.median,
+            "iqr_s": self.iqr,
+            "gbps": self.gbps,
+            "samples": list(self.samples),
+        }
 
     @classmethod
-    def from_row(cls, row: dict) -> "Measurement":
-        return cls(row["method"], row["direction"], row["memory"], int(row["bytes"]), row["clock"],
-                   [float(s) for s in row["samples"]])
+    def from_row(cls, row: dict) -> Measurement:
+        return cls(
+            row["method"],
+            row["direction"],
+            row["memory"],
+            int(row["bytes"]),
+            row["clock"],
+            [float(s) for s in row["samples"]],
+        )

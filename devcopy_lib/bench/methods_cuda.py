@@ -3,11 +3,13 @@
 Buffers are made once per size (outside timing) and filled with a non-zero pattern; methods that allocate by nature
 (`.to('cuda')`, `.cpu()`, `cupy.asarray`, `.get()`) allocate inside the timed call, as a caller would see them.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -59,8 +61,10 @@ class CudaBench:
         if self._size != n:
             self.release()
             b = SimpleNamespace(dev=self.alloc.allocate(n), dev2=self.alloc.allocate(n))
-            b.host = {"pageable": (_filled(np.empty(n, np.uint8)), _filled(np.empty(n, np.uint8), 0)),
-                      "pinned": (_filled(self.alloc.allocate_host(n)), _filled(self.alloc.allocate_host(n), 0))}
+            b.host = {
+                "pageable": (_filled(np.empty(n, np.uint8)), _filled(np.empty(n, np.uint8), 0)),
+                "pinned": (_filled(self.alloc.allocate_host(n)), _filled(self.alloc.allocate_host(n), 0)),
+            }
             if self.torch is not None:
                 b.t_dev = self.torch.empty(n, dtype=self.torch.uint8, device="cuda")
                 b.t_pinned = self.torch.empty(n, dtype=self.torch.uint8, pin_memory=True).fill_(0xA5)
@@ -91,9 +95,13 @@ class CudaBench:
 
     # ---- methods: build(direction, memory, n, probe) -> the call, or with probe=True whether it applies ---------
     def _methods(self) -> list[tuple[str, Callable]]:
-        methods = [("cudaMemcpy", self._memcpy), ("cudaMemcpyAsync", self._memcpy_async),
-                   ("devcopy engine", self._engine), ("devcopy allocator", self._allocator),
-                   ("cupy asarray/get", self._cupy)]
+        methods = [
+            ("cudaMemcpy", self._memcpy),
+            ("cudaMemcpyAsync", self._memcpy_async),
+            ("devcopy engine", self._engine),
+            ("devcopy allocator", self._allocator),
+            ("cupy asarray/get", self._cupy),
+        ]
         if self.torch is not None:
             methods += [("torch .to/.cpu", self._torch_alloc), ("torch copy_", self._torch_copy)]
         return methods
@@ -110,8 +118,10 @@ class CudaBench:
             return partial(self.rt.memcpyAsync, *self._ends(direction, memory, n)[:2], n, _DEFAULT, 0)
         h2d_dst, h2d_src, b = self._ends("h2d", memory, n)
         d2h_dst = b.host[memory][1].ctypes.data
-        return self._fork_join(partial(self.rt.memcpyAsync, h2d_dst, h2d_src, n, _DEFAULT, 0),
-                               lambda s: self.rt.memcpyAsync(d2h_dst, b.dev2.address, n, _DEFAULT, s.ptr))
+        return self._fork_join(
+            partial(self.rt.memcpyAsync, h2d_dst, h2d_src, n, _DEFAULT, 0),
+            lambda s: self.rt.memcpyAsync(d2h_dst, b.dev2.address, n, _DEFAULT, s.ptr),
+        )
 
     def _engine(self, direction, memory, n, probe=False):
         if probe:
@@ -122,8 +132,10 @@ class CudaBench:
         h2d_dst, h2d_src, b = self._ends("h2d", memory, n)
         d2h_dst = b.host[memory][1].ctypes.data
         null = self.cupy.cuda.Stream.null
-        return self._fork_join(partial(self.engine.h2d_async, h2d_dst, h2d_src, n, null),
-                               lambda s: self.engine.d2h_async(d2h_dst, b.dev2.address, n, s))
+        return self._fork_join(
+            partial(self.engine.h2d_async, h2d_dst, h2d_src, n, null),
+            lambda s: self.engine.d2h_async(d2h_dst, b.dev2.address, n, s),
+        )
 
     def _allocator(self, direction, memory, n, probe=False):
         if probe:

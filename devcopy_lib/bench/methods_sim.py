@@ -1,5 +1,6 @@
 """What is timed on the simulated accelerator (wall clock only): NumPy's copyto of the same bytes, and devcopy's
 allocator path."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -26,9 +27,12 @@ class SimulatedBench:
         return {"wall": WallClock()}
 
     def cases(self, n: int, directions, memories) -> list[Case]:
-        return [Case(method, d, "pageable", n, partial(build, d, n), clocks=("wall",))
-                for d in directions if d in self.directions and "pageable" in memories
-                for method, build in (("numpy copyto", self._copyto), ("devcopy allocator", self._allocator))]
+        return [
+            Case(method, d, "pageable", n, partial(build, d, n), clocks=("wall",))
+            for d in directions
+            if d in self.directions and "pageable" in memories
+            for method, build in (("numpy copyto", self._copyto), ("devcopy allocator", self._allocator))
+        ]
 
     def release(self) -> None:
         if self._bufs is not None:

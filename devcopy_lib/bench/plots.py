@@ -2,6 +2,7 @@
 ticks, IQR error bars, baselines dashed, the ceilings named in a legend outside the data), small-copy latency, and a
 compact size x method GB/s matrix. matplotlib is imported lazily and without pyplot, so a notebook kernel keeps its
 backend; each plot function returns the Figure and writes it to `path` when one is given."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,8 +29,11 @@ def ceilings(result: SweepResult, ceiling_gbps: float | None = None) -> list[tup
     if result.backend == "cupy":
         measured = [m.gbps for m in result.measurements if (m.method, m.memory) == (CEILING_METHOD, "pinned")]
         lines = [(PCIE5_X16_GBPS, f"PCIe 5.0 x16 link ({PCIE5_X16_GBPS:g} GB/s, theoretical)")]
-        return lines + ([(max(measured), f"measured ceiling ({CEILING_METHOD} pinned, {max(measured):.1f} GB/s)")]
-                        if measured else [])
+        return lines + (
+            [(max(measured), f"measured ceiling ({CEILING_METHOD} pinned, {max(measured):.1f} GB/s)")]
+            if measured
+            else []
+        )
     peaks = [m.gbps for m in result.measurements if is_baseline(m.method)]
     return [(max(peaks), f"host memcpy peak ({max(peaks):.1f} GB/s, simulated)")] if peaks else []
 
@@ -43,9 +47,9 @@ def _figure(panels: int, width: float, height: float, per_row: int = 3):
     nrows = max(1, -(-panels // ncols))
     fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
     axes = list(fig.subplots(nrows, ncols, squeeze=False, sharey=True).flat)
-    for extra in axes[max(1, panels):]:
+    for extra in axes[max(1, panels) :]:
         extra.remove()
-    return fig, axes[:max(1, panels)]
+    return fig, axes[: max(1, panels)]
 
 
 def _finish(fig, path: str | None):
@@ -80,8 +84,9 @@ def _iqr_gbps(m) -> tuple[float, float]:
     return m.gbps - m.nbytes / q3 / 1e9, (m.nbytes / q1 / 1e9 if q1 > 0 else m.gbps) - m.gbps
 
 
-def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "wall",
-                   ceiling_gbps: float | None = None):
+def plot_bandwidth(
+    result: SweepResult, path: str | None = None, clock: str = "wall", ceiling_gbps: float | None = None
+):
     """GB/s against bytes per copy, one panel per (direction, host memory) on `clock`: a line per method with IQR
     error bars, baselines dashed, the ceilings dotted; one legend, below the panels, names lines and ceilings."""
     panels = [p for p in PANELS if any((m.direction, m.memory, m.clock) == (*p, clock) for m in result.measurements)]
@@ -93,9 +98,16 @@ def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "w
         for method in sorted(dict.fromkeys(m.method for m in rows)):
             points = sorted((m for m in rows if m.method == method), key=lambda m: m.nbytes)
             errors = np.array([_iqr_gbps(m) for m in points]).T
-            line = ax.errorbar([m.nbytes for m in points], [m.gbps for m in points], yerr=errors, marker="o",
-                               markersize=3, capsize=2, color=colours[method],
-                               linestyle="--" if is_baseline(method) else "-")
+            line = ax.errorbar(
+                [m.nbytes for m in points],
+                [m.gbps for m in points],
+                yerr=errors,
+                marker="o",
+                markersize=3,
+                capsize=2,
+                color=colours[method],
+                linestyle="--" if is_baseline(method) else "-",
+            )
             handles.setdefault(method, line)
         for colour, (gbps, label) in zip(("black", "gray", "silver"), ceilings(result, ceiling_gbps)):
             handles.setdefault(label, ax.axhline(gbps, color=colour, linestyle=":", linewidth=1.2))
@@ -107,8 +119,14 @@ def plot_bandwidth(result: SweepResult, path: str | None = None, clock: str = "w
         ax.set_ylabel(f"GB/s ({clock} clock; bars: IQR)")
     fig.suptitle(f"copy bandwidth on {result.backend}: {result.device}", fontsize=9)
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(3, len(handles)),
-                   fontsize=7, frameon=False)
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="outside lower center",
+            ncols=min(3, len(handles)),
+            fontsize=7,
+            frameon=False,
+        )
     return _finish(fig, path)
 
 
@@ -120,20 +138,27 @@ def plot_latency(result: SweepResult, path: str | None = None):
     fig, axes = _figure(len(clocks), 5, 3.6)
     handles: dict[str, object] = {}
     for ax, clock in zip(axes, clocks):
-        rows = [m for m in result.measurements
-                if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != "both"]
+        rows = [
+            m for m in result.measurements if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != "both"
+        ]
         for key in sorted(dict.fromkeys((m.method, m.direction, m.memory) for m in rows)):
             points = sorted((m.nbytes, m.median * 1e6) for m in rows if (m.method, m.direction, m.memory) == key)
-            (line,) = ax.plot(*zip(*points), color=colours[key[0]], marker="o" if key[1] == "h2d" else "s",
-                              markersize=3, linestyle="--" if key[2] == "pageable" else "-")
+            (line,) = ax.plot(
+                *zip(*points),
+                color=colours[key[0]],
+                marker="o" if key[1] == "h2d" else "s",
+                markersize=3,
+                linestyle="--" if key[2] == "pageable" else "-",
+            )
             handles.setdefault(" ".join(key), line)
         ax.set(xscale="log", xlabel="bytes per copy", ylabel="median µs", title=f"small copies ({clock} clock)")
         if rows:
             _binary_size_axis(ax.xaxis, [m.nbytes for m in rows])
         ax.grid(True, alpha=0.3)
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=3, fontsize=6,
-                   frameon=False)
+        fig.legend(
+            list(handles.values()), list(handles), loc="outside lower center", ncols=3, fontsize=6, frameon=False
+        )
     return _finish(fig, path)
 
 

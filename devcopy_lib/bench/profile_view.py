@@ -1,8 +1,9 @@
 """Where a method call's time goes: a table and a timeline of `Method.profile` rows (matplotlib, imported lazily,
 figures built without pyplot like bench/plots.py), with each copy's cost-model prediction beside its measurement."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .sizes import format_size
 
@@ -17,13 +18,18 @@ def profile_table(rows: Sequence[dict]) -> list[dict]:
     table = []
     for row in rows:
         predicted, wall = row.get("predicted_s"), row.get("wall_s") or row["measured_s"]
-        table.append({
-            "#": str(row["index"]), "kind": row["kind"], "op": row["op"],
-            "bytes": format_size(row["bytes"]) if row.get("bytes") is not None else "",
-            "measured µs": f"{row['measured_s'] * 1e6:.1f}", "share": f"{row['measured_s'] / total:.0%}",
-            "predicted µs": f"{predicted * 1e6:.1f}" if predicted is not None else "",
-            "pred/meas": f"{predicted / wall:.2f}" if predicted is not None and wall else "",  # a wall-clock model
-        })
+        table.append(
+            {
+                "#": str(row["index"]),
+                "kind": row["kind"],
+                "op": row["op"],
+                "bytes": format_size(row["bytes"]) if row.get("bytes") is not None else "",
+                "measured µs": f"{row['measured_s'] * 1e6:.1f}",
+                "share": f"{row['measured_s'] / total:.0%}",
+                "predicted µs": f"{predicted * 1e6:.1f}" if predicted is not None else "",
+                "pred/meas": f"{predicted / wall:.2f}" if predicted is not None and wall else "",  # a wall-clock model
+            }
+        )
     table.append({**dict.fromkeys(COLUMNS, ""), "#": "total", "measured µs": f"{total * 1e6:.1f}", "share": "100%"})
     return table
 
@@ -56,8 +62,11 @@ def plot_timeline(rows: Sequence[dict], path: str | None = None, title: str = "o
     ax.set_xlabel("µs from the call's first instruction")
     ax.set_title(title, fontsize=9)
     handles = [Patch(color=c, label=k) for k, c in KIND_COLORS.items()]
-    ax.legend(handles=handles + [Patch(fill=False, edgecolor="black", label="predicted (copies)")], fontsize=7,
-              loc="lower right")
+    ax.legend(
+        handles=handles + [Patch(fill=False, edgecolor="black", label="predicted (copies)")],
+        fontsize=7,
+        loc="lower right",
+    )
     fig.tight_layout()
     if path:
         fig.savefig(path, dpi=110)

@@ -1,4 +1,5 @@
 """Copy sizes: binary K/M/G suffixes (`4K`, `64M`, `1G`), lists (`4K,1M`) and power-of-two ranges (`4K..1G`)."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,10 @@ def parse_size(text: str) -> int:
     """`64M` -> 67108864; raises ValueError naming the bad text and the accepted forms."""
     match = _SIZE.match(text)
     if not match or int(match.group(1)) == 0:
-        raise ValueError(f"Bad size {text!r}: expected a positive integer with an optional binary suffix K, M or G "
-                         "(e.g. 4K, 64M, 1G)")
+        raise ValueError(
+            f"Bad size {text!r}: expected a positive integer with an optional binary suffix K, M or G "
+            "(e.g. 4K, 64M, 1G)"
+        )
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
 
 
@@ -29,8 +32,9 @@ def parse_sizes(text: str) -> list[int]:
             continue
         a, b = parse_size(low), parse_size(high)
         if a > b:
-            raise ValueError(f"Bad size range {part.strip()!r}: {low.strip()} is larger than {high.strip()}; "
-                             "write it low..high")
+            raise ValueError(
+                f"Bad size range {part.strip()!r}: {low.strip()} is larger than {high.strip()}; write it low..high"
+            )
         sizes.update(1 << k for k in range(b.bit_length()) if a <= 1 << k <= b)
     if not sizes:
         raise ValueError(f"No sizes in {text!r}: give e.g. 4K,1M,64M or 4K..1G")

@@ -1,4 +1,5 @@
 """`sweep()`: time every method over sizes, directions and host-memory kinds on the selected backend."""
+
 from __future__ import annotations
 
 import os
@@ -61,7 +62,13 @@ def run_plan(name: str, bench, cases, policy: Policy | None = None, progress: Pr
     return SweepResult(name, bench.device, measurements, meta)
 
 
-def sweep(backend: str | None = None, sizes: list[int] | None = None, directions=DIRECTIONS, memories=MEMORIES,
-          policy: Policy | None = None, progress: Progress | None = None) -> SweepResult:
+def sweep(
+    backend: str | None = None,
+    sizes: list[int] | None = None,
+    directions=DIRECTIONS,
+    memories=MEMORIES,
+    policy: Policy | None = None,
+    progress: Progress | None = None,
+) -> SweepResult:
     """Run the sweep; the result names the backend (`simulated` on a machine without CUDA) and the device."""
     return run_plan(*plan(backend, sizes, directions, memories), policy, progress)

@@ -1,5 +1,6 @@
 """The copy engine's targets (docs/benchmarks.md), evaluated from one sweep: each a ratio of devcopy to a baseline measured in
 the same run on the same clock."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,20 @@ class Target:
             else:
                 value = ours.gbps / base.gbps
             met = value <= self.goal if self.lower_is_better else value >= self.goal
-            rows.append({"target": self.name, "direction": self.direction, "memory": self.memory, "bytes": n, "clock": self.clock, "value": value, "goal": self.goal,
-                         "met": met, "ours_s": ours.median, "base_s": base.median if base else None})
+            rows.append(
+                {
+                    "target": self.name,
+                    "direction": self.direction,
+                    "memory": self.memory,
+                    "bytes": n,
+                    "clock": self.clock,
+                    "value": value,
+                    "goal": self.goal,
+                    "met": met,
+                    "ours_s": ours.median,
+                    "base_s": base.median if base else None,
+                }
+            )
         return rows
 
 
@@ -49,35 +62,115 @@ def cuda_targets() -> list[Target]:
     out = []
     for clock in ("events", "wall"):
         for d in ("h2d", "d2h"):
-            out.append(Target(f"planned (pinned) {d} >= 0.95x cudaMemcpyAsync", d, "pinned", big, ENGINE,
-                              "cudaMemcpyAsync", 0.95, clock))
+            out.append(
+                Target(
+                    f"planned (pinned) {d} >= 0.95x cudaMemcpyAsync",
+                    d,
+                    "pinned",
+                    big,
+                    ENGINE,
+                    "cudaMemcpyAsync",
+                    0.95,
+                    clock,
+                )
+            )
     for clock in ("wall", "events"):
         out += [
-            Target("pageable h2d at 64 MiB >= 2x cudaMemcpy", "h2d", "pageable", (64 * MiB,), ENGINE, "cudaMemcpy",
-                   2.0, clock),
-            Target("pageable h2d at 64 MiB >= 2x torch .to('cuda')", "h2d", "pageable", (64 * MiB,), ENGINE,
-                   "torch .to/.cpu", 2.0, clock),
-            Target("pageable h2d >= 256 MiB >= 3x cudaMemcpy", "h2d", "pageable", (256 * MiB, 1024 * MiB), ENGINE,
-                   "cudaMemcpy", 3.0, clock),
-            Target("pageable h2d >= 256 MiB >= 3x torch .to('cuda')", "h2d", "pageable", (256 * MiB, 1024 * MiB),
-                   ENGINE, "torch .to/.cpu", 3.0, clock),
-            Target("pageable d2h >= 256 MiB >= 1.5x cudaMemcpy", "d2h", "pageable", (256 * MiB, 1024 * MiB), ENGINE,
-                   "cudaMemcpy", 1.5, clock),
-            Target("pageable d2h >= 256 MiB >= 10x torch .cpu()", "d2h", "pageable", (256 * MiB, 1024 * MiB), ENGINE,
-                   "torch .to/.cpu", 10.0, clock),
-            Target("both directions, pinned, 256 MiB each: >= 0.97x raw bidirectional cudaMemcpyAsync", "both",
-                   "pinned", (512 * MiB,), ENGINE, "cudaMemcpyAsync", 0.97, clock),
+            Target(
+                "pageable h2d at 64 MiB >= 2x cudaMemcpy",
+                "h2d",
+                "pageable",
+                (64 * MiB,),
+                ENGINE,
+                "cudaMemcpy",
+                2.0,
+                clock,
+            ),
+            Target(
+                "pageable h2d at 64 MiB >= 2x torch .to('cuda')",
+                "h2d",
+                "pageable",
+                (64 * MiB,),
+                ENGINE,
+                "torch .to/.cpu",
+                2.0,
+                clock,
+            ),
+            Target(
+                "pageable h2d >= 256 MiB >= 3x cudaMemcpy",
+                "h2d",
+                "pageable",
+                (256 * MiB, 1024 * MiB),
+                ENGINE,
+                "cudaMemcpy",
+                3.0,
+                clock,
+            ),
+            Target(
+                "pageable h2d >= 256 MiB >= 3x torch .to('cuda')",
+                "h2d",
+                "pageable",
+                (256 * MiB, 1024 * MiB),
+                ENGINE,
+                "torch .to/.cpu",
+                3.0,
+                clock,
+            ),
+            Target(
+                "pageable d2h >= 256 MiB >= 1.5x cudaMemcpy",
+                "d2h",
+                "pageable",
+                (256 * MiB, 1024 * MiB),
+                ENGINE,
+                "cudaMemcpy",
+                1.5,
+                clock,
+            ),
+            Target(
+                "pageable d2h >= 256 MiB >= 10x torch .cpu()",
+                "d2h",
+                "pageable",
+                (256 * MiB, 1024 * MiB),
+                ENGINE,
+                "torch .to/.cpu",
+                10.0,
+                clock,
+            ),
+            Target(
+                "both directions, pinned, 256 MiB each: >= 0.97x raw bidirectional cudaMemcpyAsync",
+                "both",
+                "pinned",
+                (512 * MiB,),
+                ENGINE,
+                "cudaMemcpyAsync",
+                0.97,
+                clock,
+            ),
         ]
-    out += [Target(f"4 KiB {d} through the allocator path <= 1.5x torch copy_ pinned + sync (time)", d, "pinned",
-                   (4096,), ALLOCATOR, "torch copy_", 1.5, "wall", lower_is_better=True) for d in ("h2d", "d2h")]
+    out += [
+        Target(
+            f"4 KiB {d} through the allocator path <= 1.5x torch copy_ pinned + sync (time)",
+            d,
+            "pinned",
+            (4096,),
+            ALLOCATOR,
+            "torch copy_",
+            1.5,
+            "wall",
+            lower_is_better=True,
+        )
+        for d in ("h2d", "d2h")
+    ]
     return out
 
 
 def simulated_targets() -> list[Target]:
     """Bandwidth-bound sizes (1 MiB up); below that a fixed per-call cost dominates (docs/benchmarks.md gives it)."""
     sizes = (1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)
-    return [Target(f"simulated {d} >= 0.8x numpy copyto", d, "pageable", sizes, ALLOCATOR, "numpy copyto", 0.8)
-            for d in ("h2d", "d2h")]
+    return [
+        Target(f"simulated {d} >= 0.8x numpy copyto", d, "pageable", sizes, ALLOCATOR, "numpy copyto", 0.8)
+        for d in ("h2d", "d2h")
+    ]
 
 
 def evaluate(result: SweepResult) -> list[dict]:

@@ -4,6 +4,7 @@
 whatever happens, interrupts and `sys.exit` from the user's model code included (anything the command itself would
 print on stdout goes to stderr meanwhile); exit codes from `common.ERROR_KINDS`.
 """
+
 from __future__ import annotations
 
 import contextlib

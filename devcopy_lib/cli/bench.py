@@ -1,6 +1,7 @@
 """`devcopy bench`: time host<->device copies over sizes, directions and host-memory kinds, on the selected backend.
 Every argument (sizes, output paths, what the backend can time) is checked before the first copy; Ctrl-C keeps the
 rows measured so far, in the JSON and the CSV (exit 130)."""
+
 from __future__ import annotations
 
 import sys
@@ -8,8 +9,16 @@ import sys
 from ..bench.harness import Policy, TextProgress
 from ..bench.sizes import format_size, parse_sizes
 from ..bench.sweep import DIRECTIONS, MEMORIES, SweepInterrupted, plan, run_plan
-from .common import (EXIT_INTERRUPTED, Outcome, UsageError, add_backend, add_json, backend_name, check_output_path,
-                     error_payload)
+from .common import (
+    EXIT_INTERRUPTED,
+    Outcome,
+    UsageError,
+    add_backend,
+    add_json,
+    backend_name,
+    check_output_path,
+    error_payload,
+)
 
 MAX_SIZE = 1 << 40  # 1 TiB: more than any device or host here holds; a larger size is a typo
 
@@ -22,8 +31,10 @@ def _sizes(text: str | None) -> list[int] | None:
     except ValueError as exc:
         raise UsageError(f"--sizes: {exc}") from None
     if sizes[-1] > MAX_SIZE:
-        raise UsageError(f"--sizes {text!r}: {sizes[-1]} bytes is more than {format_size(MAX_SIZE)}; give sizes up "
-                         "to 1G or so (e.g. 4K..1G)")
+        raise UsageError(
+            f"--sizes {text!r}: {sizes[-1]} bytes is more than {format_size(MAX_SIZE)}; give sizes up "
+            "to 1G or so (e.g. 4K..1G)"
+        )
     return sizes
 
 
@@ -31,8 +42,9 @@ def _plot_suffixes() -> tuple[str, ...]:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
     except ImportError:
-        raise UsageError("--plot needs matplotlib: pip install matplotlib (or the lab extra), or leave --plot out") \
-            from None
+        raise UsageError(
+            "--plot needs matplotlib: pip install matplotlib (or the lab extra), or leave --plot out"
+        ) from None
     return tuple(f".{ext}" for ext in FigureCanvasAgg.get_supported_filetypes())
 
 
@@ -40,9 +52,11 @@ def _refuse_empty(name: str, bench, sizes, directions, memories) -> None:
     """What the backend can time, named, when none of the requested directions and memories is among it."""
     can = sorted({f"{c.direction}/{c.memory}" for c in bench.cases(sizes[0], DIRECTIONS, MEMORIES)})
     bench.alloc.close()
-    raise UsageError(f"the {name} backend cannot time --direction {'/'.join(directions)} with --memory "
-                     f"{'/'.join(memories)}: it times {', '.join(can)} only. Pick one of those (or --backend cupy "
-                     "on a CUDA machine).")
+    raise UsageError(
+        f"the {name} backend cannot time --direction {'/'.join(directions)} with --memory "
+        f"{'/'.join(memories)}: it times {', '.join(can)} only. Pick one of those (or --backend cupy "
+        "on a CUDA machine)."
+    )
 
 
 def run(args) -> Outcome:
@@ -75,11 +89,15 @@ def run(args) -> Outcome:
 
 
 def _render(payload: dict) -> str:
-    lines = [f"backend: {payload['backend']}  device: {payload['device']}",
-             f"{'method':<20} {'dir':<5} {'memory':<9} {'bytes':>6} {'clock':<6} {'median':>11} {'GB/s':>8}"]
+    lines = [
+        f"backend: {payload['backend']}  device: {payload['device']}",
+        f"{'method':<20} {'dir':<5} {'memory':<9} {'bytes':>6} {'clock':<6} {'median':>11} {'GB/s':>8}",
+    ]
     for r in payload["rows"]:
-        lines.append(f"{r['method']:<20} {r['direction']:<5} {r['memory']:<9} {format_size(r['bytes']):>6} "
-                     f"{r['clock']:<6} {r['median_s'] * 1e6:>9.1f}us {r['gbps']:>8.2f}")
+        lines.append(
+            f"{r['method']:<20} {r['direction']:<5} {r['memory']:<9} {format_size(r['bytes']):>6} "
+            f"{r['clock']:<6} {r['median_s'] * 1e6:>9.1f}us {r['gbps']:>8.2f}"
+        )
     return "\n".join(lines)
 
 

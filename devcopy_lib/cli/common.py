@@ -4,6 +4,7 @@ The contract (docs/reliability.md): with `--json`, exactly one JSON object on st
 only); exit 0 on success, 1 when the pass, the runtime or the user's model code fails, 2 on an argument error (found
 before any work starts), 130 on an interrupt.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,8 +12,9 @@ import difflib
 import json
 import math
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..names import BACKEND_CHOICES
 
@@ -22,17 +24,23 @@ EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 ERROR_KINDS = {
     "usage": (EXIT_USAGE, "an argument (or DEVCOPY_BACKEND, or what MODEL names) is invalid; nothing ran"),
     "user_code": (EXIT_REFUSED, "the model file or its factory raised or exited; `file` and `factory` name it"),
-    "unsupported_model": (EXIT_REFUSED, "the model exports, but devcopy cannot place or run it (non-tensor outputs, "
-                                        "data-dependent output sizes)"),
+    "unsupported_model": (
+        EXIT_REFUSED,
+        "the model exports, but devcopy cannot place or run it (non-tensor outputs, data-dependent output sizes)",
+    ),
     "placement": (EXIT_REFUSED, "the device-placement pass refused the program under the options"),
-    "missing_operator": (EXIT_REFUSED, "the linked libs do not register an operator the program calls; `missing` "
-                                       "lists them"),
+    "missing_operator": (
+        EXIT_REFUSED,
+        "the linked libs do not register an operator the program calls; `missing` lists them",
+    ),
     "registration": (EXIT_REFUSED, "a kernel was registered twice"),
     "load": (EXIT_REFUSED, "loading the method failed; `error_code` is ExecuTorch's Error name"),
     "execution": (EXIT_REFUSED, "running the method failed; `error_code` is ExecuTorch's Error name"),
     "device": (EXIT_REFUSED, "the device backend failed (a CUDA error, out of device memory)"),
-    "executorch_refused": (EXIT_REFUSED, "ExecuTorch itself refused the program (the reference run); not a devcopy "
-                                         "error"),
+    "executorch_refused": (
+        EXIT_REFUSED,
+        "ExecuTorch itself refused the program (the reference run); not a devcopy error",
+    ),
     "interrupted": (EXIT_INTERRUPTED, "interrupted (Ctrl-C); a bench keeps the rows measured so far"),
     "internal": (EXIT_REFUSED, "a devcopy bug: anything else; the message says what was raised"),
 }
@@ -93,7 +101,9 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 def add_backend(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--backend", default="auto", choices=BACKEND_CHOICES,
+        "--backend",
+        default="auto",
+        choices=BACKEND_CHOICES,
         help="device backend (default: auto = cupy where CUDA is available, else simulated; env DEVCOPY_BACKEND)",
     )
 
@@ -124,8 +134,10 @@ def check_choices(values: Iterable[str], valid: Iterable[str], what: str) -> lis
         if value not in valid:
             close = difflib.get_close_matches(value, valid, n=5, cutoff=0.5)
             hint = f" Close matches: {', '.join(close)}." if close else ""
-            raise UsageError(f"Unknown {what} {value!r}.{hint} Valid {what}s: {', '.join(sorted(valid)[:40])}"
-                             + (" ..." if len(valid) > 40 else ""))
+            raise UsageError(
+                f"Unknown {what} {value!r}.{hint} Valid {what}s: {', '.join(sorted(valid)[:40])}"
+                + (" ..." if len(valid) > 40 else "")
+            )
     return values
 
 
@@ -170,8 +182,10 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     if kind == "interrupted" and not str(exc):
         message = "interrupted (Ctrl-C / KeyboardInterrupt)"
     if kind == "internal":
-        message = (f"devcopy failed unexpectedly ({type(exc).__name__}: {message}). This is a devcopy bug: please "
-                   "report it with the command line.")
+        message = (
+            f"devcopy failed unexpectedly ({type(exc).__name__}: {message}). This is a devcopy bug: please "
+            "report it with the command line."
+        )
     return {"kind": kind, "message": message, "missing": missing, **extra}
 
 

@@ -1,4 +1,5 @@
 """`devcopy info`: which backend runs, which devices it sees, which library versions."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -7,8 +8,17 @@ import platform
 from ..devices.backend import make_allocator, select_backend
 from .common import Outcome, add_backend, add_json, backend_name
 
-_PACKAGES = ("devcopy", "torch", "numpy", "cupy-cuda13x", "cupy-cuda12x", "cupy", "executorch", "ipywidgets",
-             "jupyterlab")
+_PACKAGES = (
+    "devcopy",
+    "torch",
+    "numpy",
+    "cupy-cuda13x",
+    "cupy-cuda12x",
+    "cupy",
+    "executorch",
+    "ipywidgets",
+    "jupyterlab",
+)
 
 
 def collect(backend: str | None = None) -> dict:
@@ -32,7 +42,9 @@ def collect(backend: str | None = None) -> dict:
 
 
 def _render(info: dict) -> str:
-    lines = [f"backend: {info['backend']}" + ("  (simulated accelerator: host memory, no GPU)" if info["simulated"] else "")]
+    lines = [
+        f"backend: {info['backend']}" + ("  (simulated accelerator: host memory, no GPU)" if info["simulated"] else "")
+    ]
     lines += [f"  {d['device']}: {d['name']}" for d in info["devices"]]
     lines.append(f"python {info['python']}; " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
     return "\n".join(lines)

@@ -2,10 +2,12 @@
 raises or exits becomes a UserCodeError naming the file and the factory; what MODEL names that is not a model (no
 such file or factory, a factory returning something else, non-tensor inputs) is a UsageError; a model devcopy cannot
 place (non-tensor outputs, data-dependent output sizes) is UnsupportedModel."""
+
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .common import UnsupportedModel, UsageError, UserCodeError
 
@@ -32,8 +34,12 @@ def user_code(spec: str, stage: str) -> Iterator[None]:
             raise
         path, factory = named
         what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
-        raise UserCodeError(f"{path}:{factory}: the model code failed during {stage}: {what}. Fix the model file "
-                            "(devcopy executes it to build the model).", file=path, factory=factory) from None
+        raise UserCodeError(
+            f"{path}:{factory}: the model code failed during {stage}: {what}. Fix the model file "
+            "(devcopy executes it to build the model).",
+            file=path,
+            factory=factory,
+        ) from None
 
 
 def load(spec: str) -> tuple[Any, tuple]:
@@ -49,10 +55,14 @@ def load(spec: str) -> tuple[Any, tuple]:
             if _raised_by_user(exc):
                 raise
             raise UsageError(str(exc)) from None  # load_model's own refusal: MODEL names no model
-    bad = [f"input {i} is {type(x).__name__} {x!r:.40}" for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)]
+    bad = [
+        f"input {i} is {type(x).__name__} {x!r:.40}" for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)
+    ]
     if bad:
-        raise UsageError(f"{spec}: example inputs must be tensors, but {'; '.join(bad)}. Return them as tensors, "
-                         "e.g. (torch.tensor(1.5),)")
+        raise UsageError(
+            f"{spec}: example inputs must be tensors, but {'; '.join(bad)}. Return them as tensors, "
+            "e.g. (torch.tensor(1.5),)"
+        )
     return module, inputs
 
 
@@ -79,11 +89,15 @@ def check_exported(spec: str, exported) -> None:
         value = getattr(out, "meta", {}).get("val")
         if not isinstance(value, torch.Tensor):
             shown = f"{type(out).__name__} {out!r:.40}" if value is None else type(value).__name__
-            raise UnsupportedModel(f"{spec}: output {i} is {shown}, not a tensor; devcopy places models whose "
-                                   "outputs are all tensors (return torch.tensor(...) instead)")
+            raise UnsupportedModel(
+                f"{spec}: output {i} is {shown}, not a tensor; devcopy places models whose "
+                "outputs are all tensors (return torch.tensor(...) instead)"
+            )
     for node in exported.graph_module.graph.nodes:
         value = node.meta.get("val")
         if isinstance(value, torch.Tensor) and free_unbacked_symbols(value):
-            raise UnsupportedModel(f"{spec}: {node.name} ({node.target}) has a data-dependent size "
-                                   f"{list(value.shape)}; devcopy plans memory from sizes known at export. Avoid "
-                                   "ops like nonzero/masked_select, or make the size static.")
+            raise UnsupportedModel(
+                f"{spec}: {node.name} ({node.target}) has a data-dependent size "
+                f"{list(value.shape)}; devcopy plans memory from sizes known at export. Avoid "
+                "ops like nonzero/masked_select, or make the size static."
+            )

@@ -1,5 +1,6 @@
 """`devcopy place MODEL`: lower a model, place devices, and print the PlacementReport (optionally beside
 ExecuTorch's own counts). The placement options are shared with `devcopy run` through `add_placement_args`."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,28 +13,56 @@ from .common import Outcome, UsageError, add_json, split_list
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:
     """MODEL and the options that decide delegates and copies (also used by `devcopy run`)."""
-    parser.add_argument("model", metavar="MODEL",
-                        help="a sample name (add, mlp, ...) or path/to/file.py:factory (this executes the file: "
-                             "factory() returns (module, example_inputs))")
-    parser.add_argument("--delegate", metavar="OPS", default=None,
-                        help="comma list of ATen overloads to delegate (default: DEFAULT_DELEGATE_OPS)")
-    parser.add_argument("--target", action="append", default=None, metavar="[OP=]DEVICE",
-                        help="the delegates' device (default cuda:0); OP=DEVICE (repeatable) puts the delegate of an op "
-                             "overload or a delegate name there: --target add.Tensor=cuda:1")
-    parser.add_argument("--strategy", default="executorch", choices=STRATEGIES,
-                        help="executorch: PropagateDevicePass; dedupe: one H2D per value and device; peer: a direct "
-                             "device-to-device copy instead of a host hop where peer access exists")
-    parser.add_argument("--partition", default="capability", choices=PARTITIONS,
-                        help="capability: group ops as torch.fx's partitioner does (near-linear); "
-                             "fx: torch.fx's own; per_node: one delegate per op")
-    parser.add_argument("--skip-h2d-inputs", action="store_true",
-                        help="graph inputs feeding a delegate are passed on the device (skip_h2d_for_method_inputs)")
-    parser.add_argument("--skip-d2h-outputs", action="store_true",
-                        help="delegate outputs that only the graph returns stay on the device "
-                             "(skip_d2h_for_method_outputs)")
-    parser.add_argument("--hoist-constants", action="store_true",
-                        help="compute values derived only from parameters/buffers/constants once at load and keep "
-                             "them on the device: no per-call copy for them (beyond ExecuTorch)")
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a sample name (add, mlp, ...) or path/to/file.py:factory (this executes the file: "
+        "factory() returns (module, example_inputs))",
+    )
+    parser.add_argument(
+        "--delegate",
+        metavar="OPS",
+        default=None,
+        help="comma list of ATen overloads to delegate (default: DEFAULT_DELEGATE_OPS)",
+    )
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=None,
+        metavar="[OP=]DEVICE",
+        help="the delegates' device (default cuda:0); OP=DEVICE (repeatable) puts the delegate of an op "
+        "overload or a delegate name there: --target add.Tensor=cuda:1",
+    )
+    parser.add_argument(
+        "--strategy",
+        default="executorch",
+        choices=STRATEGIES,
+        help="executorch: PropagateDevicePass; dedupe: one H2D per value and device; peer: a direct "
+        "device-to-device copy instead of a host hop where peer access exists",
+    )
+    parser.add_argument(
+        "--partition",
+        default="capability",
+        choices=PARTITIONS,
+        help="capability: group ops as torch.fx's partitioner does (near-linear); "
+        "fx: torch.fx's own; per_node: one delegate per op",
+    )
+    parser.add_argument(
+        "--skip-h2d-inputs",
+        action="store_true",
+        help="graph inputs feeding a delegate are passed on the device (skip_h2d_for_method_inputs)",
+    )
+    parser.add_argument(
+        "--skip-d2h-outputs",
+        action="store_true",
+        help="delegate outputs that only the graph returns stay on the device (skip_d2h_for_method_outputs)",
+    )
+    parser.add_argument(
+        "--hoist-constants",
+        action="store_true",
+        help="compute values derived only from parameters/buffers/constants once at load and keep "
+        "them on the device: no per-call copy for them (beyond ExecuTorch)",
+    )
 
 
 def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
@@ -46,8 +75,10 @@ def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
         key, sep, device = value.rpartition("=")
         key = key.strip()
         if sep and not key:
-            raise UsageError(f"--target {value!r}: nothing before '='. Write OP=DEVICE (--target add.Tensor=cuda:1), "
-                             f"a delegate name (--target delegate_1=cuda:1), or a plain DEVICE (--target cuda:0).")
+            raise UsageError(
+                f"--target {value!r}: nothing before '='. Write OP=DEVICE (--target add.Tensor=cuda:1), "
+                f"a delegate name (--target delegate_1=cuda:1), or a plain DEVICE (--target cuda:0)."
+            )
         try:
             parsed = str(Device.parse(device))
         except ValueError as exc:
@@ -55,8 +86,10 @@ def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
         if key in per_key and per_key[key] != parsed:
             raise UsageError(f"--target {key} is given twice ({per_key[key]} and {parsed}); give each OP one device.")
         if not sep and default not in (None, parsed):
-            raise UsageError(f"--target is given two default devices ({default} and {parsed}); give one, and "
-                             "OP=DEVICE for the delegates that go elsewhere.")
+            raise UsageError(
+                f"--target is given two default devices ({default} and {parsed}); give one, and "
+                "OP=DEVICE for the delegates that go elsewhere."
+            )
         if sep:
             per_key[key] = parsed
         else:
@@ -76,8 +109,10 @@ def _target_device(default: str, per_key: dict[str, str], ops) -> Any:
     named_ops = validate_overloads([k for k in per_key if "." in k], "--target op")  # others name delegates
     stray = [op for op in named_ops if op not in ops]
     if stray:
-        raise UsageError(f"--target {', '.join(stray)}: not a delegated op, so no delegate would go there. "
-                         f"Delegated ops: {', '.join(ops)}; add it with --delegate.")
+        raise UsageError(
+            f"--target {', '.join(stray)}: not a delegated op, so no delegate would go there. "
+            f"Delegated ops: {', '.join(ops)}; add it with --delegate."
+        )
     return {**{op: default for op in ops}, **per_key}
 
 
@@ -97,16 +132,22 @@ def lower_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def placement_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """`place_devices` keyword arguments from parsed options."""
-    return {"strategy": args.strategy, "skip_h2d_for_method_inputs": args.skip_h2d_inputs,
-            "skip_d2h_for_method_outputs": args.skip_d2h_outputs, "hoist_constants": args.hoist_constants}
+    return {
+        "strategy": args.strategy,
+        "skip_h2d_for_method_inputs": args.skip_h2d_inputs,
+        "skip_d2h_for_method_outputs": args.skip_d2h_outputs,
+        "hoist_constants": args.hoist_constants,
+    }
 
 
 def _check_delegate_targets(per_key: dict[str, str], lowered) -> None:
     """Every `--target NAME=DEVICE` that is not an op must name a delegate the lowering made."""
     unknown = [key for key in per_key if "." not in key and key not in lowered.delegates]
     if unknown:
-        raise UsageError(f"--target {', '.join(unknown)}: no such delegate. This lowering made: "
-                         f"{', '.join(lowered.delegates) or 'no delegate'} (see `devcopy place`).")
+        raise UsageError(
+            f"--target {', '.join(unknown)}: no such delegate. This lowering made: "
+            f"{', '.join(lowered.delegates) or 'no delegate'} (see `devcopy place`)."
+        )
 
 
 def lower_and_place(args: argparse.Namespace):
@@ -133,25 +174,45 @@ def _executorch(args, module, inputs, placed) -> dict[str, Any]:
 
     if not executorch_reference.available():
         return {"available": False, "error": "ExecuTorch is not installed: pip install -e '.[reference]'"}
-    note = None if args.strategy == "executorch" and not args.hoist_constants else (
-        "ExecuTorch has only its own placement (no dedupe, peer or hoisting): these are PropagateDevicePass's counts")
+    note = (
+        None
+        if args.strategy == "executorch" and not args.hoist_constants
+        else (
+            "ExecuTorch has only its own placement (no dedupe, peer or hoisting): these are PropagateDevicePass's counts"
+        )
+    )
     try:
         counts = executorch_reference.executorch_counts(
-            module, inputs, placed.delegate_ops, target_device=lower_kwargs(args)["target_device"],
-            partition=args.partition, skip_h2d_for_method_inputs=args.skip_h2d_inputs,
-            skip_d2h_for_method_outputs=args.skip_d2h_outputs)
+            module,
+            inputs,
+            placed.delegate_ops,
+            target_device=lower_kwargs(args)["target_device"],
+            partition=args.partition,
+            skip_h2d_for_method_inputs=args.skip_h2d_inputs,
+            skip_d2h_for_method_outputs=args.skip_d2h_outputs,
+        )
     except executorch_reference.ExecuTorchRefusal as exc:  # ExecuTorch's own verdict: a result, not a devcopy error
         return {"available": True, "refused": True, "error": str(exc)}
-    return {"available": True, "delegates": counts["delegates"], "copies": {"h2d": counts["h2d"], "d2h": counts["d2h"]},
-            **({"note": note} if note else {})}
+    return {
+        "available": True,
+        "delegates": counts["delegates"],
+        "copies": {"h2d": counts["h2d"], "d2h": counts["d2h"]},
+        **({"note": note} if note else {}),
+    }
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     module, inputs, placed = lower_and_place(args)
     default, per_key = parse_targets(args.target)
     devices = {name: str(d.target_device or "cpu") for name, d in placed.delegates.items()}
-    result = {"ok": True, "model": args.model, "target": default, "targets": per_key, "delegate_devices": devices,
-              **placed.report.to_dict()}
+    result = {
+        "ok": True,
+        "model": args.model,
+        "target": default,
+        "targets": per_key,
+        "delegate_devices": devices,
+        **placed.report.to_dict(),
+    }
     if args.compare_executorch:
         result["executorch"] = _executorch(args, module, inputs, placed)
     return result
@@ -159,35 +220,47 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
 
 def _render(result: dict[str, Any]) -> str:
     where = ", ".join(f"{name} on {device}" for name, device in result["delegate_devices"].items())
-    lines = [f"{result['model']}: {result['delegates']} delegate(s) ({where or 'none'}), strategy "
-             f"{result['strategy']}; delegate ops: {', '.join(result['delegate_ops'])}"]
+    lines = [
+        f"{result['model']}: {result['delegates']} delegate(s) ({where or 'none'}), strategy "
+        f"{result['strategy']}; delegate ops: {', '.join(result['delegate_ops'])}"
+    ]
     width = max(len(n["name"]) for n in result["nodes"])
     for node in result["nodes"]:
-        lines.append(f"  {node['name']:<{width}}  {node['kind']:<8} {node['device']:<7} {node['bytes']:>8} B  "
-                     f"{node['reason']}")
+        lines.append(
+            f"  {node['name']:<{width}}  {node['kind']:<8} {node['device']:<7} {node['bytes']:>8} B  {node['reason']}"
+        )
     copies, nbytes = result["copies"], result["copy_bytes"]
     direct = f", {copies['d2d']} D2D ({nbytes['d2d']} B device to device)" if "d2d" in copies else ""
-    lines.append(f"copies: {copies['h2d']} H2D ({nbytes['h2d']} B), {copies['d2h']} D2H ({nbytes['d2h']} B) per "
-                 f"run{direct}; constants {result['constant_bytes']} B loaded once; device peak "
-                 f"{result['device_peak_bytes']} B")
+    lines.append(
+        f"copies: {copies['h2d']} H2D ({nbytes['h2d']} B), {copies['d2h']} D2H ({nbytes['d2h']} B) per "
+        f"run{direct}; constants {result['constant_bytes']} B loaded once; device peak "
+        f"{result['device_peak_bytes']} B"
+    )
     for pair in result["cross_device"]:
         saves = pair["direct_saves"]
-        lines.append(f"{pair['value']} {pair['src']} -> {pair['dst']} ({pair['bytes']} B): {pair['chosen']}"
-                     f"{'' if pair['peer_access'] else ' (no peer access)'}; a direct copy saves {saves['copies']} "
-                     f"copies, {saves['host_bytes']} B over PCIe")
+        lines.append(
+            f"{pair['value']} {pair['src']} -> {pair['dst']} ({pair['bytes']} B): {pair['chosen']}"
+            f"{'' if pair['peer_access'] else ' (no peer access)'}; a direct copy saves {saves['copies']} "
+            f"copies, {saves['host_bytes']} B over PCIe"
+        )
     for other in result["comparison"]:
         if "error" in other:
             lines.append(f"vs {other['strategy']}: refused ({other['error']})")
             continue
         saved = other["copies_saved"]
-        lines.append(f"vs {other['strategy']}: {saved['h2d']} H2D / {saved['d2h']} D2H saved, "
-                     f"{other['bytes_saved']['h2d'] + other['bytes_saved']['d2h']} B over PCIe saved, "
-                     f"{other['extra_device_bytes']} B more device peak")
+        lines.append(
+            f"vs {other['strategy']}: {saved['h2d']} H2D / {saved['d2h']} D2H saved, "
+            f"{other['bytes_saved']['h2d'] + other['bytes_saved']['d2h']} B over PCIe saved, "
+            f"{other['extra_device_bytes']} B more device peak"
+        )
     lines.extend(f"suggestion: {text}" for text in result["suggestions"])
     if "executorch" in result:
         et = result["executorch"]
-        lines.append(f"ExecuTorch: {et['error']}" if "error" in et else
-                     f"ExecuTorch: {et['delegates']} delegate(s), {et['copies']['h2d']} H2D, {et['copies']['d2h']} D2H")
+        lines.append(
+            f"ExecuTorch: {et['error']}"
+            if "error" in et
+            else f"ExecuTorch: {et['delegates']} delegate(s), {et['copies']['h2d']} H2D, {et['copies']['d2h']} D2H"
+        )
     return "\n".join(lines)
 
 
@@ -198,7 +271,10 @@ def run(args: argparse.Namespace) -> Outcome:
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("place", help="lower a model and place devices: delegates, copies, bytes")
     add_placement_args(parser)
-    parser.add_argument("--compare-executorch", action="store_true",
-                        help="also lower with ExecuTorch 1.5.1 and show its own counts (the `reference` extra)")
+    parser.add_argument(
+        "--compare-executorch",
+        action="store_true",
+        help="also lower with ExecuTorch 1.5.1 and show its own counts (the `reference` extra)",
+    )
     add_json(parser)
     parser.set_defaults(handler=run)

@@ -1,4 +1,5 @@
 """`devcopy registry`: which libs of a mode register which ops (kernel key, kernel name, source file)."""
+
 from __future__ import annotations
 
 from ..names import COPY_OPS, DEFAULT_LIBS, LIB_NAMES, MODES
@@ -24,8 +25,11 @@ def collect(mode: str, libs: list[str], ops: list[str]) -> dict:
 def _render(result: dict) -> str:
     lines = [f"mode: {result['mode']}; libs: " + ", ".join(f"{l['name']} ({l['ops']} ops)" for l in result["libs"])]
     for row in result["rows"]:
-        state = f"registered, key {row['kernel_key'] or 'fallback'}, {row['kernel_name']}" if row["registered"] \
+        state = (
+            f"registered, key {row['kernel_key'] or 'fallback'}, {row['kernel_name']}"
+            if row["registered"]
             else "NOT registered"
+        )
         lines.append(f"  {row['op']:40} {row['lib']:26} {state}")
     if not result["rows"]:
         lines.append(f"  no op matches {', '.join(result['ops'])}")
@@ -40,9 +44,13 @@ def run(args) -> Outcome:
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("registry", help="which ops the libs of a mode register")
     parser.add_argument("--mode", default="portable", choices=MODES, help="runtime mode")
-    parser.add_argument("--libs", default=None,
-                        help="comma list of libs (portable; native,device_copy_ops_aten_lib); default per mode")
-    parser.add_argument("--ops", default=DEFAULT_OPS,
-                        help="comma list of op names or glob patterns like 'aten::add*' (default: the two et_copy ops)")
+    parser.add_argument(
+        "--libs", default=None, help="comma list of libs (portable; native,device_copy_ops_aten_lib); default per mode"
+    )
+    parser.add_argument(
+        "--ops",
+        default=DEFAULT_OPS,
+        help="comma list of op names or glob patterns like 'aten::add*' (default: the two et_copy ops)",
+    )
     add_json(parser)
     parser.set_defaults(handler=run)

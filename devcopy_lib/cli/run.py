@@ -1,4 +1,5 @@
 """`devcopy run MODEL`: place, emit, load and run a model in one runtime mode, and compare with eager PyTorch."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,11 +17,16 @@ def _libs(args: argparse.Namespace) -> list | None:
     """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode; the
     ATen options in portable mode, or a lib of the other mode, are UsageErrors."""
     if args.mode != "aten":
-        given = [option for option, value in (("--aten-libs", args.aten_libs), ("--aten-device-rule",
-                                                                                args.aten_device_rule)) if value is not None]
+        given = [
+            option
+            for option, value in (("--aten-libs", args.aten_libs), ("--aten-device-rule", args.aten_device_rule))
+            if value is not None
+        ]
         if given:
-            raise UsageError(f"{' and '.join(given)} only apply in ATen mode (--mode aten); portable mode links "
-                             f"{','.join(DEFAULT_LIBS['portable'])}. Drop {' and '.join(given)} or add --mode aten.")
+            raise UsageError(
+                f"{' and '.join(given)} only apply in ATen mode (--mode aten); portable mode links "
+                f"{','.join(DEFAULT_LIBS['portable'])}. Drop {' and '.join(given)} or add --mode aten."
+            )
         return None
     aten_libs = DEFAULT_ATEN_LIBS if args.aten_libs is None else args.aten_libs
     names = split_list(aten_libs, "--aten-libs")
@@ -33,11 +39,18 @@ def _on_existing_devices(placed, allocator):
     """`placed`, once every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a
     UsageError, found before loading)."""
     count = allocator.device_count()
-    missing = sorted({str(d.target_device) for d in placed.delegates.values()
-                      if d.target_device is not None and count is not None and d.target_device.index >= count})
+    missing = sorted(
+        {
+            str(d.target_device)
+            for d in placed.delegates.values()
+            if d.target_device is not None and count is not None and d.target_device.index >= count
+        }
+    )
     if missing:
-        raise UsageError(f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
-                         f"(cuda:0..cuda:{count - 1}); target one of those")
+        raise UsageError(
+            f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
+            f"(cuda:0..cuda:{count - 1}); target one of those"
+        )
     return placed
 
 
@@ -46,26 +59,39 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     import torch.utils._pytree as pytree
 
+    from ..compare import compare_outputs
     from ..devices.backend import make_allocator
     from ..devices.registry import scoped_allocators
-    from ..compare import compare_outputs
     from ..load import load_method
 
     libs = _libs(args)
     backend = backend_name(args)
     module, inputs, placed = lower_and_place(args)
-    with make_allocator(backend) as allocator, scoped_allocators(allocator), \
-            load_method(_on_existing_devices(placed, allocator), args.mode, libs) as method:
+    with (
+        make_allocator(backend) as allocator,
+        scoped_allocators(allocator),
+        load_method(_on_existing_devices(placed, allocator), args.mode, libs) as method,
+    ):
         outputs = method(*inputs)
-        result = {"copies_executed": dict(method.copies_executed), "caller_copies": method.caller_copies,
-                  "arena_bytes": method.arena_sizes}
+        result = {
+            "copies_executed": dict(method.copies_executed),
+            "caller_copies": method.caller_copies,
+            "arena_bytes": method.arena_sizes,
+        }
         if args.profile:
             result.update(_profile(method, inputs, args.profile))
     with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
         expected = pytree.tree_leaves(module(*inputs))
     ok, max_abs_err = compare_outputs(outputs, expected)
-    return {"ok": ok, "model": args.model, "mode": args.mode, "backend": allocator.backend,
-            "strategy": args.strategy, "max_abs_err": max_abs_err, **result}
+    return {
+        "ok": ok,
+        "model": args.model,
+        "mode": args.mode,
+        "backend": allocator.backend,
+        "strategy": args.strategy,
+        "max_abs_err": max_abs_err,
+        **result,
+    }
 
 
 def _profile(method, inputs, repeat: int) -> dict[str, Any]:
@@ -82,17 +108,23 @@ def _render(result: dict[str, Any]) -> str:
     if "profile" in result:
         from ..bench.profile_view import markdown_table
 
-        profile = [f"  profile (median of the profiled calls; copies priced by the {result['cost_model'].get('device', '')}"
-                   " cost model):", markdown_table(result["profile"])]
-    return "\n".join([
-        f"{result['model']}: {'ok' if result['ok'] else 'MISMATCH'} ({result['mode']} mode, {result['backend']} "
-        f"backend, {result['strategy']} placement)",
-        f"  max |devcopy - eager| = {result['max_abs_err']:.3g}" if result["max_abs_err"] is not None else
-        "  max |devcopy - eager|: not a number (NaN where eager has none)",
-        f"  copies executed: {copies['h2d']} H2D, {copies['d2h']} D2H; by the caller: {result['caller_copies']}",
-        "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
-        *profile,
-    ])
+        profile = [
+            f"  profile (median of the profiled calls; copies priced by the {result['cost_model'].get('device', '')}"
+            " cost model):",
+            markdown_table(result["profile"]),
+        ]
+    return "\n".join(
+        [
+            f"{result['model']}: {'ok' if result['ok'] else 'MISMATCH'} ({result['mode']} mode, {result['backend']} "
+            f"backend, {result['strategy']} placement)",
+            f"  max |devcopy - eager| = {result['max_abs_err']:.3g}"
+            if result["max_abs_err"] is not None
+            else "  max |devcopy - eager|: not a number (NaN where eager has none)",
+            f"  copies executed: {copies['h2d']} H2D, {copies['d2h']} D2H; by the caller: {result['caller_copies']}",
+            "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
+            *profile,
+        ]
+    )
 
 
 def run(args: argparse.Namespace) -> Outcome:
@@ -104,14 +136,29 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("run", help="place, load and run a model in a runtime mode; compare with eager")
     add_placement_args(parser)
     parser.add_argument("--mode", default="portable", choices=MODES, help="runtime mode (default portable)")
-    parser.add_argument("--aten-libs", default=None, metavar="LIBS",
-                        help=f"ATen mode only: comma list of libs to link (default {DEFAULT_ATEN_LIBS})")
-    parser.add_argument("--aten-device-rule", default=None, choices=DEVICE_RULES,
-                        help="ATen mode only: the copy kernel's device (default seed): seed = op identity + current "
-                             "device, as ExecuTorch; tensor = the device the tensor carries")
-    parser.add_argument("--profile", nargs="?", const=10, type=_repeat, default=0, metavar="N",
-                        help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
-                             "and (copies) cost-model predicted seconds")
+    parser.add_argument(
+        "--aten-libs",
+        default=None,
+        metavar="LIBS",
+        help=f"ATen mode only: comma list of libs to link (default {DEFAULT_ATEN_LIBS})",
+    )
+    parser.add_argument(
+        "--aten-device-rule",
+        default=None,
+        choices=DEVICE_RULES,
+        help="ATen mode only: the copy kernel's device (default seed): seed = op identity + current "
+        "device, as ExecuTorch; tensor = the device the tensor carries",
+    )
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const=10,
+        type=_repeat,
+        default=0,
+        metavar="N",
+        help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
+        "and (copies) cost-model predicted seconds",
+    )
     add_backend(parser)
     add_json(parser)
     parser.set_defaults(handler=run)

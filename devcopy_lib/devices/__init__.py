@@ -1,4 +1,5 @@
 """Devices, allocators and their registry; knows nothing of the runtime above it."""
+
 from .allocator import DeviceAllocator, DeviceBlock, DevicePtr
 from .device import CPU, Device, DeviceType
 from .errors import DeviceCopyError, DeviceMemoryAccessError
@@ -6,7 +7,17 @@ from .registry import get_device_allocator, register_device_allocator, registere
 from .simulated import SimulatedCudaAllocator
 
 __all__ = [
-    "CPU", "Device", "DeviceAllocator", "DeviceBlock", "DeviceCopyError", "DeviceMemoryAccessError", "DevicePtr",
-    "DeviceType", "SimulatedCudaAllocator", "get_device_allocator", "register_device_allocator",
-    "registered_allocators", "scoped_allocators",
+    "CPU",
+    "Device",
+    "DeviceAllocator",
+    "DeviceBlock",
+    "DeviceCopyError",
+    "DeviceMemoryAccessError",
+    "DevicePtr",
+    "DeviceType",
+    "SimulatedCudaAllocator",
+    "get_device_allocator",
+    "register_device_allocator",
+    "registered_allocators",
+    "scoped_allocators",
 ]

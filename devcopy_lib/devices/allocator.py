@@ -4,19 +4,20 @@ The public methods validate once (sizes, alignment, index, null pointers, bounds
 an allocation once after flushing caches; a backend implements four small hooks: `_allocate`, `_free`, `_copy_in`,
 `_copy_out` (and optionally `_trim`, and `_copy_peer` + `_peer_access` for direct device-to-device copies).
 """
+
 from __future__ import annotations
 
 import abc
 import contextlib
 import itertools
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Union
+from typing import Any, Union
 
 import numpy as np
 
 from ..names import CURRENT_DEVICE
-
 from .device import MAX_DEVICE_INDEX, Device, DeviceType
 
 MAX_ALIGNMENT = 256
@@ -62,14 +63,12 @@ class DevicePtr:
         """Bytes from this pointer to the end of its allocation."""
         return self.block.nbytes - self.offset
 
-    def __add__(self, n: int) -> "DevicePtr":
+    def __add__(self, n: int) -> DevicePtr:
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
             raise TypeError(f"A DevicePtr advances by a whole number of bytes, got {n!r} ({type(n).__name__})")
         n = int(n)
         if not 0 <= self.offset + n <= self.block.nbytes:
-            raise ValueError(
-                f"Pointer offset {self.offset + n} is outside its allocation of {self.block.nbytes} bytes"
-            )
+            raise ValueError(f"Pointer offset {self.offset + n} is outside its allocation of {self.block.nbytes} bytes")
         return DevicePtr(self.block, self.offset + n)
 
     def __array__(self, *args, **kwargs):
@@ -132,8 +131,13 @@ def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> 
         if buf == 0:
             raise ValueError(f"{what}: null host pointer (address 0)")
         return buf
-    if type(buf) is np.ndarray and buf.flags.c_contiguous and nbytes <= buf.nbytes and buf.nbytes and (
-            buf.flags.writeable or not writable):
+    if (
+        type(buf) is np.ndarray
+        and buf.flags.c_contiguous
+        and nbytes <= buf.nbytes
+        and buf.nbytes
+        and (buf.flags.writeable or not writable)
+    ):
         return buf.__array_interface__["data"][0]  # fast path (small copies): the checks below all pass
     try:
         view = memoryview(buf)
@@ -165,7 +169,7 @@ class DeviceAllocator(abc.ABC):
         self._lock = threading.Lock()
         self.closed = False
 
-    def __enter__(self) -> "DeviceAllocator":
+    def __enter__(self) -> DeviceAllocator:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -251,9 +255,7 @@ class DeviceAllocator(abc.ABC):
         nbytes = _check_count("nbytes", nbytes)
         self._check_open("allocate")
         if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1) or alignment > MAX_ALIGNMENT:
-            raise ValueError(
-                f"alignment must be a power of two no larger than {MAX_ALIGNMENT}, got {alignment!r}"
-            )
+            raise ValueError(f"alignment must be a power of two no larger than {MAX_ALIGNMENT}, got {alignment!r}")
         index = self._resolve_index(index)
         try:
             block = self._allocate(nbytes, index, alignment)
@@ -281,8 +283,9 @@ class DeviceAllocator(abc.ABC):
             block = self._own_block(ptr, "deallocate")
             self._check_index(ptr, index, "deallocate")
             if ptr.offset:
-                raise ValueError(f"deallocate: pointer is {ptr.offset} bytes into its allocation; pass the allocated "
-                                 "pointer")
+                raise ValueError(
+                    f"deallocate: pointer is {ptr.offset} bytes into its allocation; pass the allocated pointer"
+                )
             if block.borrowed:
                 raise ValueError(f"deallocate: {ptr!r} is borrowed memory (borrow()); its owner frees it")
             self._release(block)
@@ -373,8 +376,9 @@ class DeviceAllocator(abc.ABC):
         return len(self._live)
 
     # ---- pre-validated copies (devcopy's addition, devices/planned_copy.py) -------------------------------------
-    def planned_copy(self, direction: str, ptr: DevicePtr, host: HostBuffer, capacity: int,
-                     index: int = CURRENT_DEVICE):
+    def planned_copy(
+        self, direction: str, ptr: DevicePtr, host: HostBuffer, capacity: int, index: int = CURRENT_DEVICE
+    ):
         """Validate once a copy a loaded method repeats ("h2d": host -> ptr, "d2h": ptr -> host, up to `capacity`
         bytes on device `index`) and return a `PlannedCopy` whose calls skip these checks."""
         from .planned_copy import PlannedCopy
@@ -390,8 +394,16 @@ class DeviceAllocator(abc.ABC):
         self._check_index(ptr, index, what)
         index = resolved
         address = host_address(host, capacity, writable=direction == "d2h", what=what) if capacity else 1
-        return PlannedCopy(self, direction, ptr, host, address, capacity, index,
-                           self._planned_transfer(direction, ptr, address, capacity, index))
+        return PlannedCopy(
+            self,
+            direction,
+            ptr,
+            host,
+            address,
+            capacity,
+            index,
+            self._planned_transfer(direction, ptr, address, capacity, index),
+        )
 
     def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
         """The transfer a PlannedCopy runs, `transfer(nbytes)`: the backend's copy hooks (a backend may return a
@@ -403,8 +415,9 @@ class DeviceAllocator(abc.ABC):
     # ---- validation helpers ---------------------------------------------------------------------------------
     def _resolve_index(self, index: int) -> int:
         if not isinstance(index, int) or isinstance(index, bool) or not CURRENT_DEVICE <= index <= MAX_DEVICE_INDEX:
-            raise ValueError(f"device index must be an int in -1..{MAX_DEVICE_INDEX} (-1: the current device), got "
-                             f"{index!r}")
+            raise ValueError(
+                f"device index must be an int in -1..{MAX_DEVICE_INDEX} (-1: the current device), got {index!r}"
+            )
         if index == CURRENT_DEVICE:
             return self.current_index()
         count = self.device_count()
@@ -422,8 +435,10 @@ class DeviceAllocator(abc.ABC):
         """An explicit device index must be the one `ptr` lives on (-1, the current device, is not checked: on CUDA
         a copy reaches any device's memory through the unified address space)."""
         if index != CURRENT_DEVICE and index != ptr.block.index:
-            raise ValueError(f"{what}: {ptr!r} lives on cuda:{ptr.block.index} but index {index} was passed; pass "
-                             f"{ptr.block.index} (the pointer's device) or -1")
+            raise ValueError(
+                f"{what}: {ptr!r} lives on cuda:{ptr.block.index} but index {index} was passed; pass "
+                f"{ptr.block.index} (the pointer's device) or -1"
+            )
 
     def _own_block(self, ptr: DevicePtr, what: str) -> DeviceBlock:
         if not isinstance(ptr, DevicePtr):
@@ -449,4 +464,3 @@ def _check_count(name: str, value: int) -> int:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
     return int(value)
-

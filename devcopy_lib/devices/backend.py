@@ -1,10 +1,10 @@
 """Backend selection: `cupy` where CUDA is available, else the `simulated` accelerator; overridable."""
+
 from __future__ import annotations
 
 import os
 
 from ..names import BACKENDS
-
 from .allocator import DeviceAllocator
 from .device import DeviceType
 from .registry import get_device_allocator, register_device_allocator

@@ -5,6 +5,7 @@ pipeline of pinned staging buffers: host memcpy threads work on several chunks a
 earlier ones, and a buffer is written again only after the event recorded behind its last copy has completed. Small copies take one
 direct copy (the driver stages them itself), the cheapest path.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -58,8 +59,10 @@ class EngineConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"EngineConfig.{name} must be >= 1, got {getattr(self, name)!r}")
         if self.min_chunk_bytes > self.chunk_bytes:
-            raise ValueError(f"EngineConfig.min_chunk_bytes ({self.min_chunk_bytes}) exceeds chunk_bytes "
-                             f"({self.chunk_bytes}); lower it or raise chunk_bytes")
+            raise ValueError(
+                f"EngineConfig.min_chunk_bytes ({self.min_chunk_bytes}) exceeds chunk_bytes "
+                f"({self.chunk_bytes}); lower it or raise chunk_bytes"
+            )
 
     def chunk_for(self, nbytes: int) -> int:
         """Chunk size for one copy: two chunks per host thread, within [min_chunk_bytes, chunk_bytes]."""

@@ -1,4 +1,5 @@
 """The one place CUDA statuses become exceptions: every CuPy/CUDA call of the backend runs inside `cuda_status(what)`."""
+
 from __future__ import annotations
 
 from .errors import DeviceCopyError
@@ -46,10 +47,14 @@ class cuda_status:  # noqa: N801 - used like a function: `with cuda_status("copy
         raise CudaError(
             f"{what} failed: {name} ({description}, status {status}). Check the pointers, sizes and device "
             "index passed; after a sticky error (cudaErrorIllegalAddress, ...) the process must restart.",
-            name, status,
+            name,
+            status,
         ) from exc
 
 
 def _is_cuda_error(kind: type) -> bool:
     return kind.__module__.startswith(("cupy", "cupy_backends", "cuda")) or kind.__name__ in (
-        "CUDARuntimeError", "CUDADriverError", "OutOfMemoryError")
+        "CUDARuntimeError",
+        "CUDADriverError",
+        "OutOfMemoryError",
+    )

@@ -3,6 +3,7 @@
 Importable without CuPy (the import happens when an allocator is made). Every CUDA call runs inside `cuda_status`,
 which turns a failure into CudaError (a DeviceCopyError) or MemoryError with CUDA's error name.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -134,8 +135,9 @@ class CupyCudaAllocator(DeviceAllocator):
     def describe_devices(self) -> list[dict]:
         with cuda_status("read CUDA device properties"):
             names = [self._rt.getDeviceProperties(i)["name"] for i in range(self.device_count())]
-        return [{"device": f"cuda:{i}", "name": n.decode() if isinstance(n, bytes) else str(n)}
-                for i, n in enumerate(names)]
+        return [
+            {"device": f"cuda:{i}", "name": n.decode() if isinstance(n, bytes) else str(n)} for i, n in enumerate(names)
+        ]
 
     # CuPy's pool hands out 512-byte aligned blocks, so any alignment the base class accepts (<= 256) holds.
     def _allocate(self, nbytes: int, index: int, alignment: int) -> DeviceBlock:
@@ -188,8 +190,10 @@ class CupyCudaAllocator(DeviceAllocator):
             return bool(self._rt.deviceCanAccessPeer(dst_index, src_index))
 
     def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
-        with _OnDevice(self._rt, dst.index), cuda_status("peer copy {} bytes cuda:{} -> cuda:{}", nbytes, src.index,
-                                                         dst.index):
+        with (
+            _OnDevice(self._rt, dst.index),
+            cuda_status("peer copy {} bytes cuda:{} -> cuda:{}", nbytes, src.index, dst.index),
+        ):
             self._rt.memcpyPeer(dst.address, dst.index, src.address, src.index, nbytes)
 
     def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:

@@ -1,4 +1,5 @@
 """Device identity: the type of a device and its index, and the `type[:index]` string form."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,11 +27,12 @@ class Device:
     def __post_init__(self) -> None:
         object.__setattr__(self, "type", DeviceType(self.type))
         if not isinstance(self.index, int) or isinstance(self.index, bool) or not 0 <= self.index <= MAX_DEVICE_INDEX:
-            raise ValueError(f"Device index must be an int in 0..{MAX_DEVICE_INDEX} (a DeviceIndex is an int8), got "
-                             f"{self.index!r}")
+            raise ValueError(
+                f"Device index must be an int in 0..{MAX_DEVICE_INDEX} (a DeviceIndex is an int8), got {self.index!r}"
+            )
 
     @classmethod
-    def parse(cls, text: str | "Device") -> "Device":
+    def parse(cls, text: str | Device) -> Device:
         """Parse `type[:index]`, case-insensitively, index 0 when absent; a Device passes through."""
         if isinstance(text, Device):
             return text

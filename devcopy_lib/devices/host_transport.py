@@ -1,5 +1,6 @@
 """Copy primitives on host threads: a stream is a FIFO worker thread, so the copy engine's pipeline (events, buffer
 reuse, ordering) runs and is tested without CUDA. `delay_s` makes every copy run late, exposing early buffer reuse."""
+
 from __future__ import annotations
 
 import ctypes

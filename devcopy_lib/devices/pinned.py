@@ -3,12 +3,13 @@
 Copies ask the registry whether a host range is pinned (then the DMA engine reads it directly) or pageable (then it
 goes through the staging pipeline). A range leaves the registry when its array is garbage-collected.
 """
+
 from __future__ import annotations
 
 import bisect
 import threading
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -47,8 +48,13 @@ class PinnedRegistry:
         return len(self._starts)
 
 
-def tracked_array(raw_alloc: Callable[[int], object], address_of: Callable[[object], int], nbytes: int,
-                  alignment: int, registry: PinnedRegistry) -> np.ndarray:
+def tracked_array(
+    raw_alloc: Callable[[int], object],
+    address_of: Callable[[object], int],
+    nbytes: int,
+    alignment: int,
+    registry: PinnedRegistry,
+) -> np.ndarray:
     """A uint8 array of `nbytes` over memory from `raw_alloc`, aligned, registered while the array lives."""
     size = max(nbytes + alignment, 1)
     memory = raw_alloc(size)

@@ -5,9 +5,11 @@ planned_copy` runs the public copy's checks once and hands back this descriptor,
 call can change (the byte count, within the validated capacity, and that the device buffer is still live) and keeps
 the allocator's statistics exactly as `copy_host_to_device` / `copy_device_to_host` do.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .allocator import CopyRecord, DevicePtr
 
@@ -17,8 +19,17 @@ class PlannedCopy:
 
     __slots__ = ("allocator", "direction", "ptr", "host", "address", "capacity", "index", "_transfer", "_full")
 
-    def __init__(self, allocator: Any, direction: str, ptr: DevicePtr, host: Any, address: int, capacity: int,
-                 index: int, transfer: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        allocator: Any,
+        direction: str,
+        ptr: DevicePtr,
+        host: Any,
+        address: int,
+        capacity: int,
+        index: int,
+        transfer: Callable[[int], None],
+    ) -> None:
         self.allocator, self.direction, self.ptr, self.host = allocator, direction, ptr, host
         self.address, self.capacity, self.index, self._transfer = address, capacity, index, transfer
         self._full = self._record(capacity)  # the record of a full-size copy, the same on every call
@@ -30,9 +41,11 @@ class PlannedCopy:
 
     def __call__(self, nbytes: int) -> None:
         if not 0 <= nbytes <= self.capacity or self.ptr.block.freed:
-            raise ValueError(f"planned {self.direction} copy of {nbytes} bytes: validated for 0..{self.capacity} "
-                             f"bytes of a live buffer ({self.ptr!r}, freed={self.ptr.block.freed}); "
-                             "re-validate through copy_host_to_device / copy_device_to_host")
+            raise ValueError(
+                f"planned {self.direction} copy of {nbytes} bytes: validated for 0..{self.capacity} "
+                f"bytes of a live buffer ({self.ptr!r}, freed={self.ptr.block.freed}); "
+                "re-validate through copy_host_to_device / copy_device_to_host"
+            )
         if nbytes:
             self._transfer(nbytes)
         record = self._full if nbytes == self.capacity else self._record(nbytes)

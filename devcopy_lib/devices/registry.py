@@ -3,11 +3,12 @@
 The registry is process-global; `scoped_allocators` pushes an override that only the calling thread sees, so a
 notebook cell, a test or a background timing sweep can run with its own allocator while another thread's Method
 keeps the allocator it was loaded with."""
+
 from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 from .allocator import DeviceAllocator
 from .device import DeviceType

@@ -4,11 +4,12 @@ It plays ExecuTorch's mock CUDA allocator (counters and last-call records live i
 device indices, a current index for index -1, device buffers that host code cannot read without a D2H copy, and
 configurable peer access between indices for direct device-to-device copies.
 """
+
 from __future__ import annotations
 
 import ctypes
 import itertools
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -34,8 +35,10 @@ class SimulatedCudaAllocator(DeviceAllocator):
             pairs = [tuple(p) for p in peer_access]
             bad = [p for p in pairs if len(p) != 2 or not all(isinstance(i, int) and i >= 0 for i in p)]
             if bad:
-                raise ValueError(f"peer_access pairs must be (index, index) with indices >= 0, got {bad!r}. "
-                                 "Pass True, False, or pairs like {(0, 1)}.")
+                raise ValueError(
+                    f"peer_access pairs must be (index, index) with indices >= 0, got {bad!r}. "
+                    "Pass True, False, or pairs like {(0, 1)}."
+                )
             self._peers = frozenset(pairs) | frozenset((b, a) for a, b in pairs)
         self._current = 0
         self._next_address = {}
@@ -85,8 +88,10 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
         """A planned copy on the buffer's own index: one memmove between addresses resolved now (the buffer stays
         alive with its method; PlannedCopy refuses it once freed)."""
-        hooks = type(self)._copy_in is SimulatedCudaAllocator._copy_in and \
-            type(self)._copy_out is SimulatedCudaAllocator._copy_out  # a subclass's own hooks (fault injection) run
+        hooks = (
+            type(self)._copy_in is SimulatedCudaAllocator._copy_in
+            and type(self)._copy_out is SimulatedCudaAllocator._copy_out
+        )  # a subclass's own hooks (fault injection) run
         if ptr.index != index or not capacity or not hooks:
             return super()._planned_transfer(direction, ptr, address, capacity, index)
         device, memmove = ptr.block.handle.ctypes.data + ptr.offset, ctypes.memmove

@@ -10,6 +10,7 @@ falling back to `seed` when it carries none. Every copy goes through the registe
 `DeviceAllocator.copy_device_to_device` (direct peer copy, or a host hop without peer access); the same checks in
 the same order; in ATen mode both devices come from the memory the tensors point to, under either device rule.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,12 +20,13 @@ import torch
 from ..devices.device import DeviceType
 from ..devices.errors import DeviceCopyError
 from ..devices.registry import get_device_allocator
-from ..names import COPY_OPS as _OPS, CURRENT_DEVICE, DEVICE_RULES, DIRECTION_WORDS as _WORDS
+from ..names import COPY_OPS as _OPS
+from ..names import CURRENT_DEVICE, DEVICE_RULES
+from ..names import DIRECTION_WORDS as _WORDS
 from ..tensors.aten_tensor import device_memory, resize_metadata, writable_nbytes
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
 from ..tensors.tensor import PortableTensor
-
 
 
 # ---- portable ---------------------------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ def _aten_transfer(allocator, self: torch.Tensor, out: torch.Tensor, nbytes: int
             allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def aten_kernel_for(op: str, rule: str = "seed"):
     """The ATen-mode kernel `(self, out) -> out` for `_h2d_copy.out` / `_d2h_copy.out` / `_d2d_copy.out` under a
     device rule."""

@@ -6,6 +6,7 @@
   any failure (a device tensor, a size beyond capacity, a PyTorch error) is recorded on the context.
 - ATen mode: torch.Tensors pass straight through and errors raise.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,8 +33,10 @@ def split_arguments(schema: FunctionSchema, args: list) -> tuple[list, dict]:
     n_positional = len(arguments.flat_positional)
     names = [a.name for a in arguments.flat_kwarg_only] + [a.name for a in arguments.out]
     if len(args) != n_positional + len(names):
-        raise TypeError(f"{schema.name}: expected {n_positional + len(names)} boxed args in schema order "
-                        f"({', '.join(a.name for a in arguments.flat_all)}), got {len(args)}")
+        raise TypeError(
+            f"{schema.name}: expected {n_positional + len(names)} boxed args in schema order "
+            f"({', '.join(a.name for a in arguments.flat_all)}), got {len(args)}"
+        )
     return list(args[:n_positional]), dict(zip(names, args[n_positional:]))
 
 
@@ -50,8 +53,9 @@ def _out_view(out: PortableTensor | list) -> torch.Tensor | list:
     if isinstance(out, list):  # a `Tensor(a!)[] out` (split_with_sizes_copy.out): one view per item
         return [_out_view(item) for item in out]
     view = out.host_view()
-    return view if out.dynamism is TensorShapeDynamism.STATIC else view.new_empty(0).set_(
-        view.untyped_storage(), 0, (0,))
+    return (
+        view if out.dynamism is TensorShapeDynamism.STATIC else view.new_empty(0).set_(view.untyped_storage(), 0, (0,))
+    )
 
 
 def _flat(items: list) -> list:
@@ -81,11 +85,13 @@ def boxed_aten_kernel(name: str, schema: FunctionSchema, *, portable: bool):
         return overload(*positional, **keywords)
 
     def portable_mode(ctx: KernelRuntimeContext, args: list):
-        outs = list(args[len(args) - n_out:])
+        outs = list(args[len(args) - n_out :])
         result = outs[0] if n_out == 1 else tuple(outs)
         try:
             out_views = [_out_view(out) for out in outs]
-            positional, keywords = split_arguments(schema, [host_args(a) for a in args[: len(args) - n_out]] + out_views)
+            positional, keywords = split_arguments(
+                schema, [host_args(a) for a in args[: len(args) - n_out]] + out_views
+            )
             overload(*positional, **keywords)
         except (DeviceMemoryAccessError, RuntimeError, ValueError, TypeError, IndexError) as exc:
             ctx.fail(Error.InvalidArgument, f"{name}: {exc}")

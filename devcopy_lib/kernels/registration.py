@@ -6,6 +6,7 @@ GPU). A backend-key kernel wins over ExecuTorch's CompositeImplicitAutograd one,
 `torch.ops.et_copy._h2d_copy.out(cpu, out=cuda)` copies through the registered DeviceAllocator. Simulated device
 tensors reach the same kernels through `register_eager_kernel`. Importing `devcopy_lib.kernels` registers them.
 """
+
 from __future__ import annotations
 
 import torch

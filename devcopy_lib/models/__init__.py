@@ -5,6 +5,7 @@ transformers models built from code/config with random weights (real.py), which 
 `DELEGATE_SETS`: the op sets a user would delegate (matrix ops, + views, a CNN set, the defaults).
 `load_model` resolves a name of either, or `path/to/file.py:factory`.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -13,13 +14,28 @@ import os
 from torch import nn
 
 from .extras import INSTALL_HINT, ModelsExtraMissing
-from .real import DELEGATE_SETS, REAL_MODELS, bert_small, gpt2_12l, gpt2_2l, llama_tiny, mobilenet_v3_small, resnet18
+from .real import DELEGATE_SETS, REAL_MODELS, bert_small, gpt2_2l, gpt2_12l, llama_tiny, mobilenet_v3_small, resnet18
 from .samples import (
-    MODELS, add, back_to_back, cpu_between, mlp, output_and_cpu_user, residual, shared_input, transformer_block,
+    MODELS,
+    add,
+    back_to_back,
+    cpu_between,
+    mlp,
+    output_and_cpu_user,
+    residual,
+    shared_input,
+    transformer_block,
 )
 
 __all__ = [
-    "MODELS", "REAL_MODELS", "DELEGATE_SETS", "load_model", "ModelsExtraMissing", "INSTALL_HINT", *MODELS, *REAL_MODELS,
+    "MODELS",
+    "REAL_MODELS",
+    "DELEGATE_SETS",
+    "load_model",
+    "ModelsExtraMissing",
+    "INSTALL_HINT",
+    *MODELS,
+    *REAL_MODELS,
 ]
 
 
@@ -31,12 +47,13 @@ def load_model(spec: str) -> tuple[nn.Module, tuple]:
         return factory()
     path, sep, name = spec.rpartition(":")
     if not sep or not path.endswith(".py"):
-        raise ValueError(f"Unknown model {spec!r}. Give a sample name ({', '.join(MODELS)}), a real model "
-                         f"({', '.join(REAL_MODELS)}; needs the models extra) or "
-                         f"'path/to/file.py:factory' where factory() returns (module, example_inputs).")
+        raise ValueError(
+            f"Unknown model {spec!r}. Give a sample name ({', '.join(MODELS)}), a real model "
+            f"({', '.join(REAL_MODELS)}; needs the models extra) or "
+            f"'path/to/file.py:factory' where factory() returns (module, example_inputs)."
+        )
     if not os.path.isfile(path):
-        raise ValueError(f"Model file {path!r} not found (from {spec!r}). Check the path, relative to "
-                         f"{os.getcwd()!r}.")
+        raise ValueError(f"Model file {path!r} not found (from {spec!r}). Check the path, relative to {os.getcwd()!r}.")
     module_spec = importlib.util.spec_from_file_location(f"devcopy_user_model_{abs(hash(path))}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
@@ -45,9 +62,15 @@ def load_model(spec: str) -> tuple[nn.Module, tuple]:
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
         raise ValueError(f"{path!r} has no callable {name!r}. Callables there: {', '.join(found) or 'none'}.")
     result = factory()
-    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)
-            and isinstance(result[1], (tuple, list))):
-        raise ValueError(f"{spec!r} returned {type(result).__name__}; a factory returns (module, example_inputs), "
-                         f"e.g. `return MyModel(), (torch.randn(2, 8),)`.")
+    if not (
+        isinstance(result, tuple)
+        and len(result) == 2
+        and isinstance(result[0], nn.Module)
+        and isinstance(result[1], (tuple, list))
+    ):
+        raise ValueError(
+            f"{spec!r} returned {type(result).__name__}; a factory returns (module, example_inputs), "
+            f"e.g. `return MyModel(), (torch.randn(2, 8),)`."
+        )
     module_, inputs = result
     return module_, tuple(inputs)

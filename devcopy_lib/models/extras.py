@@ -8,6 +8,7 @@ Python and need none of those ops, so when, and only when, the compiled ops fail
 defines the two schemas the import needs, without kernels, and warns once: calling `torchvision.ops.nms` (or any
 detection op) still raises.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -44,8 +45,9 @@ def require(package: str, model: str) -> ModuleType:
     try:
         return importlib.import_module(package)
     except ModuleNotFoundError as exc:
-        raise ModelsExtraMissing(f"Model {model!r} needs {package}, which is not installed ({exc}). "
-                                 f"Install the models extra: {INSTALL_HINT}") from exc
+        raise ModelsExtraMissing(
+            f"Model {model!r} needs {package}, which is not installed ({exc}). Install the models extra: {INSTALL_HINT}"
+        ) from exc
 
 
 def import_torchvision(model: str, required: bool = True) -> ModuleType | None:
@@ -55,8 +57,10 @@ def import_torchvision(model: str, required: bool = True) -> ModuleType | None:
     except ModuleNotFoundError as exc:
         if not required:
             return None
-        raise ModelsExtraMissing(f"Model {model!r} needs torchvision, which is not installed ({exc}). "
-                                 f"Install the models extra: {INSTALL_HINT}") from exc
+        raise ModelsExtraMissing(
+            f"Model {model!r} needs torchvision, which is not installed ({exc}). "
+            f"Install the models extra: {INSTALL_HINT}"
+        ) from exc
     except RuntimeError as exc:
         extension = sys.modules.get("torchvision.extension")
         if "torchvision::" not in str(exc) or extension is None or extension._has_ops():
@@ -70,7 +74,10 @@ def import_torchvision(model: str, required: bool = True) -> ModuleType | None:
         f"(the PyPI wheels for torch {torch.__version__.split('+')[0]} are CUDA builds needing libtorch_cuda.so). "
         f"devcopy defined the schemas of {', '.join(f'torchvision::{n}' for n in _IMPORT_SCHEMAS)} without kernels "
         f"so that the pure-Python models import; detection ops such as torchvision.ops.nms raise. See "
-        f"docs/real_models.md for a matching wheel.", RuntimeWarning, stacklevel=3)
+        f"docs/real_models.md for a matching wheel.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
     return importlib.import_module("torchvision")
 
 

@@ -6,9 +6,10 @@ The transformers models are wrapped so that they return tensors (the logits, or 
 output) instead of a ModelOutput, and use the "eager" attention implementation: attention as matmuls and softmax,
 the ops a device backend delegates, as when exporting for ExecuTorch.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -18,13 +19,28 @@ from .extras import require
 from .samples import seeded
 
 MATRIX_OPS = ("mm.default", "addmm.default", "bmm.default")  # what nn.Linear and attention decompose to
-VIEW_OPS = ("view.default", "_unsafe_view.default", "permute.default", "expand.default", "clone.default",
-            "unsqueeze.default")
-CNN_OPS = ("convolution.default", "_native_batch_norm_legit_no_training.default", "relu.default",
-           "max_pool2d_with_indices.default", "mean.dim", "add.Tensor")
+VIEW_OPS = (
+    "view.default",
+    "_unsafe_view.default",
+    "permute.default",
+    "expand.default",
+    "clone.default",
+    "unsqueeze.default",
+)
+CNN_OPS = (
+    "convolution.default",
+    "_native_batch_norm_legit_no_training.default",
+    "relu.default",
+    "max_pool2d_with_indices.default",
+    "mean.dim",
+    "add.Tensor",
+)
 # The delegate sets a user picks for a device backend: every real model places and runs with each.
 DELEGATE_SETS: dict[str, tuple[str, ...]] = {
-    "matrix": MATRIX_OPS, "matrix_views": MATRIX_OPS + VIEW_OPS, "cnn": CNN_OPS, "default": DEFAULT_DELEGATE_OPS,
+    "matrix": MATRIX_OPS,
+    "matrix_views": MATRIX_OPS + VIEW_OPS,
+    "cnn": CNN_OPS,
+    "default": DEFAULT_DELEGATE_OPS,
 }
 
 
@@ -36,7 +52,7 @@ class HuggingFaceOutputs(nn.Module):
         self.model, self.fields, self.call_options = model, fields, call_options
 
     def forward(self, *inputs: torch.Tensor):
-        names = ("input_ids", "attention_mask")[:len(inputs)]
+        names = ("input_ids", "attention_mask")[: len(inputs)]
         output = self.model(**dict(zip(names, inputs)), **self.call_options)
         values = tuple(getattr(output, field) for field in self.fields)
         return values[0] if len(values) == 1 else values
@@ -84,19 +100,30 @@ def gpt2_12l(seq_len: int = 32):
 def bert_small(seq_len: int = 32):
     """BERT-small (4 layers, 512 wide, 8 heads) encoder with an attention mask; last hidden states and pooled output."""
     transformers = require("transformers", "bert_small")
-    cfg = transformers.BertConfig(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048,
-                                  attn_implementation="eager")
+    cfg = transformers.BertConfig(
+        hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048, attn_implementation="eager"
+    )
     model = HuggingFaceOutputs(transformers.BertModel(cfg).eval(), ("last_hidden_state", "pooler_output"))
     mask = torch.ones(1, seq_len, dtype=torch.long)
-    mask[:, seq_len - seq_len // 4:] = 0  # the last quarter is padding
+    mask[:, seq_len - seq_len // 4 :] = 0  # the last quarter is padding
     return model.eval(), (_token_ids(cfg.vocab_size, seq_len), mask)
 
 
 @seeded
 def llama_tiny(seq_len: int = 32):
     """A tiny Llama (2 layers, 64 wide, 4 heads sharing 2 key/value heads, vocabulary 1,024): RMSNorm, rotary, SiLU."""
-    return _causal_lm("LlamaConfig", "llama_tiny", seq_len, vocab_size=1024, hidden_size=64, intermediate_size=176,
-                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    return _causal_lm(
+        "LlamaConfig",
+        "llama_tiny",
+        seq_len,
+        vocab_size=1024,
+        hidden_size=64,
+        intermediate_size=176,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
 
 
 REAL_MODELS: dict[str, Callable[..., tuple]] = {

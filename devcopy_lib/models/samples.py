@@ -3,9 +3,10 @@
 Each delegates at least one op of `DEFAULT_DELEGATE_OPS` and shows one placement situation; tensors are small and
 every factory seeds torch, so parameters and inputs are the same on every call.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -136,7 +137,6 @@ def transformer_block():
 
 
 MODELS: dict[str, Callable[[], tuple]] = {
-    f.__name__: f for f in (add, mlp, residual, shared_input, back_to_back, cpu_between, output_and_cpu_user,
-                            transformer_block)
+    f.__name__: f
+    for f in (add, mlp, residual, shared_input, back_to_back, cpu_between, output_and_cpu_user, transformer_block)
 }
-

@@ -16,6 +16,7 @@ defined; only without ExecuTorch does devcopy define the namespace itself. Execu
 order). This module only defines; `kernels/registration.py` registers devcopy's kernels for the `.out` overloads.
 Import this module for its side effect.
 """
+
 from __future__ import annotations
 
 import importlib.util

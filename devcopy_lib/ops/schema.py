@@ -1,5 +1,6 @@
 """Op YAML files in ExecuTorch's shape (`func:` schema or `op:` ATen name, plus `kernels:` entries with `arg_meta`
 and `kernel_name`), validated on load and parsed with torchgen's schema parser."""
+
 from __future__ import annotations
 
 import functools
@@ -9,15 +10,15 @@ from dataclasses import dataclass
 import torch
 import torchgen
 import yaml
-
 from torchgen.model import FunctionSchema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ET_COPY_OPS_YAML = os.path.join(HERE, "et_copy_ops.yaml")
 FUNCTIONS_YAML = os.path.join(HERE, "functions.yaml")
 PEER_COPY_OPS_YAML = os.path.join(HERE, "peer_copy_ops.yaml")  # devcopy's et_copy::_d2d_copy.out for ATen mode
-NATIVE_FUNCTIONS_YAML = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native",
-                                     "native_functions.yaml")
+NATIVE_FUNCTIONS_YAML = os.path.join(
+    os.path.dirname(torchgen.__file__), "packaged", "ATen", "native", "native_functions.yaml"
+)
 
 ENTRY_KEYS = ("func", "op", "kernels", "type_alias", "dim_order_alias")
 KERNEL_KEYS = ("arg_meta", "kernel_name")
@@ -50,7 +51,7 @@ class OpEntry:
         return parse_schema(self.func)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parse_schema(func: str) -> FunctionSchema:
     return FunctionSchema.parse(func)
 
@@ -69,7 +70,7 @@ def runtime_name(namespace: str, func: str) -> str:
     return f"{namespace}::{func.split('(', 1)[0].strip()}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def native_functions() -> dict[str, str | None]:
     """ATen's ops in torchgen's packaged native_functions.yaml, `autogen:` variants included (read once): runtime
     name -> schema text, or None for an autogen op (its schema comes from PyTorch on demand: `native_schema`)."""
@@ -84,7 +85,7 @@ def native_functions() -> dict[str, str | None]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def native_schema(name: str) -> str | None:
     """The schema text of ATen op `name` (`aten::relu.out`), from the YAML or else from PyTorch's own registry."""
     if name not in native_functions():
@@ -116,8 +117,12 @@ def _kernel_entries(path: str, index: int, kernels) -> tuple[KernelEntry, ...]:
             raise _bad(path, index, f"kernels[{k}]: key 'kernel_name' is missing or not a string")
         arg_meta = kernel.get("arg_meta")
         if arg_meta is not None and not isinstance(arg_meta, str):
-            raise _bad(path, index, f"kernels[{k}]: key 'arg_meta' must be null (fallback) or a kernel-key string "
-                                    f"like 'v1/6;0,1|6;0,1', got {arg_meta!r}")
+            raise _bad(
+                path,
+                index,
+                f"kernels[{k}]: key 'arg_meta' must be null (fallback) or a kernel-key string "
+                f"like 'v1/6;0,1|6;0,1', got {arg_meta!r}",
+            )
         found.append(KernelEntry(arg_meta or "", kernel["kernel_name"]))
     return tuple(found)
 
@@ -134,8 +139,12 @@ def _entry(path: str, index: int, raw) -> OpEntry:
         name = f"aten::{raw['op']}"
         func = native_schema(name)
         if func is None:
-            raise _bad(path, index, f"key 'op': {raw['op']!r} is not in ATen's native_functions.yaml; "
-                                    "use 'func:' with a full schema for a custom op")
+            raise _bad(
+                path,
+                index,
+                f"key 'op': {raw['op']!r} is not in ATen's native_functions.yaml; "
+                "use 'func:' with a full schema for a custom op",
+            )
     else:
         namespace, func = split_namespace(str(raw["func"]))
         name = runtime_name(namespace, func)
@@ -146,7 +155,7 @@ def _entry(path: str, index: int, raw) -> OpEntry:
     return OpEntry(name, func, _kernel_entries(path, index, raw.get("kernels")), path, index)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_ops_yaml(path: str) -> tuple[OpEntry, ...]:
     """Load and validate an op YAML file (cached by path)."""
     with open(path) as f:

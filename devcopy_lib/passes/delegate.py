@@ -3,6 +3,7 @@
 In the top-level graph a delegate call is a `call_module` node whose target names a `Delegate` submodule; its args
 are the delegate's distinct input values and it returns a tuple that `operator.getitem` nodes read.
 """
+
 from __future__ import annotations
 
 import operator
@@ -21,8 +22,15 @@ class Delegate(torch.nn.Module):
     device once, at load.
     """
 
-    def __init__(self, name: str, graph_module: fx.GraphModule, target_device: Device | None,
-                 constants: dict[str, torch.Tensor], ops: tuple[str, ...], input_names: tuple[str, ...]):
+    def __init__(
+        self,
+        name: str,
+        graph_module: fx.GraphModule,
+        target_device: Device | None,
+        constants: dict[str, torch.Tensor],
+        ops: tuple[str, ...],
+        input_names: tuple[str, ...],
+    ):
         super().__init__()
         self.name = name
         self.graph_module = graph_module

@@ -10,6 +10,7 @@ done on a copy of its graph (docs/differences.md lists what devcopy leaves out):
 - each mutated buffer or user input written back at the end with `aten.copy_(target, new value)` instead of being
   returned (mutated buffers stay program state: never delegate-owned constants).
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,10 +23,16 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 aten = torch.ops.aten
-ASSERTIONS = frozenset({
-    aten._assert_async.default, aten._assert_async.msg, aten._assert_scalar.default,
-    aten.sym_constrain_range_for_size.default, aten.sym_constrain_range.default, aten._assert_tensor_metadata.default,
-})
+ASSERTIONS = frozenset(
+    {
+        aten._assert_async.default,
+        aten._assert_async.msg,
+        aten._assert_scalar.default,
+        aten.sym_constrain_range_for_size.default,
+        aten.sym_constrain_range.default,
+        aten._assert_tensor_metadata.default,
+    }
+)
 # RemoveMixedTypeOperators: the ops whose arguments ExecuTorch casts to the promoted dtype
 _PROMOTION = {
     aten.add.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
@@ -56,7 +63,9 @@ def edge_form(exported: ExportedProgram) -> EdgeForm:
     """The graph of `exported` (read, never changed) after to_edge's copy-relevant rewrites."""
     gm = fx.GraphModule(exported.graph_module, copy.deepcopy(exported.graph_module.graph))
     for original, node in zip(exported.graph_module.graph.nodes, gm.graph.nodes):
-        node.name = original.name  # copying renames a placeholder that shadows a builtin (`input`); keep the signature's
+        node.name = (
+            original.name
+        )  # copying renames a placeholder that shadows a builtin (`input`); keep the signature's
     constants, user_inputs = _inputs(exported)
     mutable, written_back = _write_back(exported, gm.graph, constants, user_inputs)
     _remove_assertions(gm.graph)
@@ -76,13 +85,16 @@ def _inputs(exported: ExportedProgram) -> tuple[dict[str, torch.Tensor], list[st
             source = exported.state_dict if spec.target in exported.state_dict else exported.constants
             constants[spec.arg.name] = source[spec.target]
         else:
-            raise ValueError(f"Input {spec.arg.name!r} is a {spec.kind.name}, which lowering does not support: "
-                             f"only user inputs, parameters, buffers and tensor constants.")
+            raise ValueError(
+                f"Input {spec.arg.name!r} is a {spec.kind.name}, which lowering does not support: "
+                f"only user inputs, parameters, buffers and tensor constants."
+            )
     return constants, user_inputs
 
 
-def _write_back(exported: ExportedProgram, graph: fx.Graph, constants: dict[str, torch.Tensor],
-                user_inputs: list[str]) -> tuple[list[str], list[int]]:
+def _write_back(
+    exported: ExportedProgram, graph: fx.Graph, constants: dict[str, torch.Tensor], user_inputs: list[str]
+) -> tuple[list[str], list[int]]:
     """Mutation outputs become `copy_(target, value)` nodes before the output (ExecuTorch's write-back); a mutated
     buffer's tensor is copied, so running the program never changes the model's own buffer."""
     signature = exported.graph_signature
@@ -102,8 +114,10 @@ def _write_back(exported: ExportedProgram, graph: fx.Graph, constants: dict[str,
             name = spec.target
             written_back.append(user_inputs.index(name))
         else:
-            raise ValueError(f"Output {spec.arg.name!r} is a {spec.kind.name}, which lowering does not support: "
-                             f"only user outputs, buffer mutations and user-input mutations.")
+            raise ValueError(
+                f"Output {spec.arg.name!r} is a {spec.kind.name}, which lowering does not support: "
+                f"only user outputs, buffer mutations and user-input mutations."
+            )
         if value is not placeholders[name]:
             with graph.inserting_before(output):
                 node = graph.call_function(WRITE_BACK, (placeholders[name], value))
@@ -150,8 +164,12 @@ def _remove_noops(graph: fx.Graph) -> None:
             static = all(isinstance(s, int) for s in (*source.shape, *result.shape))
             same = static and tuple(source.shape) == tuple(result.shape)
         else:
-            same = (source.dtype == result.dtype and source.device == result.device
-                    and source.shape == result.shape and source.stride() == result.stride())
+            same = (
+                source.dtype == result.dtype
+                and source.device == result.device
+                and source.shape == result.shape
+                and source.stride() == result.stride()
+            )
         if same:
             node.replace_all_uses_with(node.args[0])
             graph.erase_node(node)

@@ -5,6 +5,7 @@ Every functional op becomes its out variant plus a planned `out` (the copies bec
 constants; a delegate call becomes a delegate instruction whose outputs `getitem` reads; constants a delegate owns
 become device constants, copied host -> device once at load.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,14 @@ from torch.utils._sympy.numbers import int_oo
 
 from ..devices.device import CPU, Device
 from ..runtime.program import (
-    BackendDelegate, DelegateCall, KernelCall, Program, ScalarValue, TensorListValue, TensorSpec, TensorValue,
+    BackendDelegate,
+    DelegateCall,
+    KernelCall,
+    Program,
+    ScalarValue,
+    TensorListValue,
+    TensorSpec,
+    TensorValue,
 )
 from .delegate import delegate_of
 from .edge_form import WRITE_BACK
@@ -26,7 +34,9 @@ from .out_variant import operator_name, out_variant
 
 # Graph assertions carry no data; ExecuTorch removes them before emitting too.
 _SKIPPED = {
-    "aten::_assert_async", "aten::_assert_scalar", "aten::_assert_tensor_metadata",
+    "aten::_assert_async",
+    "aten::_assert_scalar",
+    "aten::_assert_tensor_metadata",
     "aten::sym_constrain_range_for_size",
 }
 
@@ -59,8 +69,13 @@ def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
 def tensor_spec(val: torch.Tensor, device: Device, where: str) -> TensorSpec:
     """The spec of a traced tensor: dtype, upper-bound sizes, device, dynamism."""
     bounds = [_upper_bound(size, where) for size in val.shape]
-    return TensorSpec(val.dtype, tuple(s for s, _ in bounds), device, any(d for _, d in bounds),
-                      tuple(dim for dim, (_, dynamic) in enumerate(bounds) if dynamic))
+    return TensorSpec(
+        val.dtype,
+        tuple(s for s, _ in bounds),
+        device,
+        any(d for _, d in bounds),
+        tuple(dim for dim, (_, dynamic) in enumerate(bounds) if dynamic),
+    )
 
 
 def _device_of(node: fx.Node) -> Device:
@@ -117,8 +132,9 @@ class _Emitter:
             raise NotImplementedError(f"{node.name}: call_module {node.target!r} is not a delegate call")
         device = delegate.target_device or CPU
         args = tuple(self.node_value[arg] for arg in node.args)
-        constants = tuple(self.constant(t, device if self.device_planning else CPU)
-                          for t in delegate.constants.values())
+        constants = tuple(
+            self.constant(t, device if self.device_planning else CPU) for t in delegate.constants.values()
+        )
         outputs = tuple(self.planned(v, node, device) for v in node.meta["val"])
         self.program.delegates.append(BackendDelegate(delegate.name, delegate.graph_module, device, constants))
         self.program.instructions.append(DelegateCall(len(self.program.delegates) - 1, args, outputs))
@@ -177,7 +193,8 @@ class _Emitter:
         the new value into the target's own memory, where the next run (a buffer) or the caller (an input) reads it."""
         target, value = (self.node_value[arg] for arg in node.args)
         self.program.instructions.append(
-            KernelCall(self.operator("aten::copy.out"), (target, value, self.add(ScalarValue(False)), target)))
+            KernelCall(self.operator("aten::copy.out"), (target, value, self.add(ScalarValue(False)), target))
+        )
         self.node_value[node] = target
 
     def argument(self, arg: torch._C.Argument, value: Any, node: fx.Node) -> int:
@@ -189,11 +206,14 @@ class _Emitter:
             return self.node_value[value]
         if isinstance(kind, torch.TensorType) and isinstance(value, (bool, int, float)):
             return self.constant(torch.tensor(value))
-        if isinstance(kind, torch.ListType) and isinstance(kind.getElementType(), (torch.TensorType, torch.OptionalType)):
+        if isinstance(kind, torch.ListType) and isinstance(
+            kind.getElementType(), (torch.TensorType, torch.OptionalType)
+        ):
             return self.add(TensorListValue(tuple(None if v is None else self.node_value[v] for v in value)))
         if isinstance(value, (list, tuple)):
-            return self.add(ScalarValue(tuple(_static_int(v, node.name) if isinstance(v, torch.SymInt) else v
-                                              for v in value)))
+            return self.add(
+                ScalarValue(tuple(_static_int(v, node.name) if isinstance(v, torch.SymInt) else v for v in value))
+            )
         if isinstance(value, torch.SymInt):
             return self.add(ScalarValue(_static_int(value, node.name)))
         return self.add(ScalarValue(value))

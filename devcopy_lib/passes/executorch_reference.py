@@ -8,12 +8,14 @@ after `run_decompositions()`), translated to the edge dialect's (`view.default` 
 -> `dim_order_ops::_clone_dim_order.default`, ...), so both partition the same nodes. ExecuTorch is imported only
 when called; whatever it raises while lowering comes back as an `ExecuTorchRefusal`.
 """
+
 from __future__ import annotations
 
 import functools
 import importlib.util
 import operator
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -73,7 +75,7 @@ def devcopy_spelling(node: torch.fx.Node) -> str | None:
     if edge in _FROM_EDGE:
         return _FROM_EDGE[edge]
     name, _, overload = (edge or "").partition(".")
-    if name.endswith("_copy") and edge_spelling(base := f"{name[:-len('_copy')]}.{overload}") == edge:
+    if name.endswith("_copy") and edge_spelling(base := f"{name[: -len('_copy')]}.{overload}") == edge:
         return base
     return edge
 
@@ -104,8 +106,11 @@ def _groups(gm: torch.fx.GraphModule, wanted: frozenset[str], partition: str) ->
             return devcopy_spelling(node) in wanted
 
     if partition == "per_node":  # a multi-output op keeps its getitems, as lowering and the capability groups do
-        return [[n, *(u for u in n.users if u.target is operator.getitem)]
-                for n in gm.graph.nodes if Support().is_node_supported(None, n)]
+        return [
+            [n, *(u for u in n.users if u.target is operator.getitem)]
+            for n in gm.graph.nodes
+            if Support().is_node_supported(None, n)
+        ]
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = [sorted(p.nodes, key=order.__getitem__) for p in generate_pattern_op_partitions(gm, op_support=Support())]
     return sorted(groups, key=lambda g: order[g[0]])
@@ -162,10 +167,16 @@ def _tag_origins(exported) -> None:
             node.meta.setdefault("custom", {})[_ORIGIN] = name
 
 
-def executorch_program(model: torch.nn.Module, example_inputs: Sequence[Any], delegate_ops: Sequence[str],
-                       target_device: Any = "cuda:0", partition: str = "capability",
-                       skip_h2d_for_method_inputs: bool = False, skip_d2h_for_method_outputs: bool = False,
-                       non_cpu_memory_planning: bool = True):
+def executorch_program(
+    model: torch.nn.Module,
+    example_inputs: Sequence[Any],
+    delegate_ops: Sequence[str],
+    target_device: Any = "cuda:0",
+    partition: str = "capability",
+    skip_h2d_for_method_inputs: bool = False,
+    skip_d2h_for_method_outputs: bool = False,
+    non_cpu_memory_planning: bool = True,
+):
     """ExecuTorch's ExecutorchProgramManager for the model lowered with `delegate_ops` on `target_device` (a device
     string, None, or devcopy's mapping by delegate or op name). Raises ExecuTorchRefusal when ExecuTorch refuses."""
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
@@ -187,18 +198,25 @@ def executorch_program(model: torch.nn.Module, example_inputs: Sequence[Any], de
                 skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
                 skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
             ),
-            memory_planning_pass=MemoryPlanningPass(alloc_graph_input=not skip_h2d_for_method_inputs,
-                                                    alloc_graph_output=not skip_d2h_for_method_outputs),
+            memory_planning_pass=MemoryPlanningPass(
+                alloc_graph_input=not skip_h2d_for_method_inputs, alloc_graph_output=not skip_d2h_for_method_outputs
+            ),
         )
         return lowered.to_executorch(config)
     except Exception as exc:  # ExecuTorch's own refusal, told apart from a devcopy error by its type
         raise ExecuTorchRefusal(stage, exc) from exc
 
 
-def executorch_counts(model: torch.nn.Module, example_inputs: Sequence[Any], delegate_ops: Sequence[str],
-                      target_device: Any = "cuda:0", partition: str = "capability",
-                      skip_h2d_for_method_inputs: bool = False, skip_d2h_for_method_outputs: bool = False,
-                      non_cpu_memory_planning: bool = True) -> dict[str, Any]:
+def executorch_counts(
+    model: torch.nn.Module,
+    example_inputs: Sequence[Any],
+    delegate_ops: Sequence[str],
+    target_device: Any = "cuda:0",
+    partition: str = "capability",
+    skip_h2d_for_method_inputs: bool = False,
+    skip_d2h_for_method_outputs: bool = False,
+    non_cpu_memory_planning: bool = True,
+) -> dict[str, Any]:
     """ExecuTorch's own `{delegates, h2d, d2h, order, delegate_devices, delegate_ops}` after `to_executorch`.
 
     `order`: the kinds of the graph's input, delegate, copy and output nodes in graph order; `delegate_devices`:
@@ -207,11 +225,25 @@ def executorch_counts(model: torch.nn.Module, example_inputs: Sequence[Any], del
     from executorch.exir.delegate import executorch_call_delegate
     from executorch.exir.passes.propagate_device_pass import TARGET_DEVICE_COMPILE_SPEC_KEY
 
-    gm = executorch_program(model, example_inputs, delegate_ops, target_device, partition,
-                            skip_h2d_for_method_inputs, skip_d2h_for_method_outputs,
-                            non_cpu_memory_planning).exported_program().graph_module
-    kinds = {torch.ops.et_copy._h2d_copy.out: "h2d", torch.ops.et_copy._d2h_copy.out: "d2h",
-             executorch_call_delegate: "delegate"}
+    gm = (
+        executorch_program(
+            model,
+            example_inputs,
+            delegate_ops,
+            target_device,
+            partition,
+            skip_h2d_for_method_inputs,
+            skip_d2h_for_method_outputs,
+            non_cpu_memory_planning,
+        )
+        .exported_program()
+        .graph_module
+    )
+    kinds = {
+        torch.ops.et_copy._h2d_copy.out: "h2d",
+        torch.ops.et_copy._d2h_copy.out: "d2h",
+        executorch_call_delegate: "delegate",
+    }
     order, devices, ops = [], [], []
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
@@ -224,7 +256,18 @@ def executorch_counts(model: torch.nn.Module, example_inputs: Sequence[Any], del
                 device = specs.get(TARGET_DEVICE_COMPILE_SPEC_KEY)
                 devices.append(None if device is None else bytes(device).decode("utf-8"))
                 inner = lowered.original_module.graph_module.graph.nodes
-                ops.append([name for n in inner if n.target is not operator.getitem
-                            and (name := devcopy_spelling(n)) is not None])
-    return {"delegates": order.count("delegate"), "h2d": order.count("h2d"), "d2h": order.count("d2h"),
-            "order": order, "delegate_devices": devices, "delegate_ops": ops}
+                ops.append(
+                    [
+                        name
+                        for n in inner
+                        if n.target is not operator.getitem and (name := devcopy_spelling(n)) is not None
+                    ]
+                )
+    return {
+        "delegates": order.count("delegate"),
+        "h2d": order.count("h2d"),
+        "d2h": order.count("d2h"),
+        "order": order,
+        "delegate_devices": devices,
+        "delegate_ops": ops,
+    }

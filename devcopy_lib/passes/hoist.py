@@ -8,6 +8,7 @@ memory of their own (never arena memory another value reuses), so no call copies
 Never hoisted: anything that reads a mutated buffer (its value changes between runs), a user input, a delegate
 output, or a nondeterministic op.
 """
+
 from __future__ import annotations
 
 from torch import fx
@@ -31,9 +32,14 @@ def constant_derived(gm: fx.GraphModule) -> set[fx.Node]:
         if node.op == "get_attr":
             if not _mutable(node):
                 found.add(node)
-        elif (node.op == "call_function" and node.target is not WRITE_BACK and delegate_source(node) is None
-              and delegate_of(node) is None and all(i in found for i in node.all_input_nodes)
-              and "nondeterministic_seeded" not in getattr(node.target, "tags", ())):
+        elif (
+            node.op == "call_function"
+            and node.target is not WRITE_BACK
+            and delegate_source(node) is None
+            and delegate_of(node) is None
+            and all(i in found for i in node.all_input_nodes)
+            and "nondeterministic_seeded" not in getattr(node.target, "tags", ())
+        ):
             found.add(node)
     return found
 
@@ -55,8 +61,10 @@ def hoist_constants(gm: fx.GraphModule) -> list[fx.Node]:
             needed.add(node)
             stack.extend(node.all_input_nodes)
     moved = [node for node in gm.graph.nodes if node in needed]
-    anchor = next((n for n in gm.graph.nodes if n.op not in ("placeholder", "get_attr") and n not in needed),
-                  gm.graph.output_node())
+    anchor = next(
+        (n for n in gm.graph.nodes if n.op not in ("placeholder", "get_attr") and n not in needed),
+        gm.graph.output_node(),
+    )
     for node in moved:
         node.meta[HOISTED] = True
         anchor.prepend(node)

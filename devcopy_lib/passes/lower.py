@@ -35,13 +35,15 @@ supported node its own partition. A constant read by a
 delegate is owned by it; a constant read by several delegates is owned by each (a copy per delegate, no H2D), and a
 CPU reader keeps a CPU-side copy too.
 """
+
 from __future__ import annotations
 
 import copy
 import heapq
 import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
@@ -60,17 +62,41 @@ from .partition import propose_partitions
 
 # What the device backend runs: ATen overloads as they appear after run_decompositions().
 DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
-    "add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "neg.default",
-    "mm.default", "addmm.default", "bmm.default",
-    "relu.default", "sin.default", "cos.default", "exp.default", "tanh.default", "sigmoid.default",
+    "add.Tensor",
+    "sub.Tensor",
+    "mul.Tensor",
+    "div.Tensor",
+    "neg.default",
+    "mm.default",
+    "addmm.default",
+    "bmm.default",
+    "relu.default",
+    "sin.default",
+    "cos.default",
+    "exp.default",
+    "tanh.default",
+    "sigmoid.default",
     "_softmax.default",
     # views, so a weight's transpose runs inside the delegate that owns the weight (no per-run H2D of weights)
-    "permute.default", "view.default", "expand.default", "clone.default", "_unsafe_view.default",
+    "permute.default",
+    "view.default",
+    "expand.default",
+    "clone.default",
+    "_unsafe_view.default",
     "unsqueeze.default",
     # what the real models (docs/real_models.md) compute: convolutions, normalisations, pooling, activations
-    "convolution.default", "_native_batch_norm_legit_no_training.default", "native_layer_norm.default",
-    "max_pool2d_with_indices.default", "mean.dim", "clamp.default", "gelu.default", "pow.Tensor_Scalar",
-    "rsqrt.default", "embedding.default", "cat.default", "split_with_sizes.default",
+    "convolution.default",
+    "_native_batch_norm_legit_no_training.default",
+    "native_layer_norm.default",
+    "max_pool2d_with_indices.default",
+    "mean.dim",
+    "clamp.default",
+    "gelu.default",
+    "pow.Tensor_Scalar",
+    "rsqrt.default",
+    "embedding.default",
+    "cat.default",
+    "split_with_sizes.default",
 )
 
 
@@ -114,19 +140,27 @@ class OverloadSupport(OperatorSupportBase):
 def _checked_options(delegate_ops: Sequence[str] | None, partition: str) -> tuple[str, ...]:
     """The validated delegate ops (DEFAULT_DELEGATE_OPS for None); a ValueError naming the valid partitions."""
     if partition not in PARTITIONS:
-        raise ValueError(f"Unknown partition {partition!r}. Valid: {', '.join(PARTITIONS)}. 'capability' groups "
-                         f"supported ops like ExecuTorch's partitioners; 'fx' gives the same groups from torch.fx's "
-                         f"own (slower) partitioner; 'per_node' makes one delegate per op.")
+        raise ValueError(
+            f"Unknown partition {partition!r}. Valid: {', '.join(PARTITIONS)}. 'capability' groups "
+            f"supported ops like ExecuTorch's partitioners; 'fx' gives the same groups from torch.fx's "
+            f"own (slower) partitioner; 'per_node' makes one delegate per op."
+        )
     return validate_overloads(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops)
 
 
-def export_program(model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None) -> ExportedProgram:
+def export_program(
+    model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None
+) -> ExportedProgram:
     """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set."""
     return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes).run_decompositions()
 
 
-def lower(exported: ExportedProgram, delegate_ops: Sequence[str] | None = None, target_device: Any = "cuda:0",
-          partition: str = "capability") -> LoweredProgram:
+def lower(
+    exported: ExportedProgram,
+    delegate_ops: Sequence[str] | None = None,
+    target_device: Any = "cuda:0",
+    partition: str = "capability",
+) -> LoweredProgram:
     """Make each proposed partition of `delegate_ops` in a decomposed program a delegate on `target_device`.
 
     `exported` is read, never changed, so one `export_program` result can be lowered with many delegate sets.
@@ -148,9 +182,14 @@ def lower(exported: ExportedProgram, delegate_ops: Sequence[str] | None = None, 
     return _Builder(exported, edge, groups, target_device).build(example_inputs, ops, partition)
 
 
-def export_and_lower(model: torch.nn.Module, example_inputs: Sequence[Any], delegate_ops: Sequence[str] | None = None,
-                     target_device: Any = "cuda:0", dynamic_shapes: Any = None,
-                     partition: str = "capability") -> LoweredProgram:
+def export_and_lower(
+    model: torch.nn.Module,
+    example_inputs: Sequence[Any],
+    delegate_ops: Sequence[str] | None = None,
+    target_device: Any = "cuda:0",
+    dynamic_shapes: Any = None,
+    partition: str = "capability",
+) -> LoweredProgram:
     """`export_program` then `lower`: export `model`, decompose, and delegate the partitions of `delegate_ops`."""
     _checked_options(delegate_ops, partition)  # refuse bad options before the expensive export
     return lower(export_program(model, example_inputs, dynamic_shapes), delegate_ops, target_device, partition)
@@ -166,8 +205,10 @@ def _resolve_device(target_device: Any, name: str, ops: tuple[str, ...]) -> Devi
         return Device.parse(target_device[name])
     found = {Device.parse(target_device[op]) for op in ops if op in target_device}
     if len(found) > 1:
-        raise ValueError(f"{name} (ops {list(ops)}) maps to several devices {sorted(map(str, found))}. A delegate "
-                         f"runs on one device: map it by name ({name!r}: 'cuda:0') or use partition='per_node'.")
+        raise ValueError(
+            f"{name} (ops {list(ops)}) maps to several devices {sorted(map(str, found))}. A delegate "
+            f"runs on one device: map it by name ({name!r}: 'cuda:0') or use partition='per_node'."
+        )
     return found.pop() if found else None
 
 
@@ -210,10 +251,16 @@ class _Builder:
         self.new.output(fx.map_arg(output.args[0], self.env.__getitem__))
         gm = fx.GraphModule(self.root, self.new, class_name="LoweredGraph")
         return LoweredProgram(
-            graph_module=gm, delegates=dict(self.delegates), constants=self.cpu_constants,
-            input_names=tuple(self.user_inputs), output_names=tuple(_names(output.args[0])),
-            example_inputs=example_inputs, exported_program=self.exported, delegate_ops=tuple(ops),
-            partition=partition, written_back_inputs=self.edge.written_back,
+            graph_module=gm,
+            delegates=dict(self.delegates),
+            constants=self.cpu_constants,
+            input_names=tuple(self.user_inputs),
+            output_names=tuple(_names(output.args[0])),
+            example_inputs=example_inputs,
+            exported_program=self.exported,
+            delegate_ops=tuple(ops),
+            partition=partition,
+            written_back_inputs=self.edge.written_back,
         )
 
     def _copy(self, node: fx.Node) -> fx.Node:
@@ -228,8 +275,10 @@ class _Builder:
             if node.op in ("call_function", "call_method", "call_module", "get_attr"):
                 units.setdefault(self.group_of.get(node, node), []).append(node)
         unit_of = {n: u for u, nodes in units.items() for n in nodes}
-        deps = {u: {unit_of[i] for n in ns for i in n.all_input_nodes if i in unit_of and unit_of[i] != u}
-                for u, ns in units.items()}
+        deps = {
+            u: {unit_of[i] for n in ns for i in n.all_input_nodes if i in unit_of and unit_of[i] != u}
+            for u, ns in units.items()
+        }
         users: dict[Any, set] = {u: set() for u in units}
         for u, ds in deps.items():
             for d in ds:
@@ -269,9 +318,12 @@ class _Builder:
         name = f"delegate_{len(self.delegates)}"
         ops = tuple(overload_name(n.target) for n in nodes if n.target is not operator.getitem)
         delegate = Delegate(
-            name, _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
+            name,
+            _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
             _resolve_device(self.target_device, name, ops),
-            {a.name: self.constants[a.name] for a in owned}, ops, tuple(a.name for a in inputs),
+            {a.name: self.constants[a.name] for a in owned},
+            ops,
+            tuple(a.name for a in inputs),
         )
         self.delegates[name] = delegate
         self.root.add_module(name, delegate)

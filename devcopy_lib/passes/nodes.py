@@ -1,4 +1,5 @@
 """What a node of a lowered or placed graph is: its kind, its device, whether it is a device copy."""
+
 from __future__ import annotations
 
 import operator

@@ -7,6 +7,7 @@ Each filter matches one known message exactly; every other warning and log recor
 - torchao (imported by ExecuTorch, the `reference` extra): "Failed to load ..." for CUDA-only kernel libraries;
 - torch's pytree log W....: "... is an Enum subclass and is now natively supported" (torchao registering enums).
 """
+
 from __future__ import annotations
 
 import logging

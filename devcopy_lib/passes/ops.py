@@ -1,9 +1,10 @@
 """ATen overload names (`add.Tensor`) for graph nodes, and their validation against the ops torch knows."""
+
 from __future__ import annotations
 
 import difflib
 import functools
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 

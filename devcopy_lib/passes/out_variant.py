@@ -3,6 +3,7 @@
 A view op first becomes its `_copy` variant (`view` -> `view_copy`), as in ExecuTorch's edge dialect; then the
 out overload is the one of the same packet whose torchgen signature (out args and TensorOptions stripped) matches.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,7 +38,7 @@ def _copy_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
         ) from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
     """The out overload a runtime calls for functional `op` (views through their `_copy` variant)."""
     if any(r.alias_info is not None and not r.alias_info.is_write for r in op._schema.returns):
@@ -49,8 +50,12 @@ def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
     for name in packet.overloads():
         candidate = getattr(packet, name)
         schema = _parse(candidate)
-        if (schema is not None and functional is not None and schema.kind() is SchemaKind.out
-                and schema.signature() == functional.signature()):
+        if (
+            schema is not None
+            and functional is not None
+            and schema.kind() is SchemaKind.out
+            and schema.signature() == functional.signature()
+        ):
             return candidate
     raise NotImplementedError(
         f"{op} has no out variant: none of {packet}'s overloads {sorted(packet.overloads())} takes the same "

@@ -20,9 +20,10 @@ follow their producer; optionally single-compute-node partitions dropped). What 
 On transformer graphs few partitions are live and not retired at any time, so the work is linear in nodes and edges
 plus bitset operations of graph-size words (about N * (N + E) / 64 machine words in all).
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from torch import fx
 from torch.fx.node import _get_qualified_name
@@ -175,8 +176,9 @@ class _Partitions:
         return merged_any
 
 
-def propose_partitions(gm: fx.GraphModule, support: OperatorSupportBase,
-                       allows_single_node_partition: bool = True) -> list[set[fx.Node]]:
+def propose_partitions(
+    gm: fx.GraphModule, support: OperatorSupportBase, allows_single_node_partition: bool = True
+) -> list[set[fx.Node]]:
     """The node sets `CapabilityBasedPartitioner(gm, support, allows_single_node_partition).propose_partitions()`
     proposes, in its order."""
     nodes = list(gm.graph.nodes)
@@ -200,8 +202,9 @@ def propose_partitions(gm: fx.GraphModule, support: OperatorSupportBase,
     return [g for g in groups.values() if g]
 
 
-def _getitems_follow_producers(nodes: list[fx.Node], groups: dict[int, set[fx.Node]],
-                               assignment: dict[fx.Node, int]) -> None:
+def _getitems_follow_producers(
+    nodes: list[fx.Node], groups: dict[int, set[fx.Node]], assignment: dict[fx.Node, int]
+) -> None:
     """A node whose users are all getitems takes them into its partition (or out of any), until nothing moves."""
     while True:
         moves: dict[fx.Node, int | None] = {}
@@ -224,4 +227,3 @@ def _getitems_follow_producers(nodes: list[fx.Node], groups: dict[int, set[fx.No
 def _compute_nodes(group: set[fx.Node]) -> int:
     """torch.fx's count for dropping single-node partitions: call_functions other than view and getitem."""
     return sum(1 for n in group if n.op == "call_function" and _get_qualified_name(n.target) not in _NON_COMPUTE)
-

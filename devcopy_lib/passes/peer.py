@@ -1,9 +1,11 @@
 """The `peer` strategy's two questions: may device A copy straight to device B (`peer_rule`), and what does each
 cross-device value cost both ways (`CrossDevicePair`: direct peer copy vs D2H + H2D through host memory)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Union
+from typing import Any, Union
 
 from ..devices import Device, DeviceType, get_device_allocator
 from .report import predict_seconds
@@ -45,8 +47,10 @@ def peer_rule(peer_access: PeerAccess = None) -> Callable[[Device, Device], bool
         try:
             pairs = {(_as_device(a), _as_device(b)) for a, b in peer_access}
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"peer_access must be None, a bool, a callable (src, dst) -> bool, or pairs of devices "
-                             f"like {{('cuda:0', 'cuda:1')}}; got {peer_access!r} ({exc})") from None
+            raise ValueError(
+                f"peer_access must be None, a bool, a callable (src, dst) -> bool, or pairs of devices "
+                f"like {{('cuda:0', 'cuda:1')}}; got {peer_access!r} ({exc})"
+            ) from None
         pairs |= {(b, a) for a, b in pairs}
         rule = lambda src, dst: (src, dst) in pairs  # noqa: E731
     return lambda src, dst: src.type == dst.type and bool(rule(src, dst))
@@ -69,15 +73,29 @@ class CrossDevicePair:
     def to_dict(self, cost_model: Any = None) -> dict[str, Any]:
         """Both options (copies, bytes over PCIe, predicted seconds with a cost model) and what direct saves."""
         hop_copies = 1 if self.d2h_shared else 2
-        host_hop = {"copies": hop_copies, "host_bytes": hop_copies * self.bytes,
-                    "predicted_s": _hop_seconds(cost_model, self.bytes, self.d2h_shared)}
+        host_hop = {
+            "copies": hop_copies,
+            "host_bytes": hop_copies * self.bytes,
+            "predicted_s": _hop_seconds(cost_model, self.bytes, self.d2h_shared),
+        }
         direct = {"copies": 1, "host_bytes": 0, "predicted_s": predict_seconds(cost_model, "d2d", self.bytes)}
-        saved_s = None if None in (host_hop["predicted_s"], direct["predicted_s"]) else \
-            host_hop["predicted_s"] - direct["predicted_s"]
-        return {"value": self.value, "src": self.src, "dst": self.dst, "bytes": self.bytes,
-                "peer_access": self.peer_access, "chosen": self.chosen, "d2h_shared": self.d2h_shared,
-                "host_hop": host_hop, "direct": direct,
-                "direct_saves": {"copies": hop_copies - 1, "host_bytes": host_hop["host_bytes"], "predicted_s": saved_s}}
+        saved_s = (
+            None
+            if None in (host_hop["predicted_s"], direct["predicted_s"])
+            else host_hop["predicted_s"] - direct["predicted_s"]
+        )
+        return {
+            "value": self.value,
+            "src": self.src,
+            "dst": self.dst,
+            "bytes": self.bytes,
+            "peer_access": self.peer_access,
+            "chosen": self.chosen,
+            "d2h_shared": self.d2h_shared,
+            "host_hop": host_hop,
+            "direct": direct,
+            "direct_saves": {"copies": hop_copies - 1, "host_bytes": host_hop["host_bytes"], "predicted_s": saved_s},
+        }
 
 
 def _hop_seconds(cost_model: Any, nbytes: int, d2h_shared: bool) -> float | None:

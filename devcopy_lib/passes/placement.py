@@ -7,6 +7,7 @@ graph still runs eagerly on CPU. `peer` places ExecuTorch's copies, then turns e
 on cuda:0 feeding an H2D to cuda:1) into one direct `_d2d_copy` where the two devices have peer access. A delegate whose `target_device` is None or CPU is left untouched (a deliberate
 difference for CPU: ExecuTorch would insert CPU->CPU copies for a `cpu` target).
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,7 +28,6 @@ from .peer import CrossDevicePair, PeerAccess, peer_rule
 from .report import PlacementReport, build_report, value_bytes
 
 
-
 class PlacementError(RuntimeError):
     """The pass refuses the program under the requested options (the message says which option and how to fix)."""
 
@@ -37,14 +37,21 @@ class PlacementError(RuntimeError):
 class PlaceDevicesPass(PassBase):
     """Insert and elide device copies in a lowered top-level graph; running it twice changes nothing."""
 
-    def __init__(self, strategy: str = "executorch", skip_h2d_for_method_inputs: bool = False,
-                 skip_d2h_for_method_outputs: bool = False, non_cpu_memory_planning: bool = True,
-                 peer_access: PeerAccess = None):
+    def __init__(
+        self,
+        strategy: str = "executorch",
+        skip_h2d_for_method_inputs: bool = False,
+        skip_d2h_for_method_outputs: bool = False,
+        non_cpu_memory_planning: bool = True,
+        peer_access: PeerAccess = None,
+    ):
         super().__init__()
         if strategy not in STRATEGIES:
-            raise ValueError(f"Unknown placement strategy {strategy!r}. Valid: {', '.join(STRATEGIES)} "
-                             f"('executorch' reproduces PropagateDevicePass; 'dedupe' shares one H2D per value "
-                             f"and device; 'peer' copies device to device directly where peer access exists).")
+            raise ValueError(
+                f"Unknown placement strategy {strategy!r}. Valid: {', '.join(STRATEGIES)} "
+                f"('executorch' reproduces PropagateDevicePass; 'dedupe' shares one H2D per value "
+                f"and device; 'peer' copies device to device directly where peer access exists)."
+            )
         if (skip_h2d_for_method_inputs or skip_d2h_for_method_outputs) and not non_cpu_memory_planning:
             raise ValueError(
                 "skip_h2d_for_method_inputs and skip_d2h_for_method_outputs are only meaningful with "
@@ -124,8 +131,9 @@ class PlaceDevicesPass(PassBase):
         for call, device in calls.items():
             for item in [u for u in call.users if u.op == "call_function" and u.target is operator.getitem]:
                 changed |= _tag(item, device)
-                readers = [u for u in item.users
-                           if not (is_d2h(u) or is_d2d(u)) and (is_h2d(u) or device_of(u) != device)]
+                readers = [
+                    u for u in item.users if not (is_d2h(u) or is_d2d(u)) and (is_h2d(u) or device_of(u) != device)
+                ]
                 if not readers:
                     continue
                 if self.skip_d2h_for_method_outputs and all(u.op == "output" for u in item.users):
@@ -165,8 +173,17 @@ class PlaceDevicesPass(PassBase):
                 continue
             access = self.peer_access(src, dst)
             direct = access and self.strategy == "peer"
-            self.cross_device.append(CrossDevicePair(source.name, str(src), str(dst), value_bytes(node.meta.get("val")),
-                                                     access, "direct" if direct else "host_hop", len(d2h.users) > 1))
+            self.cross_device.append(
+                CrossDevicePair(
+                    source.name,
+                    str(src),
+                    str(dst),
+                    value_bytes(node.meta.get("val")),
+                    access,
+                    "direct" if direct else "host_hop",
+                    len(d2h.users) > 1,
+                )
+            )
             if direct:
                 with graph.inserting_before(node):
                     copy_node = _copy_node(graph, D2D, source, dst)
@@ -235,18 +252,26 @@ def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
     return _LazyGraphModule(gm, copy.deepcopy(gm.graph), class_name=type(gm).__name__)
 
 
-def place_devices(lowered: LoweredProgram, strategy: str = "executorch", skip_h2d_for_method_inputs: bool = False,
-                  skip_d2h_for_method_outputs: bool = False, non_cpu_memory_planning: bool = True,
-                  cost_model: Any = None, peer_access: PeerAccess = None,
-                  hoist_constants: bool = False) -> PlacedProgram:
+def place_devices(
+    lowered: LoweredProgram,
+    strategy: str = "executorch",
+    skip_h2d_for_method_inputs: bool = False,
+    skip_d2h_for_method_outputs: bool = False,
+    non_cpu_memory_planning: bool = True,
+    cost_model: Any = None,
+    peer_access: PeerAccess = None,
+    hoist_constants: bool = False,
+) -> PlacedProgram:
     """Place devices on a copy of `lowered`'s graph; the report compares with the other strategies.
 
     `peer_access` (strategy 'peer'): None asks the registered allocator (none registered: assume yes), a bool
     answers for every pair, a callable `(src, dst) -> bool`, or device pairs `{("cuda:0", "cuda:1")}`.
     `hoist_constants`: compute constant-derived values and their H2D copies once, at load (passes/hoist.py)."""
-    options = dict(skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
-                   skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
-                   non_cpu_memory_planning=non_cpu_memory_planning)
+    options = dict(
+        skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
+        skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
+        non_cpu_memory_planning=non_cpu_memory_planning,
+    )
     gm = copy_graph_module(lowered.graph_module)
     placement = PlaceDevicesPass(strategy, **options, peer_access=peer_access)
     placement(gm)
@@ -263,7 +288,8 @@ def place_devices(lowered: LoweredProgram, strategy: str = "executorch", skip_h2
             except PlacementError as exc:  # the other strategy refusing is part of the comparison
                 others[name] = exc
     base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
-    result = PlacedProgram(**{**base, "graph_module": gm}, strategy=strategy,
-                           options={**options, "hoist_constants": hoist_constants})
+    result = PlacedProgram(
+        **{**base, "graph_module": gm}, strategy=strategy, options={**options, "hoist_constants": hoist_constants}
+    )
     result.report = build_report(result, cost_model, others, placement.cross_device)
     return result

@@ -6,6 +6,7 @@ Bytes are numel x itemsize at the example shapes (symbolic sizes take their exam
 apart (`constant_bytes`, loaded once). A cost model, when given, is any object with
 `predict(direction: "h2d" | "d2h", nbytes: int, memory: str = "pinned") -> float` seconds.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -109,7 +110,8 @@ def _reason(node: fx.Node, kind: str) -> str:
         if node.op == "get_attr":
             return "constant read on CPU (loaded once)"
         return f"graph input the caller passes on {device}" + (
-            " (skip_h2d_for_method_inputs)" if not device.is_cpu else "")
+            " (skip_h2d_for_method_inputs)" if not device.is_cpu else ""
+        )
     if kind == "output":
         return "graph outputs"
     if kind == "delegate":
@@ -119,8 +121,11 @@ def _reason(node: fx.Node, kind: str) -> str:
         count = len(delegate.ops)
         return f"{delegate.name}: {count} op{'s' if count != 1 else ''} ({ops}) {where}"
     if kind == "getitem":
-        stays = " (stays on device: skip_d2h_for_method_outputs)" if (
-            not device.is_cpu and all(u.op == "output" for u in node.users)) else ""
+        stays = (
+            " (stays on device: skip_d2h_for_method_outputs)"
+            if (not device.is_cpu and all(u.op == "output" for u in node.users))
+            else ""
+        )
         return f"output {node.args[1]} of {node.args[0].name}{stays}"
     if kind == "h2d":
         return f"{node.args[0].name} to {device} for {users}"
@@ -146,9 +151,12 @@ def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
     return {k: theirs.get(k, 0) - ours.get(k, 0) for k in {**ours, **theirs}}
 
 
-def build_report(placed, cost_model: CostModel | None = None,
-                 others: dict[str, fx.GraphModule | Exception] | None = None,
-                 cross_device: list | None = None) -> PlacementReport:
+def build_report(
+    placed,
+    cost_model: CostModel | None = None,
+    others: dict[str, fx.GraphModule | Exception] | None = None,
+    cross_device: list | None = None,
+) -> PlacementReport:
     """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with;
     `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
     gm = placed.graph_module
@@ -159,10 +167,21 @@ def build_report(placed, cost_model: CostModel | None = None,
         nbytes = value_bytes(node.meta.get("val"))
         reason = _reason(node, kind)
         if node in hoistable:
-            reason += (" (constant-derived: hoisted, computed and copied once at load)" if node.meta.get(HOISTED) else
-                       " (constant-derived: hoist_constants=True / --hoist-constants would copy it once at load)")
-        rows.append(NodeRow(node.name, kind, str(device_of(node)), reason, nbytes,
-                            None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, nbytes)))
+            reason += (
+                " (constant-derived: hoisted, computed and copied once at load)"
+                if node.meta.get(HOISTED)
+                else " (constant-derived: hoist_constants=True / --hoist-constants would copy it once at load)"
+            )
+        rows.append(
+            NodeRow(
+                node.name,
+                kind,
+                str(device_of(node)),
+                reason,
+                nbytes,
+                None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, nbytes),
+            )
+        )
     copies, nbytes = copy_counts(gm)
     derived_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable)
     hoisted_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable if n.meta.get(HOISTED))
@@ -174,23 +193,41 @@ def build_report(placed, cost_model: CostModel | None = None,
             comparison.append({"strategy": name, "error": str(other)})
             continue
         other_copies, other_bytes = copy_counts(other)
-        comparison.append({
-            "strategy": name, "copies": other_copies, "copy_bytes": other_bytes,
-            "copies_saved": _saved(other_copies, copies), "bytes_saved": _saved(other_bytes, nbytes),
-            "extra_device_bytes": peak - device_peak_bytes(other),
-        })
+        comparison.append(
+            {
+                "strategy": name,
+                "copies": other_copies,
+                "copy_bytes": other_bytes,
+                "copies_saved": _saved(other_copies, copies),
+                "bytes_saved": _saved(other_bytes, nbytes),
+                "extra_device_bytes": peak - device_peak_bytes(other),
+            }
+        )
     predicted = [r.predicted_s for r in rows if r.predicted_s is not None]
     return PlacementReport(
-        strategy=placed.strategy, options=dict(placed.options), delegate_ops=list(placed.delegate_ops),
-        delegates=sum(r.kind == "delegate" for r in rows), rows=rows, copies=copies, copy_bytes=nbytes,
-        constant_bytes=placed.constant_bytes, device_peak_bytes=peak,
-        predicted_copy_s=sum(predicted) if cost_model is not None else None, comparison=comparison,
+        strategy=placed.strategy,
+        options=dict(placed.options),
+        delegate_ops=list(placed.delegate_ops),
+        delegates=sum(r.kind == "delegate" for r in rows),
+        rows=rows,
+        copies=copies,
+        copy_bytes=nbytes,
+        constant_bytes=placed.constant_bytes,
+        device_peak_bytes=peak,
+        predicted_copy_s=sum(predicted) if cost_model is not None else None,
+        comparison=comparison,
         cross_device=[pair.to_dict(cost_model) for pair in cross_device or ()],
-        constant_derived={"copies": len(hoistable), "bytes": derived_bytes,
-                          "hoisted": sum(bool(n.meta.get(HOISTED)) for n in hoistable)},
+        constant_derived={
+            "copies": len(hoistable),
+            "bytes": derived_bytes,
+            "hoisted": sum(bool(n.meta.get(HOISTED)) for n in hoistable),
+        },
         per_call_bytes={"without_hoisting": without, "with_hoisting": without - derived_bytes},
-        suggestions=[] if derived_bytes == hoisted_bytes else [
+        suggestions=[]
+        if derived_bytes == hoisted_bytes
+        else [
             f"{len(hoistable)} H2D copies ({derived_bytes} B per call) move values computed only from parameters, "
             f"buffers and constants: hoist_constants=True (devcopy place --hoist-constants) computes them once at "
-            f"load and keeps them on the device ({without} B -> {without - derived_bytes} B per call)."],
+            f"load and keeps them on the device ({without} B -> {without - derived_bytes} B per call)."
+        ],
     )

@@ -1,5 +1,6 @@
 """Exceptions a method raises when loading or executing fails: `kind` says which step (docs/design.md §8),
 `error` is ExecuTorch's error code."""
+
 from __future__ import annotations
 
 from ..tensors.error import Error

@@ -9,21 +9,29 @@
   `peer` placement strategy needs; link it too for programs placed with `strategy="peer"`.
 Libs are cached and lazy: kernels are built on first lookup.
 """
+
 from __future__ import annotations
 
 import fnmatch
 import functools
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Iterable, Sequence
 
-from ..ops.schema import (ET_COPY_OPS_YAML, FUNCTIONS_YAML, NATIVE_FUNCTIONS_YAML, PEER_COPY_OPS_YAML,
-                          load_ops_yaml, native_functions, native_schema, parse_schema)
 from ..kernels import device_copy, portable_cpu
-from ..names import DEFAULT_LIBS, DEVICE_COPY_LIB, FALLBACK_KEY, DEVICE_RULES, LIB_NAMES, LINKABLE_LIBS, PEER_COPY_LIB
 from ..kernels.portable_cpu import boxed_aten_kernel
+from ..names import DEFAULT_LIBS, DEVICE_COPY_LIB, DEVICE_RULES, FALLBACK_KEY, LIB_NAMES, LINKABLE_LIBS, PEER_COPY_LIB
+from ..ops.schema import (
+    ET_COPY_OPS_YAML,
+    FUNCTIONS_YAML,
+    NATIVE_FUNCTIONS_YAML,
+    PEER_COPY_OPS_YAML,
+    load_ops_yaml,
+    native_functions,
+    native_schema,
+    parse_schema,
+)
 from .registry import KernelLib
-
 
 
 def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):
@@ -52,28 +60,40 @@ def _yaml_lib(name: str, mode: str, path: str, device_rule: str = "seed") -> Ker
     def schema_of(op: str):
         return next(e.schema for e in load_ops_yaml(path) if e.name == op)
 
-    return KernelLib(name, mode, path, entries, schema_of,
-                     lambda op, kernel_name, schema: _make_kernel(kernel_name, op, schema, device_rule))
+    return KernelLib(
+        name,
+        mode,
+        path,
+        entries,
+        schema_of,
+        lambda op, kernel_name, schema: _make_kernel(kernel_name, op, schema, device_rule),
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def portable_lib() -> KernelLib:
     """The portable-mode lib generated from ops/functions.yaml."""
     return _yaml_lib("portable", "portable", FUNCTIONS_YAML)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def native_lib() -> KernelLib:
     """ATen's native lib: every op of native_functions.yaml, executed by PyTorch's kernels (torch.ops.aten)."""
+
     def schema_of(op: str):
         return parse_schema(native_schema(op))
 
-    return KernelLib("native", "aten", NATIVE_FUNCTIONS_YAML,
-                     lambda: {(op, FALLBACK_KEY): "torch.ops." + op.replace("::", ".") for op in native_functions()},
-                     schema_of, lambda op, kernel_name, schema: boxed_aten_kernel(op, schema, portable=False))
+    return KernelLib(
+        "native",
+        "aten",
+        NATIVE_FUNCTIONS_YAML,
+        lambda: {(op, FALLBACK_KEY): "torch.ops." + op.replace("::", ".") for op in native_functions()},
+        schema_of,
+        lambda op, kernel_name, schema: boxed_aten_kernel(op, schema, portable=False),
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def custom_ops_lib(path: str, device_rule: str = "seed") -> KernelLib:
     """An ATen-mode lib from a custom-op YAML (ExecuTorch's custom-op path); et_copy_ops.yaml gives
     `device_copy_ops_aten_lib`."""
@@ -123,8 +143,10 @@ def libs_of_mode(mode: str, libs: Iterable | KernelLib | str | None = None) -> l
     linked = as_libs(DEFAULT_LIBS[mode] if libs is None else libs)
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:
-        raise ValueError(f"{', '.join(wrong)}: not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
-                         f"(default: {','.join(DEFAULT_LIBS[mode])})")
+        raise ValueError(
+            f"{', '.join(wrong)}: not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
+            f"(default: {','.join(DEFAULT_LIBS[mode])})"
+        )
     return linked
 
 
@@ -147,7 +169,7 @@ class RegistrationRow:
 def _matching(ops: Iterable[str] | str, known: Sequence[str]) -> list[str]:
     """Op names and glob patterns (`aten::add*`, `et_copy::*`) -> names; a plain name is kept even if unknown."""
     found: dict[str, None] = {}
-    for pattern in ([ops] if isinstance(ops, str) else ops):
+    for pattern in [ops] if isinstance(ops, str) else ops:
         if any(c in pattern for c in "*?["):
             found.update(dict.fromkeys(fnmatch.filter(known, pattern)))
         else:
@@ -169,6 +191,15 @@ def registration_status(libs=None, ops=None) -> list[RegistrationRow]:
     for op in names:
         for lib in libs:
             for key in keys.get((lib.name, op)) or [None]:
-                rows.append(RegistrationRow(op, lib.mode, lib.name, key is not None, key,
-                                            lib.entries.get((op, key)) if key is not None else None, lib.source))
+                rows.append(
+                    RegistrationRow(
+                        op,
+                        lib.mode,
+                        lib.name,
+                        key is not None,
+                        key,
+                        lib.entries.get((op, key)) if key is not None else None,
+                        lib.source,
+                    )
+                )
     return rows

@@ -3,6 +3,7 @@
 Host memory comes from the CUDA allocator's `allocate_host` when one is registered (pinned on real CUDA, so copies
 run at the hardware limit), device memory from the allocator registered for the device's type.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,11 +3,12 @@
 Inside a device, tensors whose lifetimes (closed instruction intervals) do not overlap may share bytes: a greedy
 by size, first-fit offset search. Buffer 0 is reserved for constants, as in ExecuTorch; a buffer never mixes devices.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Hashable, Iterable
 
 from ..devices.device import CPU, Device
 from .program import Program, TensorValue
@@ -49,7 +50,7 @@ class MemoryPlan:
     def arena_sizes(self) -> dict[str, int]:
         """Planned bytes per device, `{"cpu": n, "cuda:0": m}` (the constants buffer excluded)."""
         sizes: dict[str, int] = {}
-        for buffer in self.buffers[CONSTANT_BUFFER + 1:]:
+        for buffer in self.buffers[CONSTANT_BUFFER + 1 :]:
             sizes[str(buffer.device)] = sizes.get(str(buffer.device), 0) + buffer.nbytes
         return sizes
 
@@ -70,8 +71,9 @@ def _plan_device(requests: list[Request], alignment: int) -> tuple[int, dict[Has
     for i in order:
         request = requests[i]
         size = _aligned(request.nbytes, alignment)
-        busy = sorted((off, off + sz) for off, sz, other in placed
-                      if sz and _overlaps(other.lifetime, request.lifetime))
+        busy = sorted(
+            (off, off + sz) for off, sz, other in placed if sz and _overlaps(other.lifetime, request.lifetime)
+        )
         offset = 0
         for start, end in busy:
             if offset + size <= start:

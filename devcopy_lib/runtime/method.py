@@ -6,12 +6,14 @@ later), copies delegate-owned constants to their device once and builds the prec
 prepared step per instruction. A call sets the inputs, runs the steps and reads the outputs. Calls are serialized:
 one method shared by threads runs one call at a time (a lock), so every caller gets its own inputs' outputs.
 """
+
 from __future__ import annotations
 
 import math
 import threading
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -61,14 +63,16 @@ class Method:
             for index, value in enumerate(program.values):
                 self._objects.append(self._build(index, value, arenas))
             steps = [self._step(position, ins) for position, ins in enumerate(program.instructions)]
-            self.load_copies = self._run_load_part(steps[:program.load_instructions])
-            self.steps = steps[program.load_instructions:]  # what every call runs
+            self.load_copies = self._run_load_part(steps[: program.load_instructions])
+            self.steps = steps[program.load_instructions :]  # what every call runs
             self._runs = [step.run for step in self.steps]
-            self._inputs = [self._input_setter(position, self._slots[index])
-                            for position, index in enumerate(program.inputs)]
+            self._inputs = [
+                self._input_setter(position, self._slots[index]) for position, index in enumerate(program.inputs)
+            ]
             self._outputs = [self._output_getter(index) for index in program.outputs]
-            self._write_back = [(position, self._output_getter(program.inputs[position]))
-                                for position in program.written_back_inputs]
+            self._write_back = [
+                (position, self._output_getter(program.inputs[position])) for position in program.written_back_inputs
+            ]
         except BaseException:
             self._release()
             raise
@@ -98,7 +102,7 @@ class Method:
             where = self.program.memory_plan.allocations[index]
             base = arenas[where.buffer]
             if spec.device.is_cpu:
-                return self._host_slot(spec, base[where.offset:where.offset + spec.nbytes])
+                return self._host_slot(spec, base[where.offset : where.offset + spec.nbytes])
             return self._device_slot(spec, base + where.offset)
         if spec.device.is_cpu:  # a graph input/output the caller provides (skip switches)
             return self._host_slot(spec, self._memory.host(spec.nbytes))
@@ -121,8 +125,9 @@ class Method:
             host = _host_bytes(data.detach().cpu().contiguous())
             slot.allocator.copy_host_to_device(slot.ptr, host, slot.spec.nbytes, slot.ptr.index)
         except Exception as exc:
-            raise LoadError(Error.Internal, f"Copying a {list(data.shape)} constant to {slot.spec.device} at load "
-                                            f"failed: {exc}") from exc
+            raise LoadError(
+                Error.Internal, f"Copying a {list(data.shape)} constant to {slot.spec.device} at load failed: {exc}"
+            ) from exc
 
     def _run_load_part(self, steps: list[Step]) -> dict[str, int]:
         """Run the program's load-time instructions (hoisted constants) once; the copies they made, counted apart."""
@@ -138,16 +143,22 @@ class Method:
         if isinstance(instruction, DelegateCall):
             delegate = self.program.delegates[instruction.delegate]
             step = Step(position, "delegate", f"delegate {delegate.name} on {delegate.device}")
-            delegate_step(step, delegate, [self._slots[i] for i in (*instruction.args, *delegate.constants)],
-                          [self._slots[i] for i in instruction.outputs], tensors)
+            delegate_step(
+                step,
+                delegate,
+                [self._slots[i] for i in (*instruction.args, *delegate.constants)],
+                [self._slots[i] for i in instruction.outputs],
+                tensors,
+            )
             return step
         name, kernel = self.program.operators[instruction.op], self.kernels[instruction.op]
         args = [self._objects[i] for i in instruction.args]
         direction = COPY_DIRECTIONS.get(name)
         step = Step(position, "copy" if direction else "kernel", name, direction=direction)
         if direction:
-            if copy_step(step, kernel, self._slots[instruction.args[0]], self._slots[instruction.args[-1]],
-                         tensors, counters):
+            if copy_step(
+                step, kernel, self._slots[instruction.args[0]], self._slots[instruction.args[-1]], tensors, counters
+            ):
                 return step
         elif torch_op_step(step, kernel, args, [self._slots.get(i) for i in instruction.args], tensors):
             return step
@@ -163,17 +174,23 @@ class Method:
         """Input `position` -> its planned memory: checks what a call can change (type, dtype, sizes)."""
         spec, tensors = slot.spec, self._tensors
         resize, what = tensors.resize, f"input {position}"
-        planned = None if slot.ptr is None else slot.allocator.planned_copy("h2d", slot.ptr,
-                                                                            self._memory.host(spec.nbytes),
-                                                                            spec.nbytes, slot.ptr.index)
+        planned = (
+            None
+            if slot.ptr is None
+            else slot.allocator.planned_copy(
+                "h2d", slot.ptr, self._memory.host(spec.nbytes), spec.nbytes, slot.ptr.index
+            )
+        )
         target = code_view(slot, tensors) if slot.ptr is None else None
         caller = self._caller
         sizes = torch.Size(spec.sizes)
 
         def set_input(tensor: torch.Tensor) -> None:
             if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu" or tensor.dtype != spec.dtype:
-                raise ExecutionError(Error.InvalidArgument,
-                                     f"input {position}: expected a CPU {spec.dtype} tensor, got {_describe(tensor)}")
+                raise ExecutionError(
+                    Error.InvalidArgument,
+                    f"input {position}: expected a CPU {spec.dtype} tensor, got {_describe(tensor)}",
+                )
             if tensor.shape != sizes or spec.dynamic:
                 resize(slot.tensor, spec, tuple(tensor.shape), what)
             if planned is None:
@@ -195,8 +212,9 @@ class Method:
             view = code_view(slot, self._tensors)
             return lambda: view().clone()
         tensors, spec, caller = self._tensors, slot.spec, self._caller
-        planned = slot.allocator.planned_copy("d2h", slot.ptr, self._memory.host(spec.nbytes), spec.nbytes,
-                                              slot.ptr.index)
+        planned = slot.allocator.planned_copy(
+            "d2h", slot.ptr, self._memory.host(spec.nbytes), spec.nbytes, slot.ptr.index
+        )
 
         def read() -> torch.Tensor:
             sizes = tensors.sizes(slot.tensor)
@@ -227,8 +245,9 @@ class Method:
         if self._closed:
             raise ExecutionError(Error.InvalidState, "This method was closed; load it again to run it.")
         if len(inputs) != len(self._inputs):
-            raise ExecutionError(Error.InvalidArgument,
-                                 f"The method takes {len(self._inputs)} inputs, got {len(inputs)}.")
+            raise ExecutionError(
+                Error.InvalidArgument, f"The method takes {len(self._inputs)} inputs, got {len(inputs)}."
+            )
         if self._interrupted is not None:
             self._settle()
         for set_input, tensor in zip(self._inputs, inputs):
@@ -270,7 +289,7 @@ class Method:
                 self._closed = True
                 self._release()
 
-    def __enter__(self) -> "Method":
+    def __enter__(self) -> Method:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -287,8 +306,9 @@ def _needs_device(program: Program) -> bool:
     return any(isinstance(v, TensorValue) and not v.spec.device.is_cpu for v in program.values)
 
 
-def load_program(program: Program, mode: str = "portable", libs: Sequence[Any] | None = None,
-                 backend: str | None = None) -> Method:
+def load_program(
+    program: Program, mode: str = "portable", libs: Sequence[Any] | None = None, backend: str | None = None
+) -> Method:
     """Load an emitted `program` in `mode` with `libs` linked (default per mode).
 
     `backend` ('auto', 'cupy', 'simulated') registers a CUDA allocator of that backend when none is; None uses the

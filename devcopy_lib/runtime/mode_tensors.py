@@ -3,8 +3,8 @@
 A method builds every tensor once at load over planned memory (a host arena slice or a device pointer); the
 executor loop then only resizes them and hands them to kernels.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import torch
@@ -12,9 +12,9 @@ import torch
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..tensors.aten_tensor import device_tensor, resize_metadata
 from ..tensors.error import Error
+from ..tensors.tensor import PortableTensor, TensorShapeDynamism
 from .failures import ExecutionError
 from .program import TensorSpec
-from ..tensors.tensor import PortableTensor, TensorShapeDynamism
 
 
 def _dynamism(spec: TensorSpec) -> TensorShapeDynamism:
@@ -31,8 +31,10 @@ def _resize_problem(spec: TensorSpec, sizes: tuple[int, ...]) -> str:
         if size > bound:
             return f"sizes {sizes} exceed the planned upper bound {spec.sizes} in dimension {dim} ({size} > {bound})"
         if size != bound and not spec.may_vary(dim):
-            return (f"dimension {dim} is static in the plan (size {bound}) and cannot take {size} (sizes {sizes}, "
-                    f"plan {spec.sizes}); export with a torch.export.Dim for it to vary")
+            return (
+                f"dimension {dim} is static in the plan (size {bound}) and cannot take {size} (sizes {sizes}, "
+                f"plan {spec.sizes}); export with a torch.export.Dim for it to vary"
+            )
     return ""
 
 
@@ -45,8 +47,9 @@ class PortableTensors:
         return PortableTensor(spec.dtype, spec.sizes, storage, dynamism=_dynamism(spec), capacity=spec.numel)
 
     def device(self, spec: TensorSpec, ptr: DevicePtr, allocator: DeviceAllocator) -> PortableTensor:
-        return PortableTensor(spec.dtype, spec.sizes, ptr, device=spec.device, dynamism=_dynamism(spec),
-                              capacity=spec.numel)
+        return PortableTensor(
+            spec.dtype, spec.sizes, ptr, device=spec.device, dynamism=_dynamism(spec), capacity=spec.numel
+        )
 
     def constant(self, data: torch.Tensor) -> PortableTensor:
         return PortableTensor.from_torch(data)

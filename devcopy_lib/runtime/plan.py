@@ -6,13 +6,15 @@ change (the sizes of dynamic tensors). Instructions the plan cannot prepare (a k
 et_copy whose tensors are not planned where the op expects them) run their kernel generically, so its own error
 reaches the caller, always naming the instruction (index, operator).
 """
+
 from __future__ import annotations
 
 import contextlib
 import copy
 import math
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,8 +39,14 @@ class Slot:
 
     __slots__ = ("spec", "tensor", "ptr", "allocator", "storage")
 
-    def __init__(self, spec: TensorSpec, tensor: Any, ptr: DevicePtr | None = None,
-                 allocator: DeviceAllocator | None = None, storage: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        spec: TensorSpec,
+        tensor: Any,
+        ptr: DevicePtr | None = None,
+        allocator: DeviceAllocator | None = None,
+        storage: np.ndarray | None = None,
+    ) -> None:
         self.spec, self.tensor, self.ptr, self.allocator, self.storage = spec, tensor, ptr, allocator, storage
 
     @property
@@ -52,8 +60,15 @@ class Step:
 
     __slots__ = ("index", "kind", "op", "run", "allocator", "direction", "moved", "host")
 
-    def __init__(self, index: int, kind: str, op: str, run: Callable[[], None] = None,
-                 allocator: DeviceAllocator | None = None, direction: str | None = None) -> None:
+    def __init__(
+        self,
+        index: int,
+        kind: str,
+        op: str,
+        run: Callable[[], None] = None,
+        allocator: DeviceAllocator | None = None,
+        direction: str | None = None,
+    ) -> None:
         self.index, self.kind, self.op, self.run, self.allocator = index, kind, op, run, allocator
         self.direction, self.moved, self.host = direction, 0, None
 
@@ -93,17 +108,24 @@ def copy_step(step: Step, kernel: Any, src: Slot, out: Slot, tensors: Any, count
     direction = step.direction
     rule = getattr(kernel.fn, "device_rule", None) if kernel.mode == "aten" else None
     device, host = (out, src) if direction == "h2d" else (src, out)
-    if (direction not in ("h2d", "d2h") or device.ptr is None or host.ptr is not None or host.storage is None
-            or src.spec.dtype != out.spec.dtype or kernel.kernel_name.rpartition("::")[2] != f"_{direction}_copy_out"
-            or (kernel.mode == "aten" and rule is None)):
+    if (
+        direction not in ("h2d", "d2h")
+        or device.ptr is None
+        or host.ptr is not None
+        or host.storage is None
+        or src.spec.dtype != out.spec.dtype
+        or kernel.kernel_name.rpartition("::")[2] != f"_{direction}_copy_out"
+        or (kernel.mode == "aten" and rule is None)
+    ):
         return False
     if device.spec.device.index != device.ptr.index or host.storage.nbytes < host.spec.nbytes:
         return False
     allocator, ptr = device.allocator, device.ptr
     seed = rule == "seed"  # ExecuTorch's rule: the current device, whatever the tensor says
     try:
-        planned = allocator.planned_copy(direction, ptr, host.storage, device.spec.nbytes,
-                                         CURRENT_DEVICE if seed else ptr.index)
+        planned = allocator.planned_copy(
+            direction, ptr, host.storage, device.spec.nbytes, CURRENT_DEVICE if seed else ptr.index
+        )
     except ValueError:
         return False
     index = planned.index
@@ -122,16 +144,22 @@ def copy_step(step: Step, kernel: Any, src: Slot, out: Slot, tensors: Any, count
             nbytes = _numel(sizes) * itemsize
         try:
             if seed and allocator.current_index() != index:  # the current device moved since load
-                args = (ptr, host.storage, nbytes, CURRENT_DEVICE) if direction == "h2d" else \
-                    (host.storage, ptr, nbytes, CURRENT_DEVICE)
+                args = (
+                    (ptr, host.storage, nbytes, CURRENT_DEVICE)
+                    if direction == "h2d"
+                    else (host.storage, ptr, nbytes, CURRENT_DEVICE)
+                )
                 slow(*args)
             else:
                 planned(nbytes)
         except (DeviceCopyError, ValueError) as exc:
             if old is not None:  # out is left as it was on a failure, as the kernel leaves it
                 resize(out.tensor, out.spec, old, what)
-            raise ExecutionError(Error.Internal, f"{what} failed with Internal: {step.op}: device copy of {nbytes} "
-                                                 f"bytes on {device.spec.device} failed: {exc}") from exc
+            raise ExecutionError(
+                Error.Internal,
+                f"{what} failed with Internal: {step.op}: device copy of {nbytes} "
+                f"bytes on {device.spec.device} failed: {exc}",
+            ) from exc
         step.moved = nbytes
         counters[direction] += 1
 
@@ -154,8 +182,10 @@ def kernel_step(step: Step, kernel: Any, args: list, counters: dict, allocators:
         except Exception as exc:  # ATen-mode kernels raise instead of failing the context
             raise ExecutionError(Error.Internal, f"instruction {step.index} ({name}) raised: {exc}") from exc
         if not ctx.ok:
-            raise ExecutionError(ctx.failure_state(), f"instruction {step.index} ({name}) failed with "
-                                                      f"{ctx.failure_state().name}: {ctx.message}")
+            raise ExecutionError(
+                ctx.failure_state(),
+                f"instruction {step.index} ({name}) failed with {ctx.failure_state().name}: {ctx.message}",
+            )
         if direction:
             counters[direction] += 1
 
@@ -166,7 +196,7 @@ def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None],
     """A CPU op computed by torch.ops.aten (the portable lib's aten_out kernels, ATen mode's native lib) called
     directly on views built now; False when the op has dynamic portable tensors or device tensors (generic path)."""
     portable = tensors.mode == "portable"
-    if (kernel.lib != "native" if not portable else kernel.kernel_name != PORTABLE_ATEN_KERNEL):
+    if kernel.lib != "native" if not portable else kernel.kernel_name != PORTABLE_ATEN_KERNEL:
         return False
     if any(slot is not None and (slot.ptr is not None or (portable and not slot.static)) for slot in slots):
         return False
@@ -176,8 +206,15 @@ def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None],
     overload = aten_overload(step.op)._op  # the C++ callable OpOverload.__call__ forwards to
     # ATen mode: a dynamic out is handed over empty, so PyTorch resizes it within its storage without warning
     reads = args[: len(args) - n_out]
-    shrink = [t for t, slot in zip(args[len(args) - n_out:], slots[len(slots) - n_out:])
-              if slot is not None and not slot.static and not any(t is a for a in reads)] if not portable else []
+    shrink = (
+        [
+            t
+            for t, slot in zip(args[len(args) - n_out :], slots[len(slots) - n_out :])
+            if slot is not None and not slot.static and not any(t is a for a in reads)
+        ]
+        if not portable
+        else []
+    )
     error = Error.InvalidArgument if portable else Error.Internal
     verb = f"failed with InvalidArgument: {step.op}:" if portable else "raised:"
 
@@ -194,15 +231,16 @@ def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None],
 
 
 # ---- delegates ------------------------------------------------------------------------------------------------
-_DIRECT: "weakref.WeakKeyDictionary[torch.fx.GraphModule, torch.fx.GraphModule]" = weakref.WeakKeyDictionary()
+_DIRECT: weakref.WeakKeyDictionary[torch.fx.GraphModule, torch.fx.GraphModule] = weakref.WeakKeyDictionary()
 
 
 def _direct_caller(overload: torch._ops.OpOverload) -> Any:
     """An object that calls `overload`'s C++ operator directly (what OpOverload.__call__ forwards to, minus its
     Python frame); its name is a valid identifier, so fx binds it as a global of the generated code."""
     name = str(overload).replace("::", "_").replace(".", "_")
-    return type(name, (), {"__call__": staticmethod(overload._op), "__slots__": (), "__name__": name,
-                           "__module__": __name__})()
+    return type(
+        name, (), {"__call__": staticmethod(overload._op), "__slots__": (), "__name__": name, "__module__": __name__}
+    )()
 
 
 def direct_module(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -223,12 +261,16 @@ def check_delegate_devices(step: Step, delegate: Any, inputs: list[Slot], output
     addresses are fixed at load, so a mismatch is refused here rather than computed on the wrong device."""
     for role, slots in (("input", inputs), ("output", outputs)):
         for position, slot in enumerate(slots):
-            if slot.ptr is not None and (slot.spec.device != delegate.device or slot.ptr.index != delegate.device.index):
-                raise LoadError(Error.InvalidProgram,
-                                f"instruction {step.index} (delegate {delegate.name} on {delegate.device}): {role} "
-                                f"{position} is in {slot.spec.device} memory (cuda:{slot.ptr.index}), not on "
-                                f"{delegate.device}. Place a copy to {delegate.device} before the delegate "
-                                "(place_devices inserts one), or target the delegate at the input's device.")
+            if slot.ptr is not None and (
+                slot.spec.device != delegate.device or slot.ptr.index != delegate.device.index
+            ):
+                raise LoadError(
+                    Error.InvalidProgram,
+                    f"instruction {step.index} (delegate {delegate.name} on {delegate.device}): {role} "
+                    f"{position} is in {slot.spec.device} memory (cuda:{slot.ptr.index}), not on "
+                    f"{delegate.device}. Place a copy to {delegate.device} before the delegate "
+                    "(place_devices inserts one), or target the delegate at the input's device.",
+                )
 
 
 def delegate_step(step: Step, delegate: Any, inputs: list[Slot], outputs: list[Slot], tensors: Any) -> None:
@@ -239,8 +281,9 @@ def delegate_step(step: Step, delegate: Any, inputs: list[Slot], outputs: list[S
     fixed = tuple(get() for get in getters) if all(slot.static for slot in inputs) else None
     writes = [(slot, code_view(slot, tensors)) for slot in outputs]
     resize, what = tensors.resize, f"instruction {step.index} (delegate {delegate.name} on {delegate.device})"
-    gpu = next((slot.allocator for slot in outputs if slot.allocator is not None and slot.allocator.backend == "cupy"),
-               None)
+    gpu = next(
+        (slot.allocator for slot in outputs if slot.allocator is not None and slot.allocator.backend == "cupy"), None
+    )
 
     static_targets = [(slot, view, view()) for slot, view in writes] if all(s.static for s in outputs) else None
 

@@ -5,11 +5,13 @@ device clock too (CUDA events around the step); a copy's time sits beside the co
 and host memory kind. The cost model is passed in (any object with `predict(direction, nbytes, memory)`), so the
 runtime does not depend on the benchmarks.
 """
+
 from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 class _EventTimer:
@@ -82,10 +84,18 @@ def profile_method(method: Any, inputs: Sequence[Any], repeat: int, cost_model: 
     for k, step in enumerate(steps):
         wall_s = statistics.median(wall[k])
         device_s = statistics.median(device[k]) if device[k] else None
-        rows.append({"index": step.index, "kind": step.kind, "op": step.op,
-                     "bytes": step.moved if step.kind == "copy" else None,
-                     "measured_s": device_s if device_s is not None else wall_s,
-                     "predicted_s": _predicted(step, cost_model),
-                     "clock": "events" if device_s is not None else "wall", "wall_s": wall_s, "device_s": device_s,
-                     "memory": _memory_kind(step) if step.kind == "copy" else None})
+        rows.append(
+            {
+                "index": step.index,
+                "kind": step.kind,
+                "op": step.op,
+                "bytes": step.moved if step.kind == "copy" else None,
+                "measured_s": device_s if device_s is not None else wall_s,
+                "predicted_s": _predicted(step, cost_model),
+                "clock": "events" if device_s is not None else "wall",
+                "wall_s": wall_s,
+                "device_s": device_s,
+                "memory": _memory_kind(step) if step.kind == "copy" else None,
+            }
+        )
     return rows

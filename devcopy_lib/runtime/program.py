@@ -3,6 +3,7 @@
 The shape follows ExecuTorch's serialized program: instructions index into a flat value table; an operator call
 names its operator by index into the operator table (the `[i]` of `Missing operator: [i] name`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -114,7 +115,9 @@ class Program:
     outputs: list[int]
     delegates: list[BackendDelegate] = field(default_factory=list)
     memory_plan: Any = None
-    written_back_inputs: list[int] = field(default_factory=list)  # input positions whose new value goes back to the caller
+    written_back_inputs: list[int] = field(
+        default_factory=list
+    )  # input positions whose new value goes back to the caller
     load_instructions: int = 0  # the first N instructions run once, at load (hoisted constants), not on every call
 
     def tensor(self, index: int) -> TensorValue:
@@ -139,12 +142,15 @@ class Program:
         return self.operators[call.op]
 
     def __str__(self) -> str:
-        lines = [f"Program: {len(self.values)} values, {len(self.instructions)} instructions, "
-                 f"operators {self.operators}, inputs {self.inputs}, outputs {self.outputs}"]
+        lines = [
+            f"Program: {len(self.values)} values, {len(self.instructions)} instructions, "
+            f"operators {self.operators}, inputs {self.inputs}, outputs {self.outputs}"
+        ]
         for i, ins in enumerate(self.instructions):
             if isinstance(ins, KernelCall):
                 lines.append(f"  {i}: {self.operators[ins.op]}{list(ins.args)}")
             else:
-                lines.append(f"  {i}: delegate {self.delegates[ins.delegate].name}{list(ins.args)} -> "
-                             f"{list(ins.outputs)}")
+                lines.append(
+                    f"  {i}: delegate {self.delegates[ins.delegate].name}{list(ins.args)} -> {list(ins.outputs)}"
+                )
         return "\n".join(lines)

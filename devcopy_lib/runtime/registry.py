@@ -15,25 +15,35 @@ Kernel calling convention (boxed; what a method executes):
 - The kernel writes into the out tensor(s) and returns the out (a tuple for several outs).
 `kernel.schema` is the torchgen `FunctionSchema`, so an emitter can order arguments.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import torch
 from torchgen.model import FunctionSchema
 
-from ..tensors.error import Error
 from ..names import FALLBACK_KEY, MODES
-
+from ..tensors.error import Error
 
 BoxedKernel = Callable[[Any, list], Any]
 
 # ExecuTorch's ScalarType codes, used in kernel keys.
 SCALAR_TYPE_CODES = {
-    torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
-    torch.float32: 6, torch.float64: 7, torch.complex64: 9, torch.complex128: 10, torch.bool: 11,
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int16: 2,
+    torch.int32: 3,
+    torch.int64: 4,
+    torch.float16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+    torch.complex64: 9,
+    torch.complex128: 10,
+    torch.bool: 11,
     torch.bfloat16: 15,
 }
 
@@ -74,9 +84,15 @@ class KernelLib:
     `entries()` returns {(name, key): kernel_name} (cheap); `make(name, kernel_name, schema) -> BoxedKernel` and
     `schema_of(name) -> FunctionSchema` build a kernel the first time it is looked up."""
 
-    def __init__(self, name: str, mode: str, source: str, entries: Callable[[], dict[tuple[str, str], str]],
-                 schema_of: Callable[[str], FunctionSchema],
-                 make: Callable[[str, str, FunctionSchema], BoxedKernel]) -> None:
+    def __init__(
+        self,
+        name: str,
+        mode: str,
+        source: str,
+        entries: Callable[[], dict[tuple[str, str], str]],
+        schema_of: Callable[[str], FunctionSchema],
+        make: Callable[[str, str, FunctionSchema], BoxedKernel],
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"lib mode must be one of {MODES}, got {mode!r}")
         self.name, self.mode, self.source = name, mode, source
@@ -93,12 +109,13 @@ class KernelLib:
     def kernel(self, name: str, key: str = FALLBACK_KEY) -> Kernel:
         return self._kernel(name, key)
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - libs are long-lived and cached themselves
+    @functools.cache  # noqa: B019 - libs are long-lived and cached themselves
     def _kernel(self, name: str, key: str) -> Kernel:
         kernel_name = self.entries[(name, key)]
         schema = self._schema_of(name)
-        return Kernel(name, key, self._make(name, kernel_name, schema), schema, self.name, self.mode, kernel_name,
-                      self.source)
+        return Kernel(
+            name, key, self._make(name, kernel_name, schema), schema, self.name, self.mode, kernel_name, self.source
+        )
 
     def __repr__(self) -> str:
         return f"KernelLib({self.name!r}, mode={self.mode}, {len(self.entries)} kernels from {self.source})"

@@ -1,8 +1,9 @@
 """`resolve_operators`: a method load's operator resolution, and `MissingOperatorError` in ExecuTorch's words."""
+
 from __future__ import annotations
 
-from ..tensors.error import Error
 from ..names import DEVICE_COPY_LIB, FALLBACK_KEY, PEER_COPY_LIB
+from ..tensors.error import Error
 from .libs import as_libs
 from .registry import Kernel, OperatorRegistry
 
@@ -30,12 +31,16 @@ def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]]) -> str
     linked = ", ".join(f"{lib.name} ({len(lib.ops)} ops, {lib.mode} mode)" for lib in registry.libs) or "none"
     lines = [f"Linked libs: {linked}."]
     if any(name == "et_copy::_d2d_copy.out" for _, name in missing) and registry.mode == "aten":
-        lines.append(f"To fix: link {PEER_COPY_LIB} too (devcopy's peer copy; --aten-libs "
-                     f"native,{DEVICE_COPY_LIB},{PEER_COPY_LIB}), or place with another strategy.")
+        lines.append(
+            f"To fix: link {PEER_COPY_LIB} too (devcopy's peer copy; --aten-libs "
+            f"native,{DEVICE_COPY_LIB},{PEER_COPY_LIB}), or place with another strategy."
+        )
     elif any(name.startswith("et_copy::") for _, name in missing):
         if registry.mode == "aten":
-            lines.append(f"To fix: link {DEVICE_COPY_LIB} next to native (aten_lib(custom_ops=[ET_COPY_OPS_YAML]) "
-                         f"or --aten-libs native,{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml.")
+            lines.append(
+                f"To fix: link {DEVICE_COPY_LIB} next to native (aten_lib(custom_ops=[ET_COPY_OPS_YAML]) "
+                f"or --aten-libs native,{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml."
+            )
         else:
             lines.append("To fix: link the portable lib, whose functions.yaml registers the et_copy ops.")
     else:

@@ -6,11 +6,12 @@
 - CUDA (CuPy backend): a real CUDA tensor sharing the allocation through DLPack, with its `DevicePtr` attached.
 Resizing is metadata-only: the storage never grows (`resize_metadata`).
 """
+
 from __future__ import annotations
 
 import contextlib
 import math
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
@@ -51,8 +52,9 @@ class SimulatedDeviceTensor(torch.Tensor):
     @staticmethod
     def __new__(cls, ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], carry_device: bool = True):
         device = torch.device("cuda", ptr.index) if carry_device else torch.device("cpu")
-        tensor = torch.Tensor._make_wrapper_subclass(cls, tuple(sizes), dtype=dtype, device=device,
-                                                     dispatch_sizes_strides_policy="sizes")
+        tensor = torch.Tensor._make_wrapper_subclass(
+            cls, tuple(sizes), dtype=dtype, device=device, dispatch_sizes_strides_policy="sizes"
+        )
         tensor._sizes = tuple(int(s) for s in sizes)
         tensor.ptr = ptr
         return tensor
@@ -81,8 +83,9 @@ def describe(tensor) -> str:
     return f"{where}, {tensor.dtype}, {list(tensor.shape)}, labelled {tensor.device}"
 
 
-def device_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], *, carry_device: bool = True,
-                  backend: str = "simulated") -> torch.Tensor:
+def device_tensor(
+    ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], *, carry_device: bool = True, backend: str = "simulated"
+) -> torch.Tensor:
     """An ATen-mode tensor over device memory `ptr`: simulated wrapper, or a real CUDA tensor for the CuPy backend.
     `carry_device=False` labels a simulated one `cpu` (an ATen planned tensor that does not carry its device)."""
     if backend == "simulated":
@@ -99,8 +102,11 @@ def cuda_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int]) -> tor
     raw = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(memory, 0))
     flat = torch.from_dlpack(raw)
     numel = math.prod(sizes)
-    tensor = flat[: numel * dtype.itemsize].view(dtype).view(tuple(sizes)) if nbytes else \
-        torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
+    tensor = (
+        flat[: numel * dtype.itemsize].view(dtype).view(tuple(sizes))
+        if nbytes
+        else torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
+    )
     setattr(tensor, _PTR_ATTR, ptr)
     return tensor
 

@@ -1,4 +1,5 @@
 """`KernelRuntimeContext`: how a portable kernel reports failure without raising, as in ExecuTorch."""
+
 from __future__ import annotations
 
 from .error import Error

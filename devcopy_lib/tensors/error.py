@@ -1,4 +1,5 @@
 """`Error`: ExecuTorch's runtime error codes (runtime/core/error.h), so kernels and loaders report the same kinds."""
+
 from __future__ import annotations
 
 from enum import IntEnum

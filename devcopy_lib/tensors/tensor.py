@@ -6,11 +6,13 @@ Host code reads only CPU tensors (`host_view()`, zero-copy); a device tensor's c
 a D2H copy. Construct one over planned memory with `PortableTensor(dtype, sizes, storage, ...)` (a memory planner
 passes `arena[offset:offset + n]` or `device_base + offset`), or with `from_torch` / `empty`.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from enum import IntEnum
-from typing import Sequence, Union
+from typing import Union
 
 import numpy as np
 import torch
@@ -67,9 +69,17 @@ def resize_problem(current: tuple[int, ...], sizes: tuple[int, ...], static: boo
 class PortableTensor:
     """A tensor over planned (or owned) memory. `capacity` is in elements: the most this tensor may ever hold."""
 
-    def __init__(self, dtype: torch.dtype, sizes: Sequence[int], storage: Storage, *, device: Device | str = CPU,
-                 dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC, capacity: int | None = None,
-                 dim_order: Sequence[int] | None = None) -> None:
+    def __init__(
+        self,
+        dtype: torch.dtype,
+        sizes: Sequence[int],
+        storage: Storage,
+        *,
+        device: Device | str = CPU,
+        dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC,
+        capacity: int | None = None,
+        dim_order: Sequence[int] | None = None,
+    ) -> None:
         if not isinstance(dtype, torch.dtype):
             raise TypeError(f"dtype must be a torch.dtype (torch.float32, ...), got {dtype!r}")
         self.dtype = dtype
@@ -87,12 +97,18 @@ class PortableTensor:
     def _check_storage(self, storage: Storage) -> Storage:
         need = self.capacity_nbytes
         if self.device.is_cpu:
-            if not (isinstance(storage, np.ndarray) and storage.dtype == np.uint8 and storage.ndim == 1
-                    and storage.flags.c_contiguous):
+            if not (
+                isinstance(storage, np.ndarray)
+                and storage.dtype == np.uint8
+                and storage.ndim == 1
+                and storage.flags.c_contiguous
+            ):
                 raise TypeError(f"a CPU tensor's storage is a contiguous 1-D np.uint8 array, got {storage!r:.80}")
             if not storage.flags.writeable:
-                raise ValueError("a CPU tensor's storage must be writable (kernels write outputs and resizes in "
-                                 "place), got a read-only array; pass a copy: np.array(storage)")
+                raise ValueError(
+                    "a CPU tensor's storage must be writable (kernels write outputs and resizes in "
+                    "place), got a read-only array; pass a copy: np.array(storage)"
+                )
             have = storage.nbytes
         else:
             if not isinstance(storage, DevicePtr):
@@ -111,8 +127,13 @@ class PortableTensor:
 
     # ---- constructors ---------------------------------------------------------------------------------------
     @classmethod
-    def from_torch(cls, tensor: torch.Tensor, *, dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC,
-                   capacity: int | None = None) -> "PortableTensor":
+    def from_torch(
+        cls,
+        tensor: torch.Tensor,
+        *,
+        dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC,
+        capacity: int | None = None,
+    ) -> PortableTensor:
         """A CPU PortableTensor over `tensor`'s memory (zero-copy when it is contiguous and no extra capacity is
         asked for; otherwise over a copy)."""
         if tensor.device.type != "cpu":
@@ -129,9 +150,16 @@ class PortableTensor:
         return result
 
     @classmethod
-    def empty(cls, dtype: torch.dtype, sizes: Sequence[int], device: Device | str = CPU, *,
-              dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC, capacity: int | None = None,
-              alignment: int = 64) -> "PortableTensor":
+    def empty(
+        cls,
+        dtype: torch.dtype,
+        sizes: Sequence[int],
+        device: Device | str = CPU,
+        *,
+        dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC,
+        capacity: int | None = None,
+        alignment: int = 64,
+    ) -> PortableTensor:
         """A tensor with its own zeroed host memory, or device memory from the registered allocator."""
         device = Device.parse(device)
         sizes = _check_sizes(sizes)
@@ -190,8 +218,9 @@ class PortableTensor:
 
     def resize_problem(self, sizes: Sequence[int]) -> str:
         """Why `resize(sizes)` is refused, in words (empty when it is allowed)."""
-        return resize_problem(self.sizes, _check_sizes(sizes), self.dynamism is TensorShapeDynamism.STATIC,
-                              self.capacity)
+        return resize_problem(
+            self.sizes, _check_sizes(sizes), self.dynamism is TensorShapeDynamism.STATIC, self.capacity
+        )
 
     # ---- host access ----------------------------------------------------------------------------------------
     def host_buffer(self) -> np.ndarray:

@@ -1,4 +1,5 @@
 """The cost model: least-squares fit with known latency and bandwidth, JSON round trip, the shipped H200 default."""
+
 import json
 from pathlib import Path
 
@@ -23,9 +24,11 @@ def test_fit_recovers_known_latency_and_bandwidth():
 
 
 def test_fit_from_a_sweep_gives_one_line_per_direction_and_memory():
-    rows = [Measurement(FIT_METHOD, d, mem, n, "wall", [t, t, t])
-            for d, mem, lat, bw in [("h2d", "pinned", 10e-6, 50.0), ("d2h", "pageable", 20e-6, 20.0)]
-            for n, t in zip(SIZES, _synthetic(lat, bw))]
+    rows = [
+        Measurement(FIT_METHOD, d, mem, n, "wall", [t, t, t])
+        for d, mem, lat, bw in [("h2d", "pinned", 10e-6, 50.0), ("d2h", "pageable", 20e-6, 20.0)]
+        for n, t in zip(SIZES, _synthetic(lat, bw))
+    ]
     model = CostModel.fit(SweepResult("cupy", "gpu", rows))
     assert model.predict("h2d", 1 << 30) == pytest.approx(10e-6 + (1 << 30) / 50e9, rel=1e-6)
     assert model.predict("d2h", 4096, "pageable") == pytest.approx(20e-6 + 4096 / 20e9, rel=1e-6)

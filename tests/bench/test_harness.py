@@ -1,4 +1,5 @@
 """The timing loop, clocks, measurements and sweep results, on fake clocks: exact call counts and exact output."""
+
 import io
 import json
 
@@ -55,12 +56,17 @@ def test_wall_clock_synchronizes_around_the_timed_call():
 
 def test_run_cases_times_each_case_on_the_clocks_it_supports_and_reports_progress():
     made, progress = [], []
-    cases = [Case("a", "h2d", "pinned", 100, lambda: made.append("a") or Counter()),
-             Case("b", "d2h", "pageable", 200, lambda: made.append("b") or Counter(), clocks=("wall",))]
+    cases = [
+        Case("a", "h2d", "pinned", 100, lambda: made.append("a") or Counter()),
+        Case("b", "d2h", "pageable", 200, lambda: made.append("b") or Counter(), clocks=("wall",)),
+    ]
     clocks = {"events": FakeClock("events", [2.0]), "wall": FakeClock("wall", [4.0])}
     out = run_cases(cases, clocks, Policy(warmup=1, min_samples=2, max_samples=2), lambda *a: progress.append(a))
     assert [(m.method, m.clock, m.samples) for m in out] == [
-        ("a", "events", [2.0, 2.0]), ("a", "wall", [4.0, 4.0]), ("b", "wall", [4.0, 4.0])]
+        ("a", "events", [2.0, 2.0]),
+        ("a", "wall", [4.0, 4.0]),
+        ("b", "wall", [4.0, 4.0]),
+    ]
     assert made == ["a", "b"] and clocks["events"].stops == 2 and clocks["wall"].stops == 4
     assert progress == [(1, 2, "a h2d pinned 100B"), (2, 2, "b d2h pageable 200B")]
 
@@ -81,15 +87,27 @@ def test_text_progress_draws_a_bar_and_ends_the_line():
 
 
 def _result():
-    return SweepResult("simulated", "dev", [Measurement("m", "h2d", "pageable", 1000, "wall", [0.25, 0.75])],
-                       {"date": "today"})
+    return SweepResult(
+        "simulated", "dev", [Measurement("m", "h2d", "pageable", 1000, "wall", [0.25, 0.75])], {"date": "today"}
+    )
 
 
 def test_sweep_result_json_round_trips_with_raw_samples():
     data = json.loads(_result().to_json())
     assert data["backend"] == "simulated" and data["date"] == "today"
-    assert data["rows"] == [{"method": "m", "direction": "h2d", "memory": "pageable", "bytes": 1000, "clock": "wall",
-                             "median_s": 0.5, "iqr_s": 0.25, "gbps": 2e-06, "samples": [0.25, 0.75]}]
+    assert data["rows"] == [
+        {
+            "method": "m",
+            "direction": "h2d",
+            "memory": "pageable",
+            "bytes": 1000,
+            "clock": "wall",
+            "median_s": 0.5,
+            "iqr_s": 0.25,
+            "gbps": 2e-06,
+            "samples": [0.25, 0.75],
+        }
+    ]
     again = SweepResult.from_dict(data)
     assert again.rows() == _result().rows() and again.meta == {"date": "today"}
 
@@ -99,7 +117,8 @@ def test_sweep_result_csv_has_one_line_per_measurement(tmp_path):
     _result().write_csv(str(path))
     assert path.read_text().splitlines() == [
         "method,direction,memory,bytes,clock,median_s,iqr_s,gbps,samples",
-        "m,h2d,pageable,1000,wall,0.5,0.25,2e-06,0.25 0.75"]
+        "m,h2d,pageable,1000,wall,0.5,0.25,2e-06,0.25 0.75",
+    ]
 
 
 def test_find_returns_none_for_an_absent_measurement():
@@ -114,7 +133,8 @@ def test_simulated_sweep_runs_on_the_wall_clock_and_says_simulated():
     assert result.backend == "simulated" and result.meta["simulated"] is True
     assert {m.clock for m in result.measurements} == {"wall"}
     assert {(m.method, m.direction) for m in result.measurements} == {
-        (meth, d) for meth in ("numpy copyto", "devcopy allocator") for d in ("h2d", "d2h")}
+        (meth, d) for meth in ("numpy copyto", "devcopy allocator") for d in ("h2d", "d2h")
+    }
 
 
 @pytest.mark.gpu
@@ -123,5 +143,12 @@ def test_cuda_sweep_has_both_clocks_and_every_baseline():
 
     result = sweep("cupy", sizes=[4096], policy=Policy.quick())
     assert {m.clock for m in result.measurements} == {"events", "wall"}
-    assert {"cudaMemcpy", "cudaMemcpyAsync", "devcopy engine", "devcopy allocator", "torch copy_",
-            "torch .to/.cpu", "cupy asarray/get"} <= {m.method for m in result.measurements}
+    assert {
+        "cudaMemcpy",
+        "cudaMemcpyAsync",
+        "devcopy engine",
+        "devcopy allocator",
+        "torch copy_",
+        "torch .to/.cpu",
+        "cupy asarray/get",
+    } <= {m.method for m in result.measurements}

@@ -1,4 +1,5 @@
 """docs/benchmarks.md is exactly what benchmarks/render_docs.py renders from the committed data."""
+
 import importlib.util
 from pathlib import Path
 
@@ -42,9 +43,17 @@ def test_the_packaged_cost_model_prices_pinned_copies_as_a_loaded_method_measure
 
 def test_page_states_every_target_and_links_the_placement_report():
     text = (ROOT / "docs/benchmarks.md").read_text()
-    for phrase in ("0.95x cudaMemcpyAsync", ">= 2x torch .to('cuda')", ">= 3x cudaMemcpy", ">= 1.5x cudaMemcpy",
-                   ">= 10x torch .cpu()", ">= 0.97x raw bidirectional cudaMemcpyAsync", "4 KiB h2d through the allocator path",
-                   "0.8x numpy copyto", "(placement_pass.md)"):
+    for phrase in (
+        "0.95x cudaMemcpyAsync",
+        ">= 2x torch .to('cuda')",
+        ">= 3x cudaMemcpy",
+        ">= 1.5x cudaMemcpy",
+        ">= 10x torch .cpu()",
+        ">= 0.97x raw bidirectional cudaMemcpyAsync",
+        "4 KiB h2d through the allocator path",
+        "0.8x numpy copyto",
+        "(placement_pass.md)",
+    ):
         assert phrase in text
     for row in text.splitlines():
         if row.endswith("| **no** |"):

@@ -1,4 +1,5 @@
 """Size parsing for the sweep and `devcopy bench --sizes`."""
+
 import pytest
 
 from devcopy_lib.bench.sizes import format_bytes, format_size, parse_size, parse_sizes
@@ -31,4 +32,10 @@ def test_format_size():
 
 def test_format_bytes_uses_binary_units_and_no_e_notation():
     assert [format_bytes(n) for n in (0, 64, 4096, 1536, 156552192, 3 << 30)] == [
-        "0 B", "64 B", "4 KiB", "1.5 KiB", "149.3 MiB", "3 GiB"]
+        "0 B",
+        "64 B",
+        "4 KiB",
+        "1.5 KiB",
+        "149.3 MiB",
+        "3 GiB",
+    ]

@@ -1,4 +1,5 @@
 """Fixtures for the browser test: Debian's Chromium (installed on demand), a JupyterLab server, a headless page."""
+
 from __future__ import annotations
 
 import runpy
@@ -7,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from lab_server import LabServer  # tests/ has no packages: pytest puts this folder on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,8 +15,15 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 NOTEBOOK_ENV = runpy.run_path(str(ROOT / "tools" / "notebooks" / "nbenv.py"))["NOTEBOOK_ENV"]
 # Flags that work on machines with a closed network (no background fetches, no sandbox as root).
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="session")
@@ -53,8 +60,12 @@ def page(chromium, lab, tmp_path):
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1600, "height": 1000})
+            str(tmp_path / "profile"),
+            executable_path=str(chromium),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1600, "height": 1000},
+        )
         try:
             context.set_default_timeout(60_000)
             yield context.pages[0] if context.pages else context.new_page()

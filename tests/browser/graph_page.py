@@ -1,4 +1,5 @@
 """Reading and driving the graph view in a page: its data-* counts, where a node is on screen, the kernel's answer."""
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,9 @@ def wait_for_data(page, graph, condition: str, timeout: int = 60_000) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        page.wait_for_function(f"(root) => {{ const d = root.dataset; return {condition}; }}",
-                               arg=graph.element_handle(), timeout=timeout)
+        page.wait_for_function(
+            f"(root) => {{ const d = root.dataset; return {condition}; }}", arg=graph.element_handle(), timeout=timeout
+        )
     except PlaywrightTimeout:
         raise AssertionError(f"graph view never had {condition}: {graph.evaluate('r => ({...r.dataset})')}") from None
 

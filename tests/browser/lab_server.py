@@ -1,4 +1,5 @@
 """A throwaway JupyterLab server on 127.0.0.1: free port, token auth, temporary HOME and Jupyter dirs."""
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,16 @@ class LabServer:
         quiet = home / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
         quiet.parent.mkdir(parents=True)
         quiet.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))  # no news toast
-        self.env = {**os.environ, **(env or {}), "HOME": str(home),
-                    "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
-                    "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-                    "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-                    "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
+        self.env = {
+            **os.environ,
+            **(env or {}),
+            "HOME": str(home),
+            "JUPYTER_CONFIG_DIR": str(home / "config"),
+            "JUPYTER_DATA_DIR": str(home / "data"),
+            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        }
         self.log_path = workdir / "jupyterlab.log"
         self.process: subprocess.Popen | None = None
 
@@ -47,11 +53,21 @@ class LabServer:
 
     def command(self) -> list[str]:
         """The `jupyter lab` command line: loopback only, token auth, no browser, no update checks."""
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.open_browser=False",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-               "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ServerApp.open_browser=False",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         return cmd
@@ -59,8 +75,9 @@ class LabServer:
     def start(self, timeout: float = 90) -> None:
         """Start the server and wait until /api/status answers with the token, or raise with the log's tail."""
         log = self.log_path.open("wb")
-        self.process = subprocess.Popen(self.command(), env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            self.command(), env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -1,6 +1,7 @@
 """The workbench in a real browser: JupyterLab runs 00_tour, the explorer's graph view follows a strategy change,
 zooms, pans and inspects a clicked node, the registration panel shows `Missing operator` once
 device_copy_ops_aten_lib is unlinked, a timing run plots, and a real model opens in the explorer."""
+
 from __future__ import annotations
 
 import json
@@ -55,10 +56,16 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
     assert "H2D 2" in wait_for_text(totals, "strategy dedupe")
     wait_for_data(page, graph, "JSON.parse(d.kinds).h2d === 2")
     assert data(graph, "layouts") == layouts + 1
-    expected = json.loads(run_in_kernel(page, (
-        "import json, collections; g = explorer.placed.graph_module.graph; rows = explorer.placed.report.rows\n"
-        "print(json.dumps([len(rows), sum(len(n.all_input_nodes) for n in g.nodes), "
-        "collections.Counter(r.device for r in rows)]))")))
+    expected = json.loads(
+        run_in_kernel(
+            page,
+            (
+                "import json, collections; g = explorer.placed.graph_module.graph; rows = explorer.placed.report.rows\n"
+                "print(json.dumps([len(rows), sum(len(n.all_input_nodes) for n in g.nodes), "
+                "collections.Counter(r.device for r in rows)]))"
+            ),
+        )
+    )
     assert [data(graph, "nodes"), data(graph, "edges"), data(graph, "devices")] == expected
     check_zoom_pan_and_inspector(page, graph, "explorer")
     explorer.screenshot(path=artifacts / "placement-dedupe.png")
@@ -117,9 +124,9 @@ def check_zoom_pan_and_inspector(page, graph, explorer: str) -> None:
     assert run_in_kernel(page, f"print({explorer}.graph.selected)").strip() == copy
 
 
-REAL_MODEL = ("from devcopy_lib import models\n"
-              "real = PlacementExplorer.for_model(*models.gpt2_2l(), name='gpt2_2l')\n"
-              "real")
+REAL_MODEL = (
+    "from devcopy_lib import models\nreal = PlacementExplorer.for_model(*models.gpt2_2l(), name='gpt2_2l')\nreal"
+)
 GROUP, INSIDE, COPY = "model.transformer.h.0.ln_1", "getitem", "inputs_0_h2d"
 
 

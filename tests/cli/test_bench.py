@@ -1,4 +1,5 @@
 """`devcopy bench`: one JSON object with rows, CSV and plot files, sizes parsing and exit codes."""
+
 import json
 import os
 import re
@@ -10,20 +11,48 @@ from devcopy_lib.cli import main
 
 
 def test_bench_json_rows_on_the_simulated_backend(capsys):
-    assert main(["bench", "--backend", "simulated", "--sizes", "4K,64K", "--direction", "h2d", "--quick",
-                 "--json"]) == 0
+    assert (
+        main(["bench", "--backend", "simulated", "--sizes", "4K,64K", "--direction", "h2d", "--quick", "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["backend"] == "simulated" and "simulated" in out["device"]
     assert {(r["method"], r["bytes"], r["clock"]) for r in out["rows"]} == {
-        (m, n, "wall") for m in ("numpy copyto", "devcopy allocator") for n in (4096, 65536)}
-    assert set(out["rows"][0]) == {"method", "direction", "memory", "bytes", "clock", "median_s", "iqr_s", "gbps",
-                                   "samples"}
+        (m, n, "wall") for m in ("numpy copyto", "devcopy allocator") for n in (4096, 65536)
+    }
+    assert set(out["rows"][0]) == {
+        "method",
+        "direction",
+        "memory",
+        "bytes",
+        "clock",
+        "median_s",
+        "iqr_s",
+        "gbps",
+        "samples",
+    }
 
 
 def test_bench_writes_csv_and_plot(tmp_path, capsys):
     csv, png = tmp_path / "b.csv", tmp_path / "b.png"
-    assert main(["bench", "--backend", "simulated", "--sizes", "1K..4K", "--direction", "d2h", "--quick",
-                 "--csv", str(csv), "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--backend",
+                "simulated",
+                "--sizes",
+                "1K..4K",
+                "--direction",
+                "d2h",
+                "--quick",
+                "--csv",
+                str(csv),
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     assert len(csv.read_text().splitlines()) == 1 + 2 * 3 and png.stat().st_size > 1000
     assert "backend: simulated" in capsys.readouterr().out
 
@@ -41,8 +70,10 @@ def test_what_the_simulated_backend_cannot_time_is_refused_with_the_reason(capsy
     assert error["kind"] == "usage" and "it times d2h/pageable, h2d/pageable only" in error["message"]
 
 
-@pytest.mark.parametrize("sizes, message", [("", "names nothing|No sizes"), ("99999999999999999999999G", "more than"),
-                                             ("1G..2048G", "more than")])
+@pytest.mark.parametrize(
+    "sizes, message",
+    [("", "names nothing|No sizes"), ("99999999999999999999999G", "more than"), ("1G..2048G", "more than")],
+)
 def test_empty_or_absurd_sizes_are_argument_errors(capsys, sizes, message):
     assert main(["bench", "--backend", "simulated", "--sizes", sizes, "--json"]) == 2
     assert re.search(message, json.loads(capsys.readouterr().out)["error"]["message"])
@@ -62,8 +93,7 @@ def test_a_bad_csv_path_is_refused_before_the_sweep(tmp_path, monkeypatch, capsy
 
 def test_a_plot_path_matplotlib_cannot_write_is_refused_before_the_sweep(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(harness, "run_cases", lambda *a, **k: pytest.fail("the sweep ran before the path check"))
-    assert main(["bench", "--backend", "simulated", "--sizes", "4K", "--plot", str(tmp_path / "b.xyz"),
-                 "--json"]) == 2
+    assert main(["bench", "--backend", "simulated", "--sizes", "4K", "--plot", str(tmp_path / "b.xyz"), "--json"]) == 2
     assert re.search(r"--plot .*b\.xyz' must end in .*\.png", json.loads(capsys.readouterr().out)["error"]["message"])
     assert not (tmp_path / "b.xyz").exists()
 
@@ -80,8 +110,21 @@ def test_ctrl_c_keeps_the_finished_rows_in_the_json_and_the_csv(tmp_path, monkey
 
     monkeypatch.setattr(harness, "measure", interrupted_on_the_third)
     csv = tmp_path / "b.csv"
-    code = main(["bench", "--backend", "simulated", "--sizes", "4K,8K", "--direction", "h2d", "--quick",
-                 "--csv", str(csv), "--json"])
+    code = main(
+        [
+            "bench",
+            "--backend",
+            "simulated",
+            "--sizes",
+            "4K,8K",
+            "--direction",
+            "h2d",
+            "--quick",
+            "--csv",
+            str(csv),
+            "--json",
+        ]
+    )
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert code == 130 and out["ok"] is False and out["error"]["kind"] == "interrupted"

@@ -1,5 +1,6 @@
 """The CLI contract under hostile input: one JSON object with `--json` whatever happens, exit 0/1/2 (130 on Ctrl-C),
 the user's model file named when it fails, argument errors found before any work, finite JSON numbers."""
+
 import json
 import re
 import warnings
@@ -9,7 +10,7 @@ import pytest
 from devcopy_lib.cli import main
 from devcopy_lib.cli.common import ERROR_KINDS, to_json
 
-MODEL_FILE = '''
+MODEL_FILE = """
 import sys
 import torch
 
@@ -47,7 +48,7 @@ def returns_int(): return Const(3), (torch.randn(2),)
 def returns_none(): return Const(None), (torch.randn(2),)
 def data_dependent(): return NonZero(), (torch.tensor([1.0, 0.0, 2.0]),)
 def nans(): return NaNs(), (torch.tensor([1.0, -1.0]),)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -66,22 +67,26 @@ def _json(capsys, *argv):
     return code, json.loads(lines[0]), captured.err
 
 
-@pytest.mark.parametrize("factory, kind, code, fragment", [
-    ("exits_with_message", "user_code", 1, r"sys\.exit\('msg'\)"),
-    ("exits_3", "user_code", 1, r"sys\.exit\(3\)"),
-    ("exits_0", "user_code", 1, r"sys\.exit\(0\)"),
-    ("raises", "user_code", 1, "ValueError: my bad"),
-    ("interrupted", "interrupted", 130, r"^interrupted \(Ctrl-C"),
-    ("five", "usage", 2, "returns \\(module, example_inputs\\)"),
-    ("float_input", "usage", 2, "input 0 is float 1.5"),
-    ("str_input", "usage", 2, "input 0 is str 'abc'"),
-    ("returns_int", "unsupported_model", 1, "output 0 is int 3, not a tensor"),
-    ("returns_none", "unsupported_model", 1, "output 0 is NoneType None, not a tensor"),
-    ("data_dependent", "unsupported_model", 1, "data-dependent size"),
-])
+@pytest.mark.parametrize(
+    "factory, kind, code, fragment",
+    [
+        ("exits_with_message", "user_code", 1, r"sys\.exit\('msg'\)"),
+        ("exits_3", "user_code", 1, r"sys\.exit\(3\)"),
+        ("exits_0", "user_code", 1, r"sys\.exit\(0\)"),
+        ("raises", "user_code", 1, "ValueError: my bad"),
+        ("interrupted", "interrupted", 130, r"^interrupted \(Ctrl-C"),
+        ("five", "usage", 2, "returns \\(module, example_inputs\\)"),
+        ("float_input", "usage", 2, "input 0 is float 1.5"),
+        ("str_input", "usage", 2, "input 0 is str 'abc'"),
+        ("returns_int", "unsupported_model", 1, "output 0 is int 3, not a tensor"),
+        ("returns_none", "unsupported_model", 1, "output 0 is NoneType None, not a tensor"),
+        ("data_dependent", "unsupported_model", 1, "data-dependent size"),
+    ],
+)
 @pytest.mark.parametrize("command", ["place", "run"])
-def test_a_failing_model_file_gives_one_json_object_naming_it(capsys, model_file, factory, kind, code, fragment,
-                                                              command):
+def test_a_failing_model_file_gives_one_json_object_naming_it(
+    capsys, model_file, factory, kind, code, fragment, command
+):
     extra = ["--backend", "simulated"] if command == "run" else []
     got, result, _ = _json(capsys, command, f"{model_file}:{factory}", *extra)
     assert (got, result["ok"], result["error"]["kind"]) == (code, False, kind)
@@ -117,29 +122,43 @@ def test_non_finite_numbers_become_null_with_a_note(capsys, monkeypatch):
 
 def test_to_json_is_strict_json():
     text = to_json({"a": [float("nan"), 1.0], "b": {"c": -float("inf")}})
-    assert json.loads(text) == {"a": [None, 1.0], "b": {"c": None}, "notes": [
-        "a[0] is nan (not representable in JSON: written as null)",
-        "b.c is -inf (not representable in JSON: written as null)"]}
+    assert json.loads(text) == {
+        "a": [None, 1.0],
+        "b": {"c": None},
+        "notes": [
+            "a[0] is nan (not representable in JSON: written as null)",
+            "b.c is -inf (not representable in JSON: written as null)",
+        ],
+    }
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["place", "add", "--target", "delegate_7=cuda:1"], "delegate_7: no such delegate. This lowering made: delegate_0"),
-    (["place", "mlp", "--delegate", "mm.default", "--target", "add.Tensor=cuda:1"], "add.Tensor: not a delegated op"),
-    (["place", "add", "--target", "cuda:0", "--target", "cuda:1"], "two default devices"),
-    (["place", "add", "--target", "add.Tensor=cuda:0", "--target", "add.Tensor=cuda:1"], "given twice"),
-    (["place", "add", "--delegate", ""], "--delegate '' names nothing"),
-    (["place", "add", "--delegate", " , "], "names nothing"),
-    (["run", "add", "--mode", "aten", "--aten-libs", "portable"], "--aten-libs portable: not aten-mode lib"),
-    (["run", "add", "--mode", "aten", "--aten-libs", ""], "--aten-libs '' names nothing"),
-    (["run", "add", "--mode", "aten", "--aten-libs", "native,native"], "--aten-libs: native given twice"),
-    (["run", "add", "--target", "cuda:128"], "Device index must be an int in 0..127"),
-    (["registry", "--ops", ""], "--ops '' names nothing"),
-    (["registry", "--libs", ""], "--libs '' names nothing"),
-    (["place", "add", "--js"], "unrecognized arguments: --js"),
-    (["place", "--json-x", "add"], "unrecognized arguments: --json-x"),
-    (["bogus-command"], "invalid choice: 'bogus-command'"),
-    (["place", "nope.py:factory"], "not found"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (
+            ["place", "add", "--target", "delegate_7=cuda:1"],
+            "delegate_7: no such delegate. This lowering made: delegate_0",
+        ),
+        (
+            ["place", "mlp", "--delegate", "mm.default", "--target", "add.Tensor=cuda:1"],
+            "add.Tensor: not a delegated op",
+        ),
+        (["place", "add", "--target", "cuda:0", "--target", "cuda:1"], "two default devices"),
+        (["place", "add", "--target", "add.Tensor=cuda:0", "--target", "add.Tensor=cuda:1"], "given twice"),
+        (["place", "add", "--delegate", ""], "--delegate '' names nothing"),
+        (["place", "add", "--delegate", " , "], "names nothing"),
+        (["run", "add", "--mode", "aten", "--aten-libs", "portable"], "--aten-libs portable: not aten-mode lib"),
+        (["run", "add", "--mode", "aten", "--aten-libs", ""], "--aten-libs '' names nothing"),
+        (["run", "add", "--mode", "aten", "--aten-libs", "native,native"], "--aten-libs: native given twice"),
+        (["run", "add", "--target", "cuda:128"], "Device index must be an int in 0..127"),
+        (["registry", "--ops", ""], "--ops '' names nothing"),
+        (["registry", "--libs", ""], "--libs '' names nothing"),
+        (["place", "add", "--js"], "unrecognized arguments: --js"),
+        (["place", "--json-x", "add"], "unrecognized arguments: --json-x"),
+        (["bogus-command"], "invalid choice: 'bogus-command'"),
+        (["place", "nope.py:factory"], "not found"),
+    ],
+)
 def test_argument_errors_are_exit_2_with_one_json_object(capsys, argv, fragment):
     code, result, _ = _json(capsys, *argv)
     assert (code, result["error"]["kind"]) == (2, "usage")
@@ -224,14 +243,19 @@ def _library_failures():
     from devcopy_lib.runtime.resolve import MissingOperatorError
     from devcopy_lib.tensors.error import Error
 
-    return [(PlacementError("p"), "placement", None), (MissingOperatorError("m", [(0, "x")]), "missing_operator",
-                                                        "OperatorMissing"),
-            (RegistrationError("r"), "registration", "RegistrationAlreadyRegistered"),
-            (LoadError(Error.NotFound, "l"), "load", "NotFound"), (ExecutionError(Error.Internal, "e"), "execution",
-                                                                   "Internal"),
-            (DeviceCopyError("d"), "device", None), (CudaError("c", "cudaErrorInvalidValue", 1), "device", None),
-            (DeviceMemoryAccessError("a"), "device", None), (MemoryError("o"), "device", None),
-            (KeyboardInterrupt(), "interrupted", None), (TypeError("t"), "internal", None)]
+    return [
+        (PlacementError("p"), "placement", None),
+        (MissingOperatorError("m", [(0, "x")]), "missing_operator", "OperatorMissing"),
+        (RegistrationError("r"), "registration", "RegistrationAlreadyRegistered"),
+        (LoadError(Error.NotFound, "l"), "load", "NotFound"),
+        (ExecutionError(Error.Internal, "e"), "execution", "Internal"),
+        (DeviceCopyError("d"), "device", None),
+        (CudaError("c", "cudaErrorInvalidValue", 1), "device", None),
+        (DeviceMemoryAccessError("a"), "device", None),
+        (MemoryError("o"), "device", None),
+        (KeyboardInterrupt(), "interrupted", None),
+        (TypeError("t"), "internal", None),
+    ]
 
 
 def test_the_librarys_failures_map_onto_the_error_kinds():

@@ -2,13 +2,15 @@
 options as the parser declares them, with valid and invalid values), run in-process. Whatever the arguments: exactly
 one JSON object on stdout, an exit code in {0, 1, 2} with its documented error kind, no traceback on stderr, and no
 file written when the command is refused."""
+
 import contextlib
 import io
 import json
 import os
 import tempfile
 
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from devcopy_lib.cli import build_parser, main
 from devcopy_lib.cli.common import ERROR_KINDS
@@ -17,8 +19,10 @@ from devcopy_lib.cli.common import ERROR_KINDS
 VALUES = {
     "model": (["add", "mlp", "shared_input"], ["nope", "x.py:f", ""]),
     "--delegate": (["add.Tensor", "mm.default,add.Tensor"], ["", "bogus", "add.tensor"]),
-    "--target": (["cuda:0", "cuda:1", "delegate_0=cuda:1", "add.Tensor=cuda:1"],
-                 ["delegate_7=cuda:1", "tpu:0", "=cuda:0", "cuda:-1"]),
+    "--target": (
+        ["cuda:0", "cuda:1", "delegate_0=cuda:1", "add.Tensor=cuda:1"],
+        ["delegate_7=cuda:1", "tpu:0", "=cuda:0", "cuda:-1"],
+    ),
     "--aten-libs": (["native,device_copy_ops_aten_lib"], ["native", "portable", "", "natve"]),
     "--libs": (["portable", "native,device_copy_ops_aten_lib"], ["native", "", "nope"]),
     "--ops": (["et_copy::_h2d_copy.out", "aten::add*"], ["", "zzz"]),
@@ -59,7 +63,7 @@ def argument_lists(draw):
         argv += [value] if not action.option_strings else [name, value]
     if not hostile and {"--aten-libs", "--aten-device-rule"} & set(argv):  # the ATen options need --mode aten
         if "--mode" in argv:
-            del argv[argv.index("--mode"):argv.index("--mode") + 2]
+            del argv[argv.index("--mode") : argv.index("--mode") + 2]
         argv += ["--mode", "aten"]
     if command == "bench":
         argv.append("--quick")  # a full policy times each size for seconds: the contract is the same
@@ -69,7 +73,9 @@ def argument_lists(draw):
     return argv
 
 
-@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(argument_lists())
 def test_every_argument_list_keeps_the_contract(argv):
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,4 +1,5 @@
 """`devcopy info`: backend, devices and versions; one JSON object; exit codes."""
+
 import json
 
 from devcopy_lib.cli import main
@@ -27,6 +28,9 @@ def test_python_dash_m_is_the_same_command():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "devcopy_lib", "info", "--backend", "simulated", "--json"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "devcopy_lib", "info", "--backend", "simulated", "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["backend"] == "simulated"

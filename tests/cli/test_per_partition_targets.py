@@ -1,4 +1,5 @@
 """`--target OP=DEVICE` (repeatable) in `devcopy place` and `devcopy run`, and `--strategy peer`."""
+
 import json
 
 import pytest
@@ -30,10 +31,14 @@ def test_delegate_names_map_too(capsys):
     assert result["copies"] == {"h2d": 4, "d2h": 2} and result["cross_device"][0]["chosen"] == "host_hop"
 
 
-@pytest.mark.parametrize("target, message", [
-    ("=cuda:1", "nothing before '='"), ("add.Tensor=tpu:0", "Unknown device type 'tpu'"),
-    ("addd.Tensor=cuda:1", "Close matches: add.Tensor"),
-])
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("=cuda:1", "nothing before '='"),
+        ("add.Tensor=tpu:0", "Unknown device type 'tpu'"),
+        ("addd.Tensor=cuda:1", "Close matches: add.Tensor"),
+    ],
+)
 def test_bad_targets_are_argument_errors(capsys, target, message):
     assert main(["place", "add", "--target", target]) == 2
     assert message in capsys.readouterr().err
@@ -41,7 +46,8 @@ def test_bad_targets_are_argument_errors(capsys, target, message):
 
 @pytest.mark.parametrize("mode", ["portable", "aten"])
 def test_run_peer_on_two_devices_matches_eager(capsys, mode):
-    code, result = _json(capsys, "run", "back_to_back", *TWO_DEVICES, "--strategy", "peer", "--mode", mode,
-                         "--backend", "simulated")
+    code, result = _json(
+        capsys, "run", "back_to_back", *TWO_DEVICES, "--strategy", "peer", "--mode", mode, "--backend", "simulated"
+    )
     assert code == 0 and result["ok"] and result["copies_executed"] == {"h2d": 3, "d2h": 1, "d2d": 1}
     assert {"cuda:0", "cuda:1"} <= set(result["arena_bytes"])

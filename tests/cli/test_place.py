@@ -1,4 +1,5 @@
 """`devcopy place`: the JSON contract, exit codes, and ExecuTorch's counts beside devcopy's."""
+
 import json
 
 import pytest
@@ -14,17 +15,28 @@ def run_json(capsys, *argv):
 def test_place_json_has_the_contract_fields(capsys):
     code, result = run_json(capsys, "add")
     assert code == 0
-    assert (result["delegates"], result["copies"], result["copy_bytes"]) == (1, {"h2d": 2, "d2h": 1},
-                                                                              {"h2d": 128, "d2h": 64})
+    assert (result["delegates"], result["copies"], result["copy_bytes"]) == (
+        1,
+        {"h2d": 2, "d2h": 1},
+        {"h2d": 128, "d2h": 64},
+    )
     assert result["constant_bytes"] == 0 and "add.Tensor" in result["delegate_ops"]
     assert [(n["kind"], n["device"]) for n in result["nodes"]] == [
-        ("input", "cpu"), ("input", "cpu"), ("h2d", "cuda:0"), ("h2d", "cuda:0"), ("delegate", "cuda:0"),
-        ("getitem", "cuda:0"), ("d2h", "cpu"), ("output", "cpu")]
+        ("input", "cpu"),
+        ("input", "cpu"),
+        ("h2d", "cuda:0"),
+        ("h2d", "cuda:0"),
+        ("delegate", "cuda:0"),
+        ("getitem", "cuda:0"),
+        ("d2h", "cpu"),
+        ("output", "cpu"),
+    ]
 
 
 def test_strategy_and_skip_switches(capsys):
-    _, result = run_json(capsys, "shared_input", "--partition", "per_node", "--strategy", "dedupe",
-                         "--skip-d2h-outputs")
+    _, result = run_json(
+        capsys, "shared_input", "--partition", "per_node", "--strategy", "dedupe", "--skip-d2h-outputs"
+    )
     assert result["copies"] == {"h2d": 2, "d2h": 0}
     assert result["comparison"][0]["copies_saved"] == {"h2d": 2, "d2h": 0}
 
@@ -34,9 +46,14 @@ def test_refused_skip_is_exit_1_with_the_error_object(capsys):
     assert code == 1 and result["ok"] is False and result["error"]["kind"] == "placement"
 
 
-@pytest.mark.parametrize("argv,fragment", [(["add", "--delegate", "add.tensor"], "Close matches: add.Tensor"),
-                                           (["add", "--target", "tpu:0"], "Valid types: CPU, CUDA"),
-                                           (["nope"], "Give a sample name")])
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        (["add", "--delegate", "add.tensor"], "Close matches: add.Tensor"),
+        (["add", "--target", "tpu:0"], "Valid types: CPU, CUDA"),
+        (["nope"], "Give a sample name"),
+    ],
+)
 def test_argument_errors_exit_2(capsys, argv, fragment):
     code, result = run_json(capsys, *argv)
     assert code == 2 and fragment in result["error"]["message"]
@@ -50,7 +67,8 @@ def test_text_output_lists_nodes_and_copies(capsys):
 
 @pytest.mark.reference
 def test_compare_executorch_adds_its_counts(capsys):
-    _, result = run_json(capsys, "back_to_back", "--delegate", "add.Tensor", "--partition", "per_node",
-                         "--compare-executorch")
+    _, result = run_json(
+        capsys, "back_to_back", "--delegate", "add.Tensor", "--partition", "per_node", "--compare-executorch"
+    )
     assert result["executorch"]["copies"] == result["copies"] == {"h2d": 3, "d2h": 1}
     assert result["executorch"]["delegates"] == result["delegates"] == 2

@@ -1,4 +1,5 @@
 """`devcopy registry`: JSON shape, defaults per mode, exit codes."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,9 @@ def test_portable_registers_the_et_copy_ops(capsys):
     code, result = run_json(capsys)
     assert code == 0 and result["ok"] and result["mode"] == "portable"
     assert {(r["op"], r["lib"], r["registered"]) for r in result["rows"]} == {
-        ("et_copy::_h2d_copy.out", "portable", True), ("et_copy::_d2h_copy.out", "portable", True)}
+        ("et_copy::_h2d_copy.out", "portable", True),
+        ("et_copy::_d2h_copy.out", "portable", True),
+    }
 
 
 def test_aten_defaults_to_native_and_device_copy_lib(capsys):
@@ -28,7 +31,11 @@ def test_aten_defaults_to_native_and_device_copy_lib(capsys):
 
 def test_ops_filter_takes_names_and_globs(capsys):
     code, result = run_json(capsys, "--mode", "aten", "--libs", "native", "--ops", "aten::relu.out,aten::add.*out")
-    assert code == 0 and {r["op"] for r in result["rows"]} >= {"aten::relu.out", "aten::add.out", "aten::add.Scalar_out"}
+    assert code == 0 and {r["op"] for r in result["rows"]} >= {
+        "aten::relu.out",
+        "aten::add.out",
+        "aten::add.Scalar_out",
+    }
     row = next(r for r in result["rows"] if r["op"] == "aten::relu.out")
     assert set(row) == {"op", "mode", "lib", "registered", "kernel_key", "kernel_name", "source"}
 

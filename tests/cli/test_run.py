@@ -1,4 +1,5 @@
 """`devcopy run`: place, load and run in a mode, compare with eager; missing operators exit 1 with the fix."""
+
 import json
 import re
 
@@ -37,14 +38,26 @@ def test_aten_mode_with_only_native_lists_each_missing_operator_and_the_fix(caps
     assert "Missing operator: [0] et_copy::_h2d_copy.out" in err
     assert "Missing operator: [1] et_copy::_d2h_copy.out" in err
     assert "device_copy_ops_aten_lib" in err
-    assert result["error"]["missing"] == [{"index": 0, "name": "et_copy::_h2d_copy.out"},
-                                          {"index": 1, "name": "et_copy::_d2h_copy.out"}]
+    assert result["error"]["missing"] == [
+        {"index": 0, "name": "et_copy::_h2d_copy.out"},
+        {"index": 1, "name": "et_copy::_d2h_copy.out"},
+    ]
 
 
 @pytest.mark.parametrize("rule", ["seed", "tensor"])
 def test_aten_mode_with_the_device_copy_lib_runs_under_either_device_rule(capsys, rule):
-    code, result, _ = _run(capsys, "mlp", "--mode", "aten", "--aten-libs", "native,device_copy_ops_aten_lib",
-                           "--aten-device-rule", rule, "--strategy", "dedupe")
+    code, result, _ = _run(
+        capsys,
+        "mlp",
+        "--mode",
+        "aten",
+        "--aten-libs",
+        "native,device_copy_ops_aten_lib",
+        "--aten-device-rule",
+        rule,
+        "--strategy",
+        "dedupe",
+    )
     assert code == 0 and result["ok"] is True
 
 

@@ -1,13 +1,19 @@
 """The DeviceAllocator contract at its edges: device indices honoured, bad values refused where they enter,
 counters that count successful calls only, simulated addresses that never collide, close() and `with`."""
+
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from devcopy_lib.devices import DeviceAllocator, DeviceType, SimulatedCudaAllocator, get_device_allocator
-from devcopy_lib.devices import scoped_allocators
+from devcopy_lib.devices import (
+    DeviceAllocator,
+    DeviceType,
+    SimulatedCudaAllocator,
+    get_device_allocator,
+    scoped_allocators,
+)
 from devcopy_lib.devices.simulated import _ADDRESS_SPACE
 
 
@@ -62,13 +68,17 @@ def test_deallocate_validates_its_index(alloc, index):
 def test_failed_calls_are_not_counted(alloc):
     ptr = alloc.allocate(8)
     before = _counters(alloc)
-    for bad in (lambda: alloc.copy_host_to_device(ptr, np.ones(16, np.uint8), 16, 0),  # too big for ptr
-                lambda: alloc.copy_host_to_device(ptr, np.ones(4, np.uint8), 8, 0),  # host too small
-                lambda: alloc.copy_device_to_host(np.ones(8, np.uint8)[::2], ptr, 4, 0),  # not contiguous
-                lambda: alloc.copy_host_to_device(ptr, np.ones(8, np.uint8), 8, index=4),
-                lambda: alloc.deallocate(ptr + 1),
-                lambda: alloc.copy_device_to_device(ptr, ptr, 9)):
-        with pytest.raises(ValueError, match=r"^(copy_host_to_device|copy_device_to_host|deallocate|copy_device_to_device)"):
+    for bad in (
+        lambda: alloc.copy_host_to_device(ptr, np.ones(16, np.uint8), 16, 0),  # too big for ptr
+        lambda: alloc.copy_host_to_device(ptr, np.ones(4, np.uint8), 8, 0),  # host too small
+        lambda: alloc.copy_device_to_host(np.ones(8, np.uint8)[::2], ptr, 4, 0),  # not contiguous
+        lambda: alloc.copy_host_to_device(ptr, np.ones(8, np.uint8), 8, index=4),
+        lambda: alloc.deallocate(ptr + 1),
+        lambda: alloc.copy_device_to_device(ptr, ptr, 9),
+    ):
+        with pytest.raises(
+            ValueError, match=r"^(copy_host_to_device|copy_device_to_host|deallocate|copy_device_to_device)"
+        ):
             bad()
     assert _counters(alloc) == before and alloc.stats.d2d_count == 0
 
@@ -143,8 +153,7 @@ def test_a_scope_is_seen_by_its_own_thread_only():
 
 
 def test_threads_without_a_scope_see_the_process_registry():
-    from devcopy_lib.devices import register_device_allocator
-    from devcopy_lib.devices import registry
+    from devcopy_lib.devices import register_device_allocator, registry
 
     glob = SimulatedCudaAllocator()
     saved = dict(registry._registry)

@@ -2,8 +2,10 @@
 bad values mixed in. Invariants after every step: counters balance (allocations - frees = live, bytes too), every
 refused call changed nothing, and every live buffer holds exactly what was last copied into it (no neighbour
 corrupted)."""
+
 import numpy as np
-from hypothesis import settings, strategies as st
+from hypothesis import settings
+from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, precondition, rule
 
 from devcopy_lib.devices import SimulatedCudaAllocator
@@ -39,7 +41,7 @@ class AllocatorMachine(RuleBasedStateMachine):
         n = data.draw(st.integers(0, len(expected) - offset))
         payload = np.frombuffer(data.draw(st.binary(min_size=n, max_size=n)), np.uint8).copy()
         self.alloc.copy_host_to_device(ptr + offset, payload, n, -1 if minus_one else ptr.index)
-        expected[offset:offset + n] = payload
+        expected[offset : offset + n] = payload
         self.calls["h2d"] += 1
         self.calls["h2d_bytes"] += n
 
@@ -112,14 +114,20 @@ class AllocatorMachine(RuleBasedStateMachine):
     # ---- invariants ----------------------------------------------------------------------------------------------
     def _counters(self):
         s = self.alloc.stats
-        return (s.allocate_count, s.deallocate_count, s.h2d_count, s.d2h_count, s.h2d_bytes, s.d2h_bytes,
-                s.live_bytes)
+        return (s.allocate_count, s.deallocate_count, s.h2d_count, s.d2h_count, s.h2d_bytes, s.d2h_bytes, s.live_bytes)
 
     @invariant()
     def counters_balance(self):
         c = self.calls
-        assert self._counters() == (c["allocate"], c["deallocate"], c["h2d"], c["d2h"], c["h2d_bytes"],
-                                    c["d2h_bytes"], sum(len(e) for _, e in self.shadow.values()))
+        assert self._counters() == (
+            c["allocate"],
+            c["deallocate"],
+            c["h2d"],
+            c["d2h"],
+            c["h2d_bytes"],
+            c["d2h_bytes"],
+            sum(len(e) for _, e in self.shadow.values()),
+        )
         assert self.alloc.live_allocations() == len(self.shadow) == c["allocate"] - c["deallocate"]
 
     @invariant()

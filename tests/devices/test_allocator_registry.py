@@ -1,8 +1,14 @@
 """One allocator per device type; lookups of unregistered types return None; scoped registries restore."""
+
 import pytest
 
-from devcopy_lib.devices import (DeviceType, SimulatedCudaAllocator, get_device_allocator, register_device_allocator,
-                                 scoped_allocators)
+from devcopy_lib.devices import (
+    DeviceType,
+    SimulatedCudaAllocator,
+    get_device_allocator,
+    register_device_allocator,
+    scoped_allocators,
+)
 
 
 def test_lookup_of_unregistered_type_returns_none():

@@ -1,8 +1,9 @@
 """Backend selection: automatic, DEVCOPY_BACKEND, explicit arguments."""
+
 import pytest
 
-from devcopy_lib.devices.backend import cuda_available, ensure_cuda_allocator, make_allocator, select_backend
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.devices.backend import cuda_available, ensure_cuda_allocator, make_allocator, select_backend
 
 
 def test_auto_picks_cupy_only_with_cuda(monkeypatch):

@@ -7,8 +7,19 @@ from devcopy_lib.devices.cuda_status import CudaError, cuda_status
 from devcopy_lib.devices.cupy_cuda import _OnDevice
 
 MiB = 1 << 20
-ROUND_TRIP_SIZES = [0, 1, 4095, 4096, (256 << 10) + 1, 4 * MiB - 1, 32 * MiB - 1, 32 * MiB, 32 * MiB + 1,
-                    100 * MiB + 3, 256 * MiB]
+ROUND_TRIP_SIZES = [
+    0,
+    1,
+    4095,
+    4096,
+    (256 << 10) + 1,
+    4 * MiB - 1,
+    32 * MiB - 1,
+    32 * MiB,
+    32 * MiB + 1,
+    100 * MiB + 3,
+    256 * MiB,
+]
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +167,7 @@ def test_close_stops_the_owned_copy_engine_and_frees_device_memory():
 def test_a_copy_given_another_index_is_refused(cuda):
     ptr = cuda.allocate(16, index=0)
     wrong = 1 if cuda.device_count() > 1 else 5
-    with pytest.raises(ValueError, match=rf"lives on cuda:0 but index 1 was passed|index 5 is out of range"):
+    with pytest.raises(ValueError, match=r"lives on cuda:0 but index 1 was passed|index 5 is out of range"):
         cuda.copy_host_to_device(ptr, np.ones(16, np.uint8), 16, index=wrong)
     assert cuda.stats.last_h2d.dst is not ptr
 

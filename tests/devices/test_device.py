@@ -1,6 +1,8 @@
 """Device identity and its string form (docs/semantics.md §2)."""
+
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from devcopy_lib.devices import CPU, Device, DeviceType
 
@@ -11,8 +13,14 @@ def test_device_type_values_are_executorchs():
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("cuda:0", Device(DeviceType.CUDA, 0)), ("cuda:1", Device(DeviceType.CUDA, 1)), ("cpu", CPU),
-     ("CUDA:0", Device(DeviceType.CUDA, 0)), ("Cuda:2", Device(DeviceType.CUDA, 2)), ("  cuda ", Device(DeviceType.CUDA, 0))],
+    [
+        ("cuda:0", Device(DeviceType.CUDA, 0)),
+        ("cuda:1", Device(DeviceType.CUDA, 1)),
+        ("cpu", CPU),
+        ("CUDA:0", Device(DeviceType.CUDA, 0)),
+        ("Cuda:2", Device(DeviceType.CUDA, 2)),
+        ("  cuda ", Device(DeviceType.CUDA, 0)),
+    ],
 )
 def test_parse_accepts_executorchs_spellings(text, expected):
     assert Device.parse(text) == expected

@@ -1,4 +1,5 @@
 """DeviceAllocator.copy_device_to_device: direct over peer access, a host hop without it; statistics kept."""
+
 from __future__ import annotations
 
 import numpy as np

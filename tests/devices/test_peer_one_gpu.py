@@ -1,6 +1,7 @@
 """The CuPy peer hooks on one GPU: `cudaMemcpyPeer` with source and destination on the same device (legal), the
 host-hop fallback forced, and the refusals (a device that does not exist, no peer access). Two-GPU peer copies are
 tests/test_two_devices.py's."""
+
 import numpy as np
 import pytest
 
@@ -55,4 +56,3 @@ def test_a_device_that_does_not_exist_is_refused(cuda):
         cuda.can_access_peer(0, missing)
     with pytest.raises(ValueError, match="out of range"):
         cuda.allocate(16, index=missing)
-

@@ -1,7 +1,9 @@
 """The simulated accelerator and the DeviceAllocator base-class rules (docs/semantics.md §2)."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from devcopy_lib.devices import DeviceCopyError, DeviceMemoryAccessError, DeviceType, SimulatedCudaAllocator
 

@@ -1,12 +1,13 @@
 """et_copy::_d2d_copy.out (devcopy's addition): portable and ATen-mode kernels, checks in docs/semantics.md §3/§4's order, `out`
 untouched on failure; and the ATen-mode H2D device rules on two simulated indices."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from devcopy_lib.devices import CPU, Device, DeviceCopyError, SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.devices import Device, DeviceCopyError, SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.kernels.device_copy import PORTABLE_KERNELS, d2d_copy_out, h2d_copy_out
 from devcopy_lib.ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
 from devcopy_lib.tensors.aten_tensor import device_tensor
@@ -41,8 +42,9 @@ def test_portable_d2d_copies_cuda0_to_cuda1_directly():
         assert _read(sim, out.storage, 4) == [1.0, 2.0, 3.0, 4.0]
 
 
-@pytest.mark.parametrize("self_cpu, out_cpu, error", [(True, False, Error.InvalidArgument),
-                                                      (False, True, Error.InvalidArgument)])
+@pytest.mark.parametrize(
+    "self_cpu, out_cpu, error", [(True, False, Error.InvalidArgument), (False, True, Error.InvalidArgument)]
+)
 def test_portable_d2d_rejects_a_cpu_side_and_copies_nothing(self_cpu, out_cpu, error):
     sim = SimulatedCudaAllocator()
     with scoped_allocators(sim):

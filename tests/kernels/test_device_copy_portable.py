@@ -1,4 +1,5 @@
 """The portable et_copy kernels: ExecuTorch's nine cases (docs/semantics.md §4b) and the branches it leaves untested."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Property: H2D then D2H through the portable kernels returns the input bit for bit (random bit patterns: negatives,
 NaN payloads, infinities, -0.0), over dtypes and shapes; a bad call leaves out untouched."""
+
 from __future__ import annotations
 
 import torch
@@ -13,10 +14,25 @@ from devcopy_lib.tensors.context import KernelRuntimeContext
 from devcopy_lib.tensors.error import Error
 from devcopy_lib.tensors.tensor import PortableTensor, TensorShapeDynamism
 
-DTYPES = [torch.bool, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.float16, torch.bfloat16,
-          torch.float32, torch.float64]
-SHAPES = st.one_of(st.just(()), st.just((0,)), st.just((0, 3)), st.just((257, 33)),
-                   st.lists(st.integers(1, 6), min_size=1, max_size=3).map(tuple))
+DTYPES = [
+    torch.bool,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+]
+SHAPES = st.one_of(
+    st.just(()),
+    st.just((0,)),
+    st.just((0, 3)),
+    st.just((257, 33)),
+    st.lists(st.integers(1, 6), min_size=1, max_size=3).map(tuple),
+)
 BOUND = TensorShapeDynamism.DYNAMIC_BOUND
 
 
@@ -29,8 +45,7 @@ def test_roundtrip_is_exact_and_bound_outs_shrink(dtype, shape, seed, index, sla
         ctx = KernelRuntimeContext()
         device = PortableTensor.empty(dtype, shape, f"cuda:{index}")
         _h2d_copy_out(ctx, PortableTensor.from_torch(source), device)
-        back = PortableTensor.empty(dtype, (numel + slack,) if shape else (), dynamism=BOUND,
-                                    capacity=numel + slack)
+        back = PortableTensor.empty(dtype, (numel + slack,) if shape else (), dynamism=BOUND, capacity=numel + slack)
         if shape:
             flat = PortableTensor(dtype, (numel,), device.storage, device=device.device)
             _d2h_copy_out(ctx, flat, back)

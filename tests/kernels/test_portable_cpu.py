@@ -1,6 +1,7 @@
 """Portable CPU kernels: torch.ops.aten on zero-copy host views of PortableTensors, failures on the context; and the
 ATen-mode kernels built the same way. Each test builds its kernel afresh (`boxed_aten_kernel`), not from a lib's
 cache, so what it checks is the kernel builder of this run."""
+
 from __future__ import annotations
 
 import re
@@ -101,8 +102,10 @@ def test_a_static_out_of_other_sizes_is_refused_and_keeps_its_sizes():
         warnings.simplefilter("ignore", UserWarning)  # PyTorch's own "output was resized" on the host view
         ctx, _ = run("aten::relu.out", [PortableTensor.from_torch(torch.ones(2)), out])
     assert ctx.failure_state() is Error.InvalidArgument and out.sizes == (4,)
-    assert ctx.message == ("aten::relu.out: out " + str(out) + ": a STATIC tensor of sizes (4,) cannot take sizes "
-                           "(2,); plan it DYNAMIC_BOUND")
+    assert ctx.message == (
+        "aten::relu.out: out " + str(out) + ": a STATIC tensor of sizes (4,) cannot take sizes "
+        "(2,); plan it DYNAMIC_BOUND"
+    )
 
 
 def test_a_dynamic_channels_last_out_written_contiguous_is_refused():
@@ -122,16 +125,19 @@ def test_strides_of_single_element_dimensions_do_not_matter():
 
 def test_tensor_list_out():
     outs = [PortableTensor.empty(torch.float32, [1]), PortableTensor.empty(torch.float32, [2])]
-    ctx, result = run("aten::split_with_sizes_copy.out",
-                      [PortableTensor.from_torch(torch.tensor([1.0, 2.0, 3.0])), [1, 2], 0, outs])
+    ctx, result = run(
+        "aten::split_with_sizes_copy.out", [PortableTensor.from_torch(torch.tensor([1.0, 2.0, 3.0])), [1, 2], 0, outs]
+    )
     assert ctx.ok and result is outs and [o.host_view().tolist() for o in outs] == [[1.0], [2.0, 3.0]]
 
 
 def test_an_op_with_two_outs_returns_both():
     x = torch.arange(16.0).reshape(1, 1, 4, 4)
     values, indices = PortableTensor.empty(torch.float32, [1, 1, 2, 2]), PortableTensor.empty(torch.int64, [1, 1, 2, 2])
-    ctx, result = run("aten::max_pool2d_with_indices.out",
-                      [PortableTensor.from_torch(x), [2, 2], [2, 2], [0, 0], [1, 1], False, values, indices])
+    ctx, result = run(
+        "aten::max_pool2d_with_indices.out",
+        [PortableTensor.from_torch(x), [2, 2], [2, 2], [0, 0], [1, 1], False, values, indices],
+    )
     assert ctx.ok and len(result) == 2 and result[0] is values and result[1] is indices
     assert values.host_view().flatten().tolist() == [5.0, 7.0, 13.0, 15.0]
 

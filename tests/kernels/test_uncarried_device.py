@@ -5,6 +5,7 @@ the kernel and through a loaded Method, under both device rules.
 
 A kernel that took its direction from `self`'s label would call a D2H or a D2D an H2D; these tests then fail.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -91,14 +92,20 @@ def unlabelled_method_tensors(monkeypatch):
 @pytest.fixture(scope="module")
 def two_device_program():
     inputs = (torch.tensor([1.0, -2.0, 3.0]), torch.tensor([0.5, 4.0, -1.0]))
-    return export_and_lower(AddThenScale(), inputs, ["add.Tensor", "mul.Tensor"], partition="per_node",
-                            target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"}), inputs
+    return export_and_lower(
+        AddThenScale(),
+        inputs,
+        ["add.Tensor", "mul.Tensor"],
+        partition="per_node",
+        target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"},
+    ), inputs
 
 
 @pytest.mark.parametrize("rule", DEVICE_RULES)
 @pytest.mark.parametrize("strategy", ["executorch", "peer"])
-def test_a_loaded_method_with_unlabelled_device_tensors_equals_eager(unlabelled_method_tensors, two_device_program,
-                                                                      rule, strategy):
+def test_a_loaded_method_with_unlabelled_device_tensors_equals_eager(
+    unlabelled_method_tensors, two_device_program, rule, strategy
+):
     """H2D and D2H (`executorch`), and D2D (`peer`: add on cuda:0, mul on cuda:1, so the sum goes device to device),
     all through the ATen-mode libs built for `rule`."""
     lowered, inputs = two_device_program

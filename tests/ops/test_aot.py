@@ -1,4 +1,5 @@
 """AOT et_copy ops: both import orders work, and eager .out calls reach devcopy's ATen-mode kernel."""
+
 from __future__ import annotations
 
 import subprocess
@@ -27,8 +28,9 @@ DEVCOPY = "import devcopy_lib.ops.aot"
 @pytest.mark.reference
 @pytest.mark.parametrize("first, second", [(ET, DEVCOPY), (DEVCOPY, ET)], ids=["executorch_first", "devcopy_first"])
 def test_both_import_orders_define_et_copy_once(first, second):
-    done = subprocess.run([sys.executable, "-c", CHECK.format(first=first, second=second)], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK.format(first=first, second=second)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 

@@ -1,4 +1,5 @@
 """Op YAML files: ExecuTorch's shape, parsed by torchgen, malformed entries reported with file, index and key."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -7,8 +8,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from devcopy_lib.ops.schema import (ET_COPY_OPS_YAML, FUNCTIONS_YAML, OpYamlError, load_ops_yaml, native_schema,
-                                    parse_schema, runtime_name, split_namespace)
+from devcopy_lib.ops.schema import (
+    ET_COPY_OPS_YAML,
+    FUNCTIONS_YAML,
+    OpYamlError,
+    load_ops_yaml,
+    native_schema,
+    parse_schema,
+    runtime_name,
+    split_namespace,
+)
 
 ET_COPY = {"et_copy::_h2d_copy.out", "et_copy::_d2h_copy.out"}
 PEER = "et_copy::_d2d_copy.out"  # devcopy's addition: functions.yaml and peer_copy_ops.yaml, not et_copy_ops.yaml
@@ -29,14 +38,27 @@ def test_functions_yaml_holds_et_copy_and_portable_out_ops():
     assert all(e.schema.is_out_fn() for e in entries)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("- func: x::f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  kernel: []\n",
-     r"entry 0: unknown key 'kernel'. Valid keys: func, op, kernels"),
-    ("- func: x::f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  kernels:\n    - arg_meta: null\n",
-     r"entry 0: kernels\[0\]: key 'kernel_name' is missing"),
-    ("- op: not_an_op.out\n  kernels:\n    - kernel_name: k\n", r"entry 0: key 'op': 'not_an_op.out' is not in ATen"),
-    ("- func: x::f(Tensor self -> Tensor\n  kernels:\n    - kernel_name: k\n", r"entry 0: key 'func': cannot parse"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "- func: x::f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  kernel: []\n",
+            r"entry 0: unknown key 'kernel'. Valid keys: func, op, kernels",
+        ),
+        (
+            "- func: x::f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  kernels:\n    - arg_meta: null\n",
+            r"entry 0: kernels\[0\]: key 'kernel_name' is missing",
+        ),
+        (
+            "- op: not_an_op.out\n  kernels:\n    - kernel_name: k\n",
+            r"entry 0: key 'op': 'not_an_op.out' is not in ATen",
+        ),
+        (
+            "- func: x::f(Tensor self -> Tensor\n  kernels:\n    - kernel_name: k\n",
+            r"entry 0: key 'func': cannot parse",
+        ),
+    ],
+)
 def test_malformed_entry_names_file_index_and_key(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -46,7 +68,9 @@ def test_malformed_entry_names_file_index_and_key(tmp_path, text, message):
 
 
 def _executorch_portable_yaml() -> Path:
-    return Path(importlib.util.find_spec("executorch").submodule_search_locations[0]) / "kernels/portable/functions.yaml"
+    return (
+        Path(importlib.util.find_spec("executorch").submodule_search_locations[0]) / "kernels/portable/functions.yaml"
+    )
 
 
 @pytest.mark.reference

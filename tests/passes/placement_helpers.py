@@ -1,4 +1,5 @@
 """Small models and graph readers shared by the placement tests."""
+
 from __future__ import annotations
 
 import torch

@@ -1,5 +1,6 @@
 """Random test inputs: a hypothesis strategy for small DAG modules over add/mul/sin/mm/relu/cos and 2-3 square
 inputs, and tensors of random bit patterns (negatives, NaN, infinities, -0.0, subnormals) for copies."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +10,14 @@ from torch import nn
 
 BINARY = {"add": torch.add, "mul": torch.mul, "mm": torch.mm}
 UNARY = {"sin": torch.sin, "cos": torch.cos, "relu": torch.relu}
-OVERLOADS = {"add": "add.Tensor", "mul": "mul.Tensor", "mm": "mm.default", "sin": "sin.default",
-             "cos": "cos.default", "relu": "relu.default"}
+OVERLOADS = {
+    "add": "add.Tensor",
+    "mul": "mul.Tensor",
+    "mm": "mm.default",
+    "sin": "sin.default",
+    "cos": "cos.default",
+    "relu": "relu.default",
+}
 
 
 class RandomDag(nn.Module):
@@ -37,8 +44,9 @@ def random_dags(draw, ops=tuple(OVERLOADS)):
     steps = []
     for _ in range(draw(st.integers(1, 7))):
         available = n_inputs + len(steps)
-        steps.append((draw(st.sampled_from(ops)), draw(st.integers(0, available - 1)),
-                      draw(st.integers(0, available - 1))))
+        steps.append(
+            (draw(st.sampled_from(ops)), draw(st.integers(0, available - 1)), draw(st.integers(0, available - 1)))
+        )
     last = n_inputs + len(steps) - 1
     extra = draw(st.integers(n_inputs, last))
     outputs = sorted({last, extra})

@@ -1,8 +1,10 @@
 """Emit (docs/semantics.md §5b): out variants with planned outs, lifted scalars, delegate instructions, operator-table order."""
+
 from __future__ import annotations
 
 import pytest
 import torch
+from placement_helpers import Fn
 
 from devcopy_lib import models
 from devcopy_lib.devices import CPU, Device
@@ -11,7 +13,6 @@ from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.out_variant import operator_name, out_variant
 from devcopy_lib.passes.placement import place_devices
 from devcopy_lib.runtime.program import DelegateCall, KernelCall, TensorValue
-from placement_helpers import Fn
 
 CUDA0 = Device.parse("cuda:0")
 
@@ -20,15 +21,18 @@ def _emitted(model, inputs, delegate_ops=None, **placement):
     return emit(place_devices(export_and_lower(model, inputs, delegate_ops=delegate_ops), **placement))
 
 
-@pytest.mark.parametrize("op, name", [
-    (torch.ops.aten.add.Tensor, "aten::add.out"),
-    (torch.ops.aten.view.default, "aten::view_copy.out"),
-    (torch.ops.aten.permute.default, "aten::permute_copy.out"),
-    (torch.ops.aten.transpose.int, "aten::transpose_copy.int_out"),
-    (torch.ops.aten.max.dim, "aten::max.dim_max"),
-    (torch.ops.et_copy._h2d_copy.default, "et_copy::_h2d_copy.out"),
-    (torch.ops.et_copy._d2h_copy.default, "et_copy::_d2h_copy.out"),
-])
+@pytest.mark.parametrize(
+    "op, name",
+    [
+        (torch.ops.aten.add.Tensor, "aten::add.out"),
+        (torch.ops.aten.view.default, "aten::view_copy.out"),
+        (torch.ops.aten.permute.default, "aten::permute_copy.out"),
+        (torch.ops.aten.transpose.int, "aten::transpose_copy.int_out"),
+        (torch.ops.aten.max.dim, "aten::max.dim_max"),
+        (torch.ops.et_copy._h2d_copy.default, "et_copy::_h2d_copy.out"),
+        (torch.ops.et_copy._d2h_copy.default, "et_copy::_d2h_copy.out"),
+    ],
+)
 def test_functional_ops_become_out_variants_and_views_their_copy_variants(op, name):
     assert operator_name(out_variant(op)) == name
 
@@ -56,16 +60,20 @@ def test_delegate_reads_device_values_and_its_owned_constants_are_device_constan
 
 def test_python_scalar_where_a_tensor_is_wanted_becomes_a_lifted_constant():
     program = _emitted(Fn(lambda x: torch.sin(x) * 2.0), (torch.randn(3),), delegate_ops=["sin.default"])
-    mul = next(i for i in program.instructions
-               if isinstance(i, KernelCall) and program.operators[i.op] == "aten::mul.out")
+    mul = next(
+        i for i in program.instructions if isinstance(i, KernelCall) and program.operators[i.op] == "aten::mul.out"
+    )
     scalar = program.tensor(mul.args[1])
     assert scalar.is_constant and scalar.data.item() == 2.0 and scalar.spec.sizes == ()
 
 
 def test_multi_output_ops_get_one_planned_out_each_and_getitem_reads_them():
     program = _emitted(*models.transformer_block(), delegate_ops=["mm.default"])  # layer norm and split on CPU
-    layer_norm = next(i for i in program.instructions
-                      if isinstance(i, KernelCall) and program.operators[i.op] == "aten::native_layer_norm.out")
+    layer_norm = next(
+        i
+        for i in program.instructions
+        if isinstance(i, KernelCall) and program.operators[i.op] == "aten::native_layer_norm.out"
+    )
     outs = [program.tensor(i) for i in layer_norm.args[-3:]]
     assert all(o.planned for o in outs)
     assert "aten::split_with_sizes_copy.out" in program.operators
@@ -88,8 +96,7 @@ def test_without_non_cpu_memory_planning_every_tensor_is_planned_on_cpu():
 def test_dynamic_dimensions_are_planned_at_their_upper_bound():
     batch = torch.export.Dim("batch", max=16)
     model, _ = models.add()
-    lowered = export_and_lower(model, (torch.randn(4, 4), torch.randn(4, 4)),
-                               dynamic_shapes=({0: batch}, {0: batch}))
+    lowered = export_and_lower(model, (torch.randn(4, 4), torch.randn(4, 4)), dynamic_shapes=({0: batch}, {0: batch}))
     program = emit(place_devices(lowered))
     value = program.tensor(program.outputs[0])
     assert value.spec.sizes == (16, 4) and value.spec.dynamic
@@ -98,7 +105,6 @@ def test_dynamic_dimensions_are_planned_at_their_upper_bound():
 def test_an_unbounded_dynamic_dimension_is_refused_with_the_fix():
     batch = torch.export.Dim("batch")
     model, _ = models.add()
-    lowered = export_and_lower(model, (torch.randn(4, 4), torch.randn(4, 4)),
-                               dynamic_shapes=({0: batch}, {0: batch}))
+    lowered = export_and_lower(model, (torch.randn(4, 4), torch.randn(4, 4)), dynamic_shapes=({0: batch}, {0: batch}))
     with pytest.raises(ValueError, match="Give its torch.export.Dim a max"):
         emit(place_devices(lowered))

@@ -1,18 +1,18 @@
 """Differential: devcopy's `executorch` strategy against ExecuTorch 1.5.1's own pipeline (same model, same ops through
 devcopy's accept-all pass-through backend, same partitioning and targets): counts, node order, each delegate's
 device and ops must be equal wherever ExecuTorch lowers; where it refuses, devcopy refuses too."""
+
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from placement_helpers import Fn, inputs
 from random_dags import OVERLOADS, random_dags
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, models, place_devices
 from devcopy_lib.passes.delegate import delegate_of
 from devcopy_lib.passes.nodes import node_kind
 from devcopy_lib.passes.placement import PlacementError
-
-from placement_helpers import Fn, inputs
 
 pytestmark = pytest.mark.reference
 SKIPS = [{}, {"skip_h2d_for_method_inputs": True}, {"skip_d2h_for_method_outputs": True}]
@@ -21,19 +21,31 @@ SKIPS = [{}, {"skip_h2d_for_method_inputs": True}, {"skip_d2h_for_method_outputs
 ORDERED = ("output", "delegate", "h2d", "d2h")
 MATRIX = ("mm.default", "addmm.default", "bmm.default")
 # Each sample refused by both, under skip-H2D: a graph input read twice (by two delegates, or a delegate and a CPU op)
-EXPECTED_REFUSALS = {("cpu_between", "capability"), ("cpu_between", "per_node"), ("residual", "per_node"), ("shared_input", "per_node"), ("transformer_block", "capability"),
-                     ("transformer_block", "per_node")}
+EXPECTED_REFUSALS = {
+    ("cpu_between", "capability"),
+    ("cpu_between", "per_node"),
+    ("residual", "per_node"),
+    ("shared_input", "per_node"),
+    ("transformer_block", "capability"),
+    ("transformer_block", "per_node"),
+}
 
 
 def ours(module, example, ops, target_device="cuda:0", partition="capability", **options):
     """devcopy's answer in the shape of `executorch_counts`."""
-    gm = place_devices(export_and_lower(module, example, ops, target_device, partition=partition),
-                       **options).graph_module
+    gm = place_devices(
+        export_and_lower(module, example, ops, target_device, partition=partition), **options
+    ).graph_module
     order = [kind for kind in map(node_kind, gm.graph.nodes) if kind in ORDERED]
     delegates = [delegate_of(n) for n in gm.graph.nodes if delegate_of(n) is not None]
-    return {"delegates": len(delegates), "h2d": order.count("h2d"), "d2h": order.count("d2h"), "order": order,
-            "delegate_devices": [None if d.target_device is None else str(d.target_device) for d in delegates],
-            "delegate_ops": [sorted(d.ops) for d in delegates]}
+    return {
+        "delegates": len(delegates),
+        "h2d": order.count("h2d"),
+        "d2h": order.count("d2h"),
+        "order": order,
+        "delegate_devices": [None if d.target_device is None else str(d.target_device) for d in delegates],
+        "delegate_ops": [sorted(d.ops) for d in delegates],
+    }
 
 
 def per_delegate(answer):
@@ -87,8 +99,10 @@ def test_sample_models_match_executorch(name):
     refused = set()
     for partition in ("capability", "per_node"):
         for options in SKIPS:
-            if assert_agree(*both(*models.MODELS[name](), DEFAULT_DELEGATE_OPS, partition=partition, **options),
-                            (partition, options)):
+            if assert_agree(
+                *both(*models.MODELS[name](), DEFAULT_DELEGATE_OPS, partition=partition, **options),
+                (partition, options),
+            ):
                 assert options == {"skip_h2d_for_method_inputs": True}
                 refused.add((name, partition))
     assert refused == {case for case in EXPECTED_REFUSALS if case[0] == name}
@@ -105,8 +119,9 @@ def test_random_dags_match_executorch(dag, data):
     assert_agree(*both(*dag, ops, targets, partition, **data.draw(st.sampled_from(SKIPS))), (ops, partition))
 
 
-@pytest.mark.parametrize("targets", [{"delegate_0": "cuda:1", "delegate_1": "cuda:0"},
-                                     {"add.Tensor": "cuda:1", "mul.Tensor": "cuda:0"}])
+@pytest.mark.parametrize(
+    "targets", [{"delegate_0": "cuda:1", "delegate_1": "cuda:0"}, {"add.Tensor": "cuda:1", "mul.Tensor": "cuda:0"}]
+)
 def test_per_delegate_targets_match_executorch(targets):
     module = Fn(lambda a, b, c: (a + b) * c + a)  # per node: three delegates, one value crossing devices
     mine, theirs = both(module, inputs(3), ["add.Tensor", "mul.Tensor"], targets, "per_node")
@@ -151,15 +166,30 @@ def test_executorch_refusal_is_its_own_error_kind():
     assert info.value.kind == "executorch_refused" and "skip_h2d_for_method_inputs" in str(info.value.error)
 
 
-REAL = {"llama_tiny": {"seq_len": 8}, "gpt2_2l": {"seq_len": 8}, "bert_small": {"seq_len": 8},
-        "mobilenet_v3_small": {"image_size": 32}, "resnet18": {"image_size": 32}}
-CNN = ("convolution.default", "_native_batch_norm_legit_no_training.default", "relu.default", "add.Tensor",
-       "max_pool2d_with_indices.default", "hardswish.default", "mean.dim", "addmm.default")
+REAL = {
+    "llama_tiny": {"seq_len": 8},
+    "gpt2_2l": {"seq_len": 8},
+    "bert_small": {"seq_len": 8},
+    "mobilenet_v3_small": {"image_size": 32},
+    "resnet18": {"image_size": 32},
+}
+CNN = (
+    "convolution.default",
+    "_native_batch_norm_legit_no_training.default",
+    "relu.default",
+    "add.Tensor",
+    "max_pool2d_with_indices.default",
+    "hardswish.default",
+    "mean.dim",
+    "addmm.default",
+)
 
 
 def _real(name):
-    pytest.importorskip("transformers" if name in ("llama_tiny", "gpt2_2l", "bert_small") else "torchvision",
-                        reason="needs the models extra")
+    pytest.importorskip(
+        "transformers" if name in ("llama_tiny", "gpt2_2l", "bert_small") else "torchvision",
+        reason="needs the models extra",
+    )
     return models.REAL_MODELS[name](**REAL[name])
 
 
@@ -180,8 +210,20 @@ def test_the_cli_shows_executorchs_refusal_as_its_own_and_hoists(capsys):
 
     from devcopy_lib.cli import main
 
-    argv = ["place", "shared_input", "--delegate", "add.Tensor", "--partition", "per_node", "--strategy", "dedupe",
-            "--skip-h2d-inputs", "--hoist-constants", "--compare-executorch", "--json"]
+    argv = [
+        "place",
+        "shared_input",
+        "--delegate",
+        "add.Tensor",
+        "--partition",
+        "per_node",
+        "--strategy",
+        "dedupe",
+        "--skip-h2d-inputs",
+        "--hoist-constants",
+        "--compare-executorch",
+        "--json",
+    ]
     assert main(argv) == 0  # dedupe re-tags an input read by delegates on one device; ExecuTorch refuses it
     result = json.loads(capsys.readouterr().out)
     assert result["executorch"]["refused"] is True and "exactly one user" in result["executorch"]["error"]

@@ -1,13 +1,13 @@
 """Constant hoisting: values computed from parameters/buffers/constants alone are computed and copied once, at load."""
+
 import copy
 
 import pytest
 import torch
+from placement_helpers import Fn, TransposedWeight, inputs
 
 from devcopy_lib import export_and_lower, load_method, place_devices
 from devcopy_lib.passes.hoist import HOISTED
-
-from placement_helpers import Fn, TransposedWeight, inputs
 
 
 class MutatedWeight(TransposedWeight):
@@ -57,8 +57,10 @@ def test_the_report_marks_constant_derived_copies_and_suggests_hoisting():
         assert report.per_call_bytes["without_hoisting"] - report.per_call_bytes["with_hoisting"] == weight_bytes
     assert "hoist_constants=True" in plain.report.suggestions[0] and hoisted.report.suggestions == []
     assert hoisted.report.constant_derived == {"copies": 1, "bytes": weight_bytes, "hoisted": 1}
-    assert sum(r.bytes for r in hoisted.report.rows if r.kind == "h2d" and "hoisted" not in r.reason) == \
-        hoisted.report.copy_bytes["h2d"]
+    assert (
+        sum(r.bytes for r in hoisted.report.rows if r.kind == "h2d" and "hoisted" not in r.reason)
+        == hoisted.report.copy_bytes["h2d"]
+    )
 
 
 def test_a_lifted_scalars_cast_is_hoisted(sim):
@@ -66,7 +68,9 @@ def test_a_lifted_scalars_cast_is_hoisted(sim):
     placed = place(module, True, ops=("add.Tensor",))
     assert placed.report.copies["h2d"] == 1
     assert [n.target for n in placed.graph_module.graph.nodes if n.meta.get(HOISTED)] == [
-        torch.ops.aten._to_copy.default, torch.ops.et_copy._h2d_copy.default]
+        torch.ops.aten._to_copy.default,
+        torch.ops.et_copy._h2d_copy.default,
+    ]
     assert runs_like_eager(placed, module)[1] == {"h2d": 1, "d2h": 1}
 
 

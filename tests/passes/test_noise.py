@@ -1,4 +1,5 @@
 """Known third-party deprecation noise is silenced by exact message; every other warning and log record still shows."""
+
 import logging
 import warnings
 

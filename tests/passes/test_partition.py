@@ -4,6 +4,7 @@ Compared as sets of node-name sets on random fx graphs (hypothesis), on every sa
 sets, on a GPT-2-shaped graph and on the real models (GPT-2 2-layer always, every real model and delegate set with
 `--deep`); plus lowering with partition="fx" and "capability" giving the same delegates.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -120,8 +121,16 @@ def test_larger_random_graphs_partition_as_torch_fx(gm, names):
 DELEGATE_SETS = {
     "default": DEFAULT_DELEGATE_OPS,
     "matrix": ("mm.default", "addmm.default", "bmm.default"),
-    "matrix+views": ("mm.default", "addmm.default", "bmm.default", "view.default", "permute.default",
-                     "expand.default", "clone.default", "_unsafe_view.default"),
+    "matrix+views": (
+        "mm.default",
+        "addmm.default",
+        "bmm.default",
+        "view.default",
+        "permute.default",
+        "expand.default",
+        "clone.default",
+        "_unsafe_view.default",
+    ),
     "elementwise": ("add.Tensor", "mul.Tensor", "sin.default", "relu.default", "div.Tensor"),
 }
 

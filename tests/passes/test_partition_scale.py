@@ -1,4 +1,5 @@
 """What lowering and placement at thousands of nodes rely on, checked on small graphs against the plain definitions."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,8 +21,11 @@ def _peak_by_definition(gm: fx.GraphModule) -> int:
     """Bytes on devices at each position (a value lives from its node to its last user), maximised: quadratic."""
     nodes = list(gm.graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
-    ranges = [(position[n], max((position[u] for u in n.users), default=position[n]), value_bytes(n.meta.get("val")))
-              for n in nodes if n.op != "output" and not device_of(n).is_cpu and delegate_of(n) is None]
+    ranges = [
+        (position[n], max((position[u] for u in n.users), default=position[n]), value_bytes(n.meta.get("val")))
+        for n in nodes
+        if n.op != "output" and not device_of(n).is_cpu and delegate_of(n) is None
+    ]
     return max((sum(b for start, end, b in ranges if start <= i <= end) for i in range(len(nodes))), default=0)
 
 

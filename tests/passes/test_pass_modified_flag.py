@@ -1,15 +1,15 @@
 """Details of the placement pass that mutation testing found unpinned (docs/testing.md): each phase's `changed` flag
 is True exactly when that phase changed the graph (even when no other phase did), so a second run reports False; a
 re-run after an edit; copy nodes' names; the skip-H2D refusal's message (docs/semantics.md §6)."""
+
 import pytest
 import torch
 from placement_helpers import Fn, inputs
 
-from devcopy_lib.passes.lower import export_and_lower
-from devcopy_lib.passes.nodes import node_kind
-from devcopy_lib.passes.placement import PlaceDevicesPass, PlacementError, copy_graph_module, place_devices
 from devcopy_lib.devices import CPU
-from devcopy_lib.passes.nodes import call_device
+from devcopy_lib.passes.lower import export_and_lower
+from devcopy_lib.passes.nodes import call_device, node_kind
+from devcopy_lib.passes.placement import PlaceDevicesPass, PlacementError, copy_graph_module, place_devices
 
 
 def _lowered_add():
@@ -33,8 +33,13 @@ def test_tag_only_alone_reports_its_own_change():
 
 def test_a_change_before_an_unchanged_tag_still_counts():
     """Two delegates on cuda:0; the second's output already tagged: the change to the others is still reported."""
-    lowered = export_and_lower(Fn(lambda a, b, c: (a + b) * c), inputs(3), ["add.Tensor", "mul.Tensor"],
-                               target_device="cuda:0", partition="per_node")
+    lowered = export_and_lower(
+        Fn(lambda a, b, c: (a + b) * c),
+        inputs(3),
+        ["add.Tensor", "mul.Tensor"],
+        target_device="cuda:0",
+        partition="per_node",
+    )
     gm = copy_graph_module(lowered.graph_module)
     for node in gm.graph.nodes:
         node.meta["device"] = call_device(node) or CPU
@@ -46,8 +51,13 @@ def test_a_change_before_an_unchanged_tag_still_counts():
 
 def _two_outputs_on_device():
     """a + b and a * c as two cuda:0 delegates, both outputs read by the graph output only."""
-    lowered = export_and_lower(Fn(lambda a, b, c: (a + b, a * c)), inputs(3), ["add.Tensor", "mul.Tensor"],
-                               target_device="cuda:0", partition="per_node")
+    lowered = export_and_lower(
+        Fn(lambda a, b, c: (a + b, a * c)),
+        inputs(3),
+        ["add.Tensor", "mul.Tensor"],
+        target_device="cuda:0",
+        partition="per_node",
+    )
     gm = copy_graph_module(lowered.graph_module)
     return gm, {n: d for n in gm.graph.nodes if (d := call_device(n)) is not None}
 
@@ -78,15 +88,19 @@ def test_copy_nodes_are_named_after_their_source_and_kind():
 @pytest.mark.parametrize("strategy, hint", [("executorch", True), ("dedupe", False)])
 def test_a_refused_skip_names_the_users_and_the_way_out(strategy, hint):
     """A shared input under skip-H2D: the error names both readers; `executorch` also suggests `dedupe`."""
-    lowered = export_and_lower(Fn(lambda a, b: (a + b, a * b)), inputs(2), ["add.Tensor"], target_device="cuda:0",
-                               partition="per_node")
+    lowered = export_and_lower(
+        Fn(lambda a, b: (a + b, a * b)), inputs(2), ["add.Tensor"], target_device="cuda:0", partition="per_node"
+    )
     with pytest.raises(PlacementError, match=r"but it has 2 \((\w+), (\w+)\)") as info:
         place_devices(lowered, strategy=strategy, skip_h2d_for_method_inputs=True)
     message = str(info.value)
     readers = ", ".join(u.name for u in next(iter(lowered.graph_module.graph.nodes)).users)
     assert f"but it has 2 ({readers}):" in message
-    assert message.endswith("Disable skip_h2d_for_method_inputs or use strategy='dedupe' (several delegates on one "
-                            "device)." if hint else "Disable skip_h2d_for_method_inputs.")
+    assert message.endswith(
+        "Disable skip_h2d_for_method_inputs or use strategy='dedupe' (several delegates on one device)."
+        if hint
+        else "Disable skip_h2d_for_method_inputs."
+    )
 
 
 def _untagged(fn, n, ops, **lower):
@@ -158,8 +172,9 @@ def test_elide_round_trips_reports_an_elided_h2d_whose_d2h_stays():
 
 def test_direct_peer_copies_reports_a_direct_copy_whose_d2h_stays():
     fn = lambda a, b, c: (lambda t: (t + c, torch.relu(t)))(a + b)  # noqa: E731
-    gm, calls = _untagged(fn, 3, ["add.Tensor"], partition="per_node",
-                          target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"})
+    gm, calls = _untagged(
+        fn, 3, ["add.Tensor"], partition="per_node", target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
+    )
     placement = PlaceDevicesPass("peer", peer_access=True)
     _copies_inserted(placement, gm, calls)
     placement.elide_round_trips(gm.graph)

@@ -1,5 +1,6 @@
 """The `peer` strategy: a D2H on one device feeding an H2D to another becomes one direct D2D copy where peer access
 exists, the host hop stays where it does not; the report records both options for each such pair."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,7 +30,12 @@ def test_peer_replaces_the_host_hop_by_one_direct_copy():
     assert (count(gm, "h2d"), count(gm, "d2h"), count(gm, "d2d")) == (3, 1, 1)
     (pair,) = placed.report.cross_device
     assert (pair["value"], pair["src"], pair["dst"], pair["chosen"], pair["bytes"]) == (
-        d2d.args[0].name, "cuda:0", "cuda:1", "direct", 16)
+        d2d.args[0].name,
+        "cuda:0",
+        "cuda:1",
+        "direct",
+        16,
+    )
     assert pair["direct_saves"] == {"copies": 1, "host_bytes": 32, "predicted_s": None}
 
 
@@ -62,7 +68,10 @@ class _Lines:
 def test_cost_model_prices_both_options():
     (pair,) = place_devices(_add_add(), strategy="peer", cost_model=_Lines()).report.cross_device
     assert (pair["host_hop"]["predicted_s"], pair["direct"]["predicted_s"], pair["direct_saves"]["predicted_s"]) == (
-        48.0, 4.0, 44.0)
+        48.0,
+        4.0,
+        44.0,
+    )
 
 
 def test_a_d2h_shared_with_a_cpu_reader_stays():

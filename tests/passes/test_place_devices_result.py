@@ -1,6 +1,7 @@
 """What `place_devices` hands back (docs/semantics.md §6): every node tagged with a Device, the strategy and options
 recorded, the graph module's class kept, a report whose comparison places the other strategies under the same
 options, and a pass that can run again after the graph was edited."""
+
 import pytest
 import torch
 from placement_helpers import Fn, TransposedWeight, count, inputs
@@ -26,8 +27,12 @@ def test_every_node_is_tagged_with_a_device():
 @pytest.mark.parametrize("strategy", ["executorch", "dedupe", "peer"])
 def test_strategy_and_options_are_recorded(strategy):
     placed = place_devices(_lowered(lambda a, b: a + b, 2), strategy=strategy, skip_d2h_for_method_outputs=True)
-    expected = {"skip_h2d_for_method_inputs": False, "skip_d2h_for_method_outputs": True,
-                "non_cpu_memory_planning": True, "hoist_constants": False}
+    expected = {
+        "skip_h2d_for_method_inputs": False,
+        "skip_d2h_for_method_outputs": True,
+        "non_cpu_memory_planning": True,
+        "hoist_constants": False,
+    }
     assert placed.strategy == placed.report.strategy == strategy
     assert placed.options == placed.report.options == expected
 
@@ -52,13 +57,21 @@ def _shared_input():
     return _lowered(lambda a, b: (a + b) * a, 2, ["add.Tensor", "mul.Tensor"], partition="per_node")
 
 
-@pytest.mark.parametrize("lowered, options", [
-    (_shared_input, {"skip_h2d_for_method_inputs": True}),
-    (lambda: _lowered(lambda a, b, c: (a + b) + c, 3, partition="per_node", target_device=TWO),
-     {"peer_access": False}),
-    (lambda: _lowered(lambda a, b, c: (a + b) + c, 3, partition="per_node", target_device=TWO),
-     {"peer_access": {("cuda:0", "cuda:1")}, "skip_d2h_for_method_outputs": True}),
-], ids=["skip_h2d", "no_peer_access", "peer_pairs"])
+@pytest.mark.parametrize(
+    "lowered, options",
+    [
+        (_shared_input, {"skip_h2d_for_method_inputs": True}),
+        (
+            lambda: _lowered(lambda a, b, c: (a + b) + c, 3, partition="per_node", target_device=TWO),
+            {"peer_access": False},
+        ),
+        (
+            lambda: _lowered(lambda a, b, c: (a + b) + c, 3, partition="per_node", target_device=TWO),
+            {"peer_access": {("cuda:0", "cuda:1")}, "skip_d2h_for_method_outputs": True},
+        ),
+    ],
+    ids=["skip_h2d", "no_peer_access", "peer_pairs"],
+)
 def test_the_comparison_places_each_strategy_under_the_same_options(lowered, options):
     """The report's entry for another strategy is that strategy placed with the same options."""
     program = lowered()
@@ -125,9 +138,14 @@ def test_a_new_cpu_reader_of_a_later_output_gets_a_d2h():
     assert is_d2h(relu.args[0]) and relu.args[0].args[0] is last
 
 
-@pytest.mark.parametrize("fn", [lambda a, b: (lambda t: (lambda u: (t, u, torch.sin(u)))(t * b))(a + b),
-                                lambda a, b: (lambda t: (lambda u: (torch.sin(t), u, t))(t * b))(a + b)],
-                         ids=["first_output_only_returned", "second_output_only_returned"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: (lambda t: (lambda u: (t, u, torch.sin(u)))(t * b))(a + b),
+        lambda a, b: (lambda t: (lambda u: (torch.sin(t), u, t))(t * b))(a + b),
+    ],
+    ids=["first_output_only_returned", "second_output_only_returned"],
+)
 def test_skip_d2h_judges_each_output_of_a_delegate_alone(fn):
     """One delegate, two outputs: the one only the graph output reads stays on the device, the one a CPU op also
     reads gets its D2H - whichever comes first."""

@@ -1,4 +1,5 @@
 """docs/semantics.md §6 / §6b: ExecuTorch's PropagateDevicePass behaviours, each with counts and node order; then dedupe."""
+
 import pytest
 import torch
 from placement_helpers import Fn, count, inputs, kinds, nodes_of
@@ -40,11 +41,15 @@ def test_add_on_cuda0_gives_two_h2d_one_delegate_one_d2h_in_order():
 
 def test_cuda1_target_propagates_index_1():
     gm = place(add, 2, target="cuda:1")
-    assert {device_of(n) for n in (*nodes_of(gm, "h2d"), *nodes_of(gm, "delegate"), *nodes_of(gm, "getitem"))} == {CUDA1}
+    assert {device_of(n) for n in (*nodes_of(gm, "h2d"), *nodes_of(gm, "delegate"), *nodes_of(gm, "getitem"))} == {
+        CUDA1
+    }
 
 
-@pytest.mark.parametrize("text,expected", [("cuda:0", "cuda:0"), ("cuda:1", "cuda:1"), ("cpu", "cpu"),
-                                           ("CUDA:0", "cuda:0"), ("Cuda:2", "cuda:2")])
+@pytest.mark.parametrize(
+    "text,expected",
+    [("cuda:0", "cuda:0"), ("cuda:1", "cuda:1"), ("cpu", "cpu"), ("CUDA:0", "cuda:0"), ("Cuda:2", "cuda:2")],
+)
 def test_target_strings_parse(text, expected):
     lowered = export_and_lower(Fn(add), inputs(2), ADD, target_device=text)
     assert str(lowered.delegates["delegate_0"].target_device) == expected
@@ -75,10 +80,12 @@ def test_skip_options_need_non_cpu_memory_planning():
         "skip_h2d_for_method_inputs and skip_d2h_for_method_outputs are only meaningful with non_cpu_memory_planning="
         "True: they skip copies, and copies are inserted only when non-CPU memory is planned. Set "
         "non_cpu_memory_planning=True, or leave both skip options False. (With skips, graph inputs/outputs must not be "
-        "memory-planned: the caller provides them on the device.)")
+        "memory-planned: the caller provides them on the device.)"
+    )
     with pytest.raises(ValueError, match="non_cpu_memory_planning=True"):
-        place_devices(export_and_lower(Fn(add), inputs(2), ADD), skip_d2h_for_method_outputs=True,
-                      non_cpu_memory_planning=False)
+        place_devices(
+            export_and_lower(Fn(add), inputs(2), ADD), skip_d2h_for_method_outputs=True, non_cpu_memory_planning=False
+        )
 
 
 def test_skip_h2d_retags_an_input_feeding_a_delegate_with_no_copy():
@@ -107,8 +114,17 @@ def test_skip_d2h_when_every_user_is_the_graph_output():
 def test_skip_d2h_keeps_the_copy_when_a_cpu_op_also_reads_the_output():
     module, x = models.output_and_cpu_user()
     placed = place_devices(export_and_lower(module, x, ADD), skip_d2h_for_method_outputs=True)
-    assert kinds(placed.graph_module) == ["input", "input", "h2d", "h2d", "delegate", "getitem", "d2h", "cpu_op",
-                                          "output"]
+    assert kinds(placed.graph_module) == [
+        "input",
+        "input",
+        "h2d",
+        "h2d",
+        "delegate",
+        "getitem",
+        "d2h",
+        "cpu_op",
+        "output",
+    ]
 
 
 def test_skip_both_leaves_no_copies():
@@ -119,13 +135,23 @@ def test_skip_both_leaves_no_copies():
 
 def test_back_to_back_same_device_round_trip_is_elided():
     gm = place(lambda a, b, c: (a + b) + c, 3, partition="per_node")
-    assert kinds(gm) == ["input"] * 3 + ["h2d", "h2d", "delegate", "getitem", "h2d", "delegate", "getitem", "d2h",
-                                         "output"]
+    assert kinds(gm) == ["input"] * 3 + [
+        "h2d",
+        "h2d",
+        "delegate",
+        "getitem",
+        "h2d",
+        "delegate",
+        "getitem",
+        "d2h",
+        "output",
+    ]
 
 
 def test_cross_device_pair_is_kept():
-    gm = place(lambda a, b, c: (a + b) + c, 3, partition="per_node",
-               target={"delegate_0": "cuda:0", "delegate_1": "cuda:1"})
+    gm = place(
+        lambda a, b, c: (a + b) + c, 3, partition="per_node", target={"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
+    )
     assert (count(gm, "h2d"), count(gm, "d2h"), count(gm, "delegate")) == (4, 2, 2)
     assert [str(device_of(n)) for n in nodes_of(gm, "h2d")] == ["cuda:0", "cuda:0", "cuda:1", "cuda:1"]
 
@@ -148,16 +174,33 @@ def test_same_and_cross_device_consumers_lose_only_the_same_device_h2d():
         t = a + b
         return t + a, t + b
 
-    gm = place(fn, 2, partition="per_node",
-               target={"delegate_0": "cuda:0", "delegate_1": "cuda:0", "delegate_2": "cuda:1"})
+    gm = place(
+        fn, 2, partition="per_node", target={"delegate_0": "cuda:0", "delegate_1": "cuda:0", "delegate_2": "cuda:1"}
+    )
     residual = [n for n in nodes_of(gm, "h2d") if is_d2h(n.args[0])]
     assert [str(device_of(n)) for n in residual] == ["cuda:1"]
 
 
 def test_four_single_op_delegates_give_four_h2d_one_d2h():
     gm = place(shared, 2, partition="per_node")
-    assert kinds(gm) == ["input", "input", "h2d", "h2d", "delegate", "getitem", "h2d", "delegate", "getitem",
-                         "h2d", "delegate", "getitem", "delegate", "getitem", "d2h", "output"]
+    assert kinds(gm) == [
+        "input",
+        "input",
+        "h2d",
+        "h2d",
+        "delegate",
+        "getitem",
+        "h2d",
+        "delegate",
+        "getitem",
+        "h2d",
+        "delegate",
+        "getitem",
+        "delegate",
+        "getitem",
+        "d2h",
+        "output",
+    ]
     assert not any(is_h2d(n) and is_d2h(n.args[0]) for n in gm.graph.nodes)
 
 
@@ -169,16 +212,29 @@ def test_capability_partition_makes_the_shared_graph_one_delegate():
 def test_constants_owned_by_a_delegate_get_no_h2d():
     module, x = models.mlp()
     placed = place_devices(export_and_lower(module, x))
-    assert set(placed.delegates["delegate_0"].constants) == {"p_fc1_weight", "p_fc1_bias", "p_fc2_weight",
-                                                              "p_fc2_bias"}
+    assert set(placed.delegates["delegate_0"].constants) == {"p_fc1_weight", "p_fc1_bias", "p_fc2_weight", "p_fc2_bias"}
     assert [n.args[0].name for n in nodes_of(placed.graph_module, "h2d")] == ["x"]
     assert placed.report.constant_bytes == sum(p.numel() * 4 for p in module.parameters())
 
 
 def test_dedupe_shares_one_h2d_per_value_and_device():
     gm = place(shared, 2, partition="per_node", strategy="dedupe")
-    assert kinds(gm) == ["input", "input", "h2d", "h2d", "delegate", "getitem", "delegate", "getitem",
-                         "delegate", "getitem", "delegate", "getitem", "d2h", "output"]
+    assert kinds(gm) == [
+        "input",
+        "input",
+        "h2d",
+        "h2d",
+        "delegate",
+        "getitem",
+        "delegate",
+        "getitem",
+        "delegate",
+        "getitem",
+        "delegate",
+        "getitem",
+        "d2h",
+        "output",
+    ]
 
 
 def test_dedupe_allows_skip_h2d_for_an_input_read_by_delegates_on_one_device():

@@ -1,4 +1,5 @@
 """docs/placement_pass.md is rendered by code from the committed data, never edited by hand."""
+
 import importlib.util
 import json
 import pathlib

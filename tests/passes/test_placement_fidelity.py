@@ -1,15 +1,15 @@
 """The `executorch` strategy as ExecuTorch 1.5.1 lowers: to_edge's scalar lifting, dropped assertions, and programs
 that mutate a buffer or an input (counts pinned here; test_executorch_reference.py checks them against ExecuTorch)."""
+
 import copy
 
 import pytest
 import torch
+from placement_helpers import Fn, count, inputs
 from torch import nn
 
 from devcopy_lib import export_and_lower, load_method, place_devices
 from devcopy_lib.passes.nodes import node_kind
-
-from placement_helpers import Fn, count, inputs
 
 
 def placed_counts(module, args, ops, **options):
@@ -118,8 +118,10 @@ def test_mutation_lifting_and_hoisting_run_equal_to_eager_on_cuda_with_cupy():
         return x + y + 1
 
     with scoped_allocators(CupyCudaAllocator()):
-        for module, n_inputs, ops in [(BufferUpdate(), 1, ["add.Tensor", "sin.default"]),
-                                      (Fn(mutate), 2, ["add.Tensor", "mul.Tensor"])]:
+        for module, n_inputs, ops in [
+            (BufferUpdate(), 1, ["add.Tensor", "sin.default"]),
+            (Fn(mutate), 2, ["add.Tensor", "mul.Tensor"]),
+        ]:
             for hoist in (False, True):
                 placed = place_devices(export_and_lower(module, inputs(n_inputs), ops), hoist_constants=hoist)
                 run_like_eager(placed, module, inputs(n_inputs), calls=3)

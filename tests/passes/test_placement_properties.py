@@ -1,6 +1,7 @@
 """Properties of placement over random DAGs and random delegated-op sets (hypothesis): no edge crosses devices
 without a copy, the placed graph equals eager, the pass is idempotent, `dedupe` never copies more than `executorch`.
 A fixed 20-example run in `make test`; the `deep` run is unseeded with many more examples (`make test-deep`)."""
+
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -12,8 +13,9 @@ from devcopy_lib.passes.delegate import delegate_source
 from devcopy_lib.passes.nodes import call_device, device_of, node_kind
 from devcopy_lib.passes.placement import PlaceDevicesPass, PlacementError
 
-OPTIONS = st.fixed_dictionaries({"skip_h2d_for_method_inputs": st.booleans(),
-                                 "skip_d2h_for_method_outputs": st.booleans()})
+OPTIONS = st.fixed_dictionaries(
+    {"skip_h2d_for_method_inputs": st.booleans(), "skip_d2h_for_method_outputs": st.booleans()}
+)
 
 
 def assert_no_edge_crosses_devices(gm, skip_d2h: bool) -> None:

@@ -1,4 +1,5 @@
 """The libs by name and registration_status (docs/semantics.md §5)."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,7 +39,10 @@ def test_aten_lib_without_custom_ops_lacks_et_copy():
 def test_status_rows_say_registered_or_not():
     rows = registration_status(ops=["et_copy::_h2d_copy.out"])
     assert {(r.lib, r.mode, r.registered) for r in rows} == {
-        ("portable", "portable", True), ("native", "aten", False), ("device_copy_ops_aten_lib", "aten", True)}
+        ("portable", "portable", True),
+        ("native", "aten", False),
+        ("device_copy_ops_aten_lib", "aten", True),
+    }
     assert all(r.kernel_key == "" for r in rows if r.registered)
 
 

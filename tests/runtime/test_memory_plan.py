@@ -1,4 +1,5 @@
 """Memory planning with devices (docs/semantics.md §7): per-device arenas, lifetime-based reuse, constants in buffer 0."""
+
 from __future__ import annotations
 
 import torch
@@ -40,8 +41,11 @@ def test_cpu_and_cuda_never_share_a_buffer_even_with_disjoint_lifetimes():
 def test_program_lifetimes_span_inputs_to_outputs():
     spec = TensorSpec(torch.float32, (4,))
     program = Program(
-        values=[TensorValue(spec)] * 3, operators=["aten::relu.out"],
-        instructions=[KernelCall(0, (0, 1)), KernelCall(0, (1, 2))], inputs=[0], outputs=[2],
+        values=[TensorValue(spec)] * 3,
+        operators=["aten::relu.out"],
+        instructions=[KernelCall(0, (0, 1)), KernelCall(0, (1, 2))],
+        inputs=[0],
+        outputs=[2],
     )
     assert lifetimes(program) == {0: (0, 0), 1: (0, 1), 2: (1, 2)}
     memory = plan_program(program)
@@ -52,9 +56,15 @@ def test_program_lifetimes_span_inputs_to_outputs():
 def test_constants_and_unplanned_tensors_get_no_arena_memory():
     spec = TensorSpec(torch.float32, (4,))
     program = Program(
-        values=[TensorValue(spec, planned=False), TensorValue(spec, planned=False, data=torch.ones(4)),
-                TensorValue(spec)],
-        operators=["aten::add.out"], instructions=[KernelCall(0, (0, 1, 2))], inputs=[0], outputs=[2],
+        values=[
+            TensorValue(spec, planned=False),
+            TensorValue(spec, planned=False, data=torch.ones(4)),
+            TensorValue(spec),
+        ],
+        operators=["aten::add.out"],
+        instructions=[KernelCall(0, (0, 1, 2))],
+        inputs=[0],
+        outputs=[2],
     )
     assert set(plan_program(program).allocations) == {2}
 
@@ -84,7 +94,7 @@ def test_no_two_live_tensors_overlap_and_devices_stay_apart(requests, alignment)
         assert where.offset % alignment == 0
         assert where.offset + request.nbytes <= buffer.nbytes
     for i, a in enumerate(requests):
-        for b in requests[i + 1:]:
+        for b in requests[i + 1 :]:
             wa, wb = memory.allocations[a.key], memory.allocations[b.key]
             if wa.buffer != wb.buffer or not a.nbytes or not b.nbytes:
                 continue

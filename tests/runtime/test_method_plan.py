@@ -1,5 +1,6 @@
 """The precompiled plan of a loaded Method: shared safely by threads, usable after an interrupt, freed when dropped,
 bound to the allocators it was loaded with, strict about dynamic shapes and about which device a delegate reads."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,7 +42,7 @@ def _libs(mode):
     return None if mode == "portable" else aten_lib(custom_ops=[ET_COPY_OPS_YAML])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _program(name: str):
     module, inputs = models.MODELS[name]()
     return module, inputs, emit(place_devices(export_and_lower(module, inputs)))
@@ -149,8 +150,9 @@ def test_aten_mode_resizes_dynamic_outputs_without_torch_warnings(sim, capfd):
 
 def test_a_delegate_reading_another_devices_memory_is_refused_at_load(sim):
     _, _, program = _program("add")
-    moved = dataclasses.replace(program, delegates=[dataclasses.replace(d, device=Device.parse("cuda:1"))
-                                                    for d in program.delegates])
+    moved = dataclasses.replace(
+        program, delegates=[dataclasses.replace(d, device=Device.parse("cuda:1")) for d in program.delegates]
+    )
     with pytest.raises(LoadError, match=r"delegate delegate_0 on cuda:1\): input 0 is in cuda:0 memory") as info:
         load_method(moved)
     assert (info.value.kind, info.value.error.name) == ("load", "InvalidProgram")
@@ -160,15 +162,21 @@ def test_a_delegate_reading_another_devices_memory_is_refused_at_load(sim):
 def test_the_plan_prepares_each_instruction_once_and_copies_keep_the_allocator_statistics(sim):
     _, inputs, program = _program("transformer_block")
     with load_method(program) as method:
-        expected = ["delegate" if isinstance(ins, DelegateCall) else
-                    "copy" if program.operators[ins.op].startswith("et_copy::") else "kernel"
-                    for ins in program.instructions]
+        expected = [
+            "delegate"
+            if isinstance(ins, DelegateCall)
+            else "copy"
+            if program.operators[ins.op].startswith("et_copy::")
+            else "kernel"
+            for ins in program.instructions
+        ]
         assert [step.kind for step in method.steps] == expected and {"copy", "delegate"} <= set(expected)
         at_load, bytes_at_load = sim.stats.h2d_count, sim.stats.h2d_bytes  # the delegates' constants
         method(*inputs)
         copies = [step for step in method.steps if step.kind == "copy"]
-        assert sim.stats.h2d_count - at_load == method.copies_executed["h2d"] == sum(s.direction == "h2d"
-                                                                                      for s in copies)
+        assert (
+            sim.stats.h2d_count - at_load == method.copies_executed["h2d"] == sum(s.direction == "h2d" for s in copies)
+        )
         assert sim.stats.h2d_bytes - bytes_at_load == sum(s.moved for s in copies if s.direction == "h2d")
         assert sim.stats.d2h_bytes == sum(s.moved for s in copies if s.direction == "d2h")
 
@@ -204,8 +212,10 @@ def test_on_cuda_the_plan_matches_eager_is_thread_safe_and_profiles_on_events(mo
         def worker(seed: int) -> None:
             try:
                 x = torch.randn(1, 4, 16, generator=torch.Generator().manual_seed(seed))
-                results.extend(torch.equal(method(x)[0], method(x)[0]) and
-                               torch.allclose(method(x)[0], module(x), atol=1e-5) for _ in range(20))
+                results.extend(
+                    torch.equal(method(x)[0], method(x)[0]) and torch.allclose(method(x)[0], module(x), atol=1e-5)
+                    for _ in range(20)
+                )
             except BaseException as exc:
                 errors.append(exc)
 
@@ -239,8 +249,9 @@ def test_copies_run_by_their_kernel_also_use_the_methods_allocator(sim, mode, mo
     monkeypatch.setattr(method_module, "copy_step", lambda *args: False)  # every copy through its et_copy kernel
     module, inputs, program = _program("add")
     with load_method(program, mode, _libs(mode)) as method:
-        assert [step.run.__qualname__.split(".")[0] for step in method.steps if step.kind == "copy"] == \
-            ["kernel_step"] * 3
+        assert [step.run.__qualname__.split(".")[0] for step in method.steps if step.kind == "copy"] == [
+            "kernel_step"
+        ] * 3
         other = SimulatedCudaAllocator()
         with scoped_allocators(other):
             torch.testing.assert_close(method(*inputs)[0], module(*inputs))

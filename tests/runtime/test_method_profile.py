@@ -1,5 +1,6 @@
 """`Method.profile` and `devcopy run --profile`: one row per instruction, copies priced by the cost model passed in,
 and the table / timeline the workbench shows."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The Program data types: tensor specs, value tables, instructions and the operator table."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,13 @@ import torch
 
 from devcopy_lib.devices import Device
 from devcopy_lib.runtime.program import (
-    DelegateCall, KernelCall, Program, ScalarValue, TensorListValue, TensorSpec, TensorValue,
+    DelegateCall,
+    KernelCall,
+    Program,
+    ScalarValue,
+    TensorListValue,
+    TensorSpec,
+    TensorValue,
 )
 
 
@@ -21,7 +28,9 @@ def test_tensor_indices_cover_lists_and_delegate_outputs():
     program = Program(
         values=[t, t, TensorListValue((0, None, 1)), ScalarValue(1), t],
         instructions=[KernelCall(0, (2, 3, 4)), DelegateCall(0, (0,), (4,))],
-        operators=["aten::cat.out"], inputs=[0, 1], outputs=[4],
+        operators=["aten::cat.out"],
+        inputs=[0, 1],
+        outputs=[4],
     )
     assert program.tensor_indices(program.instructions[0]) == [0, 1, 4]
     assert program.tensor_indices(program.instructions[1]) == [0, 4]
@@ -36,6 +45,7 @@ def test_tensor_lookup_names_the_wrong_kind():
 
 def test_str_lists_instructions_with_operator_names():
     t = TensorValue(TensorSpec(torch.float32, (1,)))
-    program = Program(values=[t, t], instructions=[KernelCall(0, (0, 1))], operators=["aten::relu.out"],
-                      inputs=[0], outputs=[1])
+    program = Program(
+        values=[t, t], instructions=[KernelCall(0, (0, 1))], operators=["aten::relu.out"], inputs=[0], outputs=[1]
+    )
     assert "0: aten::relu.out[0, 1]" in str(program)

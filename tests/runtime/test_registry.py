@@ -1,12 +1,13 @@
 """The operator registry: exact-then-fallback lookup, refusal of a second (name, key), linking libs."""
+
 from __future__ import annotations
 
 import pytest
+import torch
 from torchgen.model import FunctionSchema
 
 from devcopy_lib.runtime.libs import lib_by_name, portable_lib
 from devcopy_lib.runtime.registry import Kernel, KernelLib, OperatorRegistry, RegistrationError, kernel_key
-import torch
 
 SCHEMA = FunctionSchema.parse("f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")
 
@@ -32,8 +33,14 @@ def test_duplicate_registration_is_refused():
 
 
 def test_linking_two_libs_with_the_same_op_is_refused():
-    twin = KernelLib("portable_twin", "portable", "twin.yaml", lambda: dict(portable_lib().entries),
-                     lambda op: SCHEMA, lambda op, name, schema: None)
+    twin = KernelLib(
+        "portable_twin",
+        "portable",
+        "twin.yaml",
+        lambda: dict(portable_lib().entries),
+        lambda op: SCHEMA,
+        lambda op, name, schema: None,
+    )
     registry = OperatorRegistry([portable_lib()])
     with pytest.raises(RegistrationError, match="Re-registering .*lib 'portable' already registers it"):
         registry.link(twin)

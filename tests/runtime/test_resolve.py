@@ -1,4 +1,5 @@
 """resolve_operators and MissingOperatorError, in ExecuTorch's words (docs/semantics.md §5)."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -6,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
-from devcopy_lib.tensors.error import Error
 from devcopy_lib.runtime.libs import aten_lib, portable_lib
 from devcopy_lib.runtime.resolve import MissingOperatorError, resolve_operators
+from devcopy_lib.tensors.error import Error
 
 TABLE = ["et_copy::_h2d_copy.out", "aten::relu.out", "et_copy::_d2h_copy.out"]
 
@@ -27,8 +28,11 @@ def test_missing_operator_error_lists_each_entry_then_the_count():
     with pytest.raises(MissingOperatorError, match=r"Missing operator: \[0\] et_copy::_h2d_copy.out") as info:
         resolve_operators(TABLE, ["native"])
     lines = str(info.value).splitlines()
-    assert lines[:3] == ["Missing operator: [0] et_copy::_h2d_copy.out", "Missing operator: [2] et_copy::_d2h_copy.out",
-                         "There are 2 instructions don't have corresponding operator registered"]
+    assert lines[:3] == [
+        "Missing operator: [0] et_copy::_h2d_copy.out",
+        "Missing operator: [2] et_copy::_d2h_copy.out",
+        "There are 2 instructions don't have corresponding operator registered",
+    ]
     assert "native (" in lines[3] and "link device_copy_ops_aten_lib" in lines[4]
 
 

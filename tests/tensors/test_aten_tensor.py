@@ -1,4 +1,5 @@
 """ATen-mode device tensors: simulated wrapper (metadata only, host reads raise) and CuPy-backed CUDA tensors."""
+
 from __future__ import annotations
 
 import pytest

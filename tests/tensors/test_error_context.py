@@ -1,4 +1,5 @@
 """Error codes are ExecuTorch's; KernelRuntimeContext records failures."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,22 +9,30 @@ from devcopy_lib.tensors.error import Error
 
 
 def test_error_codes_match_executorch():
-    assert (Error.Ok, Error.Internal, Error.NotSupported, Error.InvalidArgument, Error.OperatorMissing,
-            Error.NotFound, Error.InvalidProgram) == (0, 1, 0x10, 0x12, 0x14, 0x20, 0x23)
+    assert (
+        Error.Ok,
+        Error.Internal,
+        Error.NotSupported,
+        Error.InvalidArgument,
+        Error.OperatorMissing,
+        Error.NotFound,
+        Error.InvalidProgram,
+    ) == (0, 1, 0x10, 0x12, 0x14, 0x20, 0x23)
 
 
 @pytest.mark.reference
 def test_error_codes_match_the_installed_header():
+    import importlib.util
     import re
     from pathlib import Path
-
-    import importlib.util
 
     package = Path(importlib.util.find_spec("executorch").submodule_search_locations[0])
     header = package / "include/executorch/runtime/core/error.h"
     if not header.exists():
         pytest.skip(f"{header} is not shipped in this ExecuTorch wheel")
-    codes = {name: int(value, 16) for name, value in re.findall(r"^\s*(\w+) = (0x[0-9a-fA-F]+)", header.read_text(), re.M)}
+    codes = {
+        name: int(value, 16) for name, value in re.findall(r"^\s*(\w+) = (0x[0-9a-fA-F]+)", header.read_text(), re.M)
+    }
     assert codes and all(Error[name] == value for name, value in codes.items())
 
 

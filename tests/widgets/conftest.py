@@ -1,4 +1,5 @@
 """Widget tests run on the simulated accelerator (the widgets pick the backend through DEVCOPY_BACKEND)."""
+
 import pytest
 
 

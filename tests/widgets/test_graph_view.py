@@ -1,16 +1,26 @@
 """The graph view's data and widget: nodes from a placed graph with their module, groups that collapse past a
 threshold and open within a budget, and recolouring that keeps the layout."""
-import pytest
-from hypothesis import given, settings, strategies as st
 
+import pytest
 from devcopy_widgets import PlacementExplorer, PlacementState
 from devcopy_widgets import graph_view_data as data
 from devcopy_widgets.graph_view import GraphView
-
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # matmuls, views and softmax delegated; layer norms and the qkv split stay on CPU, so copies cross module borders
-BLOCK_OPS = ("view.default", "permute.default", "addmm.default", "expand.default", "bmm.default", "div.Tensor",
-             "_softmax.default", "clone.default", "add.Tensor", "relu.default")
+BLOCK_OPS = (
+    "view.default",
+    "permute.default",
+    "addmm.default",
+    "expand.default",
+    "bmm.default",
+    "div.Tensor",
+    "_softmax.default",
+    "clone.default",
+    "add.Tensor",
+    "relu.default",
+)
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +36,10 @@ def layered(layers: int, per_module: int) -> tuple[list[dict], list[tuple[str, s
     nodes = [{"id": "x", "label": "x", "kind": "input", "device": "cpu", "module": ""}]
     for i in range(layers):
         for part in ("attn", "mlp"):
-            nodes += [{"id": f"h{i}_{part}_{k}", "label": "op", "kind": "cpu_op", "device": "cpu",
-                       "module": f"h.{i}.{part}"} for k in range(per_module)]
+            nodes += [
+                {"id": f"h{i}_{part}_{k}", "label": "op", "kind": "cpu_op", "device": "cpu", "module": f"h.{i}.{part}"}
+                for k in range(per_module)
+            ]
     nodes.append({"id": "out_h2d", "label": "copy", "kind": "h2d", "device": "cuda:0", "module": nodes[-1]["module"]})
     return nodes, [(a["id"], b["id"]) for a, b in zip(nodes, nodes[1:])]
 
@@ -64,8 +76,9 @@ def test_copies_carry_bytes_with_units_and_their_predicted_time(block):
     assert copy["label"] == "D2H view_1_d2h\n768 B"
 
 
-@pytest.mark.parametrize("nbytes, text", [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"),
-                                          (156552192, "149.3 MiB"), (3 << 30, "3.0 GiB")])
+@pytest.mark.parametrize(
+    "nbytes, text", [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"), (156552192, "149.3 MiB"), (3 << 30, "3.0 GiB")]
+)
 def test_sizes_read_in_binary_units(nbytes, text):
     assert data.size_text(nbytes) == text
 

@@ -1,6 +1,6 @@
 """PlacementExplorer: controls edit the state and the drawing follows; errors stay inside the widget."""
-import pytest
 
+import pytest
 from devcopy_widgets import PlacementExplorer, PlacementState
 
 
@@ -159,8 +159,12 @@ def test_peer_is_offered_only_with_two_target_devices():
     view.target.value = "cuda:0"
     assert "peer" not in view.strategy.options and view.state.strategy == "executorch"
     assert PlacementExplorer(model="add", strategy="peer").state.strategy == "executorch"
-    two = PlacementExplorer(model="back_to_back", partition="per_node", strategy="peer",
-                            target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"})
+    two = PlacementExplorer(
+        model="back_to_back",
+        partition="per_node",
+        strategy="peer",
+        target_device={"delegate_0": "cuda:0", "delegate_1": "cuda:1"},
+    )
     assert (two.strategy.value, two.error) == ("peer", None)
 
 

@@ -1,6 +1,6 @@
 """RegistrationPanel: mode and linked libs edit the state; Load runs, or shows Missing operator with its fix."""
-import pytest
 
+import pytest
 from devcopy_widgets import RegistrationPanel, RegistrationState
 
 
@@ -52,7 +52,6 @@ def test_changing_the_model_changes_the_operator_table():
 
 def test_your_own_model_is_offered_and_runs():
     import torch
-
     from devcopy_widgets import PlacementState
 
     placement = PlacementState()
@@ -84,7 +83,6 @@ def test_switching_modes_never_links_again_a_lib_that_was_unticked():
 def test_an_unknown_mode_names_the_valid_ones():
     with pytest.raises(ValueError, match="Unknown mode 'cuda'. Valid: portable, aten"):
         RegistrationState().switch_mode("cuda")
-
 
 
 def test_each_load_closes_the_allocator_it_made(monkeypatch):

@@ -1,13 +1,14 @@
 """CopyTimingPanel: controls edit the state; Run sweeps size by size on a worker thread with progress, Stop, a plot
 and the size x method GB/s matrix; the backend's impossible options are not offered, and say why."""
+
 import re
 import threading
 
 import pytest
+from devcopy_widgets import CopyTimingPanel, TimingState
 
 from devcopy_lib.bench import sweep as sweep_module
 from devcopy_lib.bench.plots import ceilings, gbps_matrix, is_baseline, plot_bandwidth, to_png
-from devcopy_widgets import CopyTimingPanel, TimingState
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,11 @@ def test_controls_edit_the_state():
     panel = CopyTimingPanel()
     panel.sizes.value, panel.direction.value, panel.memory.value, panel.quick.value = "4K,1M", "d2h", "pageable", False
     assert (panel.state.sizes, panel.state.direction, panel.state.memory, panel.state.quick) == (
-        "4K,1M", "d2h", "pageable", False)
+        "4K,1M",
+        "d2h",
+        "pageable",
+        False,
+    )
     assert panel.state.size_list() == [4096, 1 << 20]
     assert panel.sizes.continuous_update is False
 
@@ -108,8 +113,9 @@ def test_on_cuda_the_ceilings_are_the_link_and_the_measured_cudaMemcpyAsync_peak
     from devcopy_lib.bench.harness import SweepResult
     from devcopy_lib.bench.measurement import Measurement
 
-    result = SweepResult("cupy", "NVIDIA H200", [Measurement("cudaMemcpyAsync", "h2d", "pinned", 1 << 30, "wall",
-                                                             [0.02])])
+    result = SweepResult(
+        "cupy", "NVIDIA H200", [Measurement("cudaMemcpyAsync", "h2d", "pinned", 1 << 30, "wall", [0.02])]
+    )
     (link, link_label), (measured, label) = ceilings(result)
     assert link == 64.0 and "PCIe 5.0 x16" in link_label
     assert measured == pytest.approx((1 << 30) / 0.02 / 1e9) and "cudaMemcpyAsync pinned" in label
@@ -119,12 +125,21 @@ def test_the_matrix_is_sorted_by_size_with_devcopy_first():
     from devcopy_lib.bench.harness import SweepResult
     from devcopy_lib.bench.measurement import Measurement
 
-    result = SweepResult("cupy", "H200", [Measurement(method, "h2d", "pinned", n, "wall", [n / 1e10])
-                                          for n in (1 << 20, 4096) for method in ("cupy", "devcopy engine")])
+    result = SweepResult(
+        "cupy",
+        "H200",
+        [
+            Measurement(method, "h2d", "pinned", n, "wall", [n / 1e10])
+            for n in (1 << 20, 4096)
+            for method in ("cupy", "devcopy engine")
+        ],
+    )
     columns, rows = gbps_matrix(result)
     assert columns == ["size", "devcopy engine h2d pinned", "cupy h2d pinned"]
-    assert rows == [{"size": "4 KiB", "devcopy engine h2d pinned": "10.00", "cupy h2d pinned": "10.00"},
-                    {"size": "1 MiB", "devcopy engine h2d pinned": "10.00", "cupy h2d pinned": "10.00"}]
+    assert rows == [
+        {"size": "4 KiB", "devcopy engine h2d pinned": "10.00", "cupy h2d pinned": "10.00"},
+        {"size": "1 MiB", "devcopy engine h2d pinned": "10.00", "cupy h2d pinned": "10.00"},
+    ]
 
 
 def test_a_bad_size_is_shown_in_the_panel_beside_the_last_good_table():

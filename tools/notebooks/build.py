@@ -4,6 +4,7 @@ notebooks/*.ipynb.
 
     .venv/bin/python tools/notebooks/build.py [NAME ...]
 """
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-
 from nbenv import NOTEBOOK_ENV
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -37,8 +37,11 @@ def parse(source: str, name: str) -> nbformat.NotebookNode:
 
 def stderr_cells(nb: nbformat.NotebookNode) -> dict[str, str]:
     """Cell id -> what it wrote to stderr: a user would see a pink box there, so the build refuses it."""
-    return {cell.id: "".join(o.text for o in cell.outputs if o.get("name") == "stderr")
-            for cell in nb.cells if cell.cell_type == "code" and any(o.get("name") == "stderr" for o in cell.outputs)}
+    return {
+        cell.id: "".join(o.text for o in cell.outputs if o.get("name") == "stderr")
+        for cell in nb.cells
+        if cell.cell_type == "code" and any(o.get("name") == "stderr" for o in cell.outputs)
+    }
 
 
 def scrub(nb: nbformat.NotebookNode) -> None:
@@ -69,9 +72,11 @@ def build(name: str) -> Path:
     client.execute()
     noisy = stderr_cells(nb)
     if noisy:
-        raise SystemExit(f"{name}: cells wrote to stderr (a warning box under make lab); silence known third-party "
-                         f"noise in devcopy_lib/passes/noise.py or fix the cause:\n"
-                         + "\n".join(f"  {cell}: {text[:300]}" for cell, text in noisy.items()))
+        raise SystemExit(
+            f"{name}: cells wrote to stderr (a warning box under make lab); silence known third-party "
+            f"noise in devcopy_lib/passes/noise.py or fix the cause:\n"
+            + "\n".join(f"  {cell}: {text[:300]}" for cell, text in noisy.items())
+        )
     scrub(nb)
     target = NOTEBOOKS / f"{name}.ipynb"
     nbformat.write(nb, target)
