@@ -11,6 +11,7 @@ the bare engine.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -34,6 +35,17 @@ class Line:
 
     def seconds(self, nbytes: int) -> float:
         return self.latency_s + nbytes / (self.bandwidth_gbps * 1e9)
+
+    def close_to(self, other: Line, rel: float = 1e-9) -> bool:
+        """Same sizes and, within `rel`, the same latency, bandwidth and residuals: a refit on another CPU (another
+        BLAS kernel) differs in the last bits, so fitted lines are compared this way, never with `==`."""
+        return (
+            self.sizes == other.sizes
+            and math.isclose(self.latency_s, other.latency_s, rel_tol=rel, abs_tol=1e-15)
+            and math.isclose(self.bandwidth_gbps, other.bandwidth_gbps, rel_tol=rel)
+            and len(self.residuals) == len(other.residuals)
+            and all(math.isclose(a, b, rel_tol=rel, abs_tol=1e-4) for a, b in zip(self.residuals, other.residuals))
+        )
 
 
 def fit_line(sizes, seconds) -> Line:
@@ -110,6 +122,12 @@ class CostModel:
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes!r}")
         return 0.0 if nbytes == 0 else line.seconds(nbytes)
+
+    def close_to(self, other: CostModel, rel: float = 1e-9) -> bool:
+        """The same (direction, memory) keys, each line `Line.close_to` the other's."""
+        return self.lines.keys() == other.lines.keys() and all(
+            line.close_to(other.lines[key], rel) for key, line in self.lines.items()
+        )
 
     def to_dict(self) -> dict:
         return {

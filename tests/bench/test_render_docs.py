@@ -19,7 +19,8 @@ def test_benchmarks_md_matches_a_fresh_render_of_the_committed_data():
     from devcopy_lib.bench.cost_model import CostModel
 
     expected = docs.render_markdown(result, simulated, docs.with_method_copies(CostModel.fit(result)))
-    assert (ROOT / "docs/benchmarks.md").read_text() == expected, "rerun: python benchmarks/render_docs.py"
+    page = (ROOT / "docs/benchmarks.md").read_text()
+    assert page == expected, "rerun: python benchmarks/render_docs.py"  # exact: the page prints rounded figures
 
 
 def test_the_packaged_cost_model_prices_pinned_copies_as_a_loaded_method_measured_them():
@@ -31,7 +32,7 @@ def test_the_packaged_cost_model_prices_pinned_copies_as_a_loaded_method_measure
 
     docs = _render_docs()
     fitted = docs.with_method_copies(CostModel.fit(docs.load(docs.CUDA_DATA)))
-    assert fitted.to_dict()["lines"] == default_model().to_dict()["lines"], "rerun: python benchmarks/render_docs.py"
+    assert fitted.close_to(default_model(), rel=1e-9), "rerun: python benchmarks/render_docs.py"
     assert fitted.source["pinned_lines_from"]["clock"] == "events"
     run = json.loads((ROOT / "docs/data/call_overhead_cupy.json").read_text())
     copies = docs._call_overhead_module().profiled_copies(run)
