@@ -7,7 +7,9 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 PYTEST_ARGS ?=
 
-.PHONY: lab test test-fast test-deep mutation report browser-deps widget-js clean
+LINT_PATHS := devcopy_lib widgets tests benchmarks tools conftest.py
+
+.PHONY: lab lint test test-fast test-deep mutation report browser-deps widget-js clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +31,14 @@ widget-js:
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-test: $(STAMP) browser-deps
+# Lint, format, types and the float rule: clean before any test runs (`make test` starts here).
+lint: $(STAMP)
+	$(BIN)/python -m ruff check $(LINT_PATHS)
+	$(BIN)/python -m ruff format --check $(LINT_PATHS)
+	$(BIN)/python -m mypy
+	$(BIN)/python tools/lint/float_compare.py tests
+
+test: $(STAMP) browser-deps lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - that is a failure here" >&2; exit 1; fi; exit $$rc
 

@@ -157,6 +157,28 @@ def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> 
     return np.frombuffer(view.cast("B"), dtype=np.uint8).ctypes.data
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, asked by every layer above `devices/` instead of the backend's name."""
+
+    real_device: bool  # device memory is a real accelerator's: torch views it through DLPack, device work is async
+    device_clock: bool  # `event_timer()` measures on the device's own clock (CUDA events)
+    pinned_host: bool  # `allocate_host` returns page-locked memory, so copies with it skip staging
+
+
+class DeviceTimer(abc.ABC):
+    """Times one region on the device clock: `with timer: ...` then `timer.seconds()`."""
+
+    @abc.abstractmethod
+    def __enter__(self) -> None: ...
+
+    @abc.abstractmethod
+    def __exit__(self, *exc: object) -> None: ...
+
+    @abc.abstractmethod
+    def seconds(self) -> float: ...
+
+
 class DeviceAllocator(abc.ABC):
     """Allocates device memory and copies between host and device; one per device type. An allocator owns what it
     made (its blocks, a copy engine): `close()` (or leaving a `with allocator:` block) frees them; using a closed
@@ -241,6 +263,20 @@ class DeviceAllocator(abc.ABC):
         """One row per device this backend sees: `{"device": "cuda:0", "name": ...}`."""
         count = self.device_count() or 1
         return [{"device": str(self.device(i)), "name": self.backend} for i in range(count)]
+
+    # ---- capabilities -----------------------------------------------------------------------------------------
+    capabilities = Capabilities(real_device=False, device_clock=False, pinned_host=False)
+
+    def synchronize(self) -> None:
+        """Wait for every piece of device work enqueued on this backend's devices (synchronous backends: nothing)."""
+
+    def event_timer(self) -> DeviceTimer | None:
+        """A timer on the device clock for work on the current stream, or None where the backend has no clock."""
+        return None
+
+    def is_pinned(self, host: Any, nbytes: int | None = None) -> bool:
+        """Whether a host buffer (array or address) is page-locked, so copies with it skip staging."""
+        return False
 
     # ---- public interface -----------------------------------------------------------------------------------
     @property

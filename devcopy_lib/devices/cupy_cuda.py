@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .allocator import DeviceAllocator, DeviceBlock, DevicePtr, _check_count, host_address
+from .allocator import Capabilities, DeviceAllocator, DeviceBlock, DevicePtr, DeviceTimer, _check_count, host_address
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
 from .cuda_status import cuda_status
 from .device import DeviceType
@@ -102,6 +102,24 @@ class _CupyEvent:
             self.event.synchronize()
 
 
+class _EventTimer(DeviceTimer):
+    """CUDA events around a region on the current stream (the stream copies and delegates run on)."""
+
+    def __init__(self, cupy: Any) -> None:
+        self._cupy = cupy
+        self._start, self._end = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def __enter__(self) -> None:
+        self._start.record()
+
+    def __exit__(self, *exc: object) -> None:
+        self._end.record()
+
+    def seconds(self) -> float:
+        self._end.synchronize()
+        return float(self._cupy.cuda.get_elapsed_time(self._start, self._end)) / 1e3
+
+
 def _pointer(memory: Any) -> int:
     return memory.ptr
 
@@ -110,6 +128,7 @@ class CupyCudaAllocator(DeviceAllocator):
     """Real CUDA memory through CuPy. Copies go through `self.engine` (pinned: direct DMA; pageable: staged)."""
 
     backend = "cupy"  # type: ignore[assignment]
+    capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True)
 
     def __init__(self, config: EngineConfig | None = None) -> None:
         super().__init__()
@@ -205,6 +224,16 @@ class CupyCudaAllocator(DeviceAllocator):
         """Whether a host buffer (array or address) is pinned, i.e. copies with it skip staging."""
         size = memoryview(host).nbytes if nbytes is None else nbytes
         return self.transport.is_pinned(host_address(host, size, writable=False, what="is_pinned"), size)
+
+    def synchronize(self) -> None:
+        """Wait for all work on every device (delegates run on torch's stream, copies on the engine's)."""
+        with cuda_status("synchronize the devices"):
+            for index in range(self.device_count()):
+                with _OnDevice(self._rt, index):
+                    self._rt.deviceSynchronize()
+
+    def event_timer(self) -> DeviceTimer:
+        return _EventTimer(self._cupy)
 
     def copy_host_to_device_async(self, dst: DevicePtr, src: Any, nbytes: int, stream: Any = None) -> CopyTicket:
         """Enqueue H2D on `stream` (default: current); pinned `src` must stay unchanged until the ticket is done."""
