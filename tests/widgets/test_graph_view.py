@@ -1,6 +1,8 @@
 """The graph view's data and widget: nodes from a placed graph with their module, groups that collapse past a
 threshold and open within a budget, and recolouring that keeps the layout."""
 
+import itertools
+
 import pytest
 from devcopy_widgets import PlacementExplorer, PlacementState
 from devcopy_widgets import graph_view_data as data
@@ -41,7 +43,7 @@ def layered(layers: int, per_module: int) -> tuple[list[dict], list[tuple[str, s
                 for k in range(per_module)
             ]
     nodes.append({"id": "out_h2d", "label": "copy", "kind": "h2d", "device": "cuda:0", "module": nodes[-1]["module"]})
-    return nodes, [(a["id"], b["id"]) for a, b in zip(nodes, nodes[1:])]
+    return nodes, [(a["id"], b["id"]) for a, b in itertools.pairwise(nodes)]
 
 
 def shown(view: GraphView) -> set[str]:

@@ -87,7 +87,9 @@ def main(paths: list[str]) -> int:
                 print(f"{path}:{line}: exact comparison of a solver's floats: {code}", file=sys.stderr)
                 found += 1
     if found:
-        print(f"{found} exact float comparison(s): compare with a tolerance (pytest.approx(x, rel=1e-9))", file=sys.stderr)
+        print(
+            f"{found} exact float comparison(s): compare with a tolerance (pytest.approx(x, rel=1e-9))", file=sys.stderr
+        )
     return 1 if found else 0
 
 
