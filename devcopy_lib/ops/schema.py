@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +22,8 @@ NATIVE_FUNCTIONS_YAML = os.path.join(
 )
 
 ENTRY_KEYS = ("func", "op", "kernels", "type_alias", "dim_order_alias")
+# An op YAML is a short list (functions.yaml is 21 KiB): anything far larger is refused before it is read.
+MAX_OP_YAML_BYTES = 1 << 20
 KERNEL_KEYS = ("arg_meta", "kernel_name")
 
 
@@ -99,26 +102,103 @@ def native_schema(name: str) -> str | None:
     return None
 
 
-def _bad(path: str, index: int, message: str) -> OpYamlError:
-    return OpYamlError(f"{path}: entry {index}: {message}")
+def _bad(where: str, index: int, message: str) -> OpYamlError:
+    """An entry's problem, located as `file:line: entry i:`."""
+    return OpYamlError(f"{where}: entry {index}: {message}")
 
 
-def _kernel_entries(path: str, index: int, kernels) -> tuple[KernelEntry, ...]:
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe core types only, one document, and no aliases: an op list never needs them, and an alias is how
+    a small file expands into a huge one (the billion-laughs file)."""
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise OpYamlError(
+                f"{self.name}:{mark.line + 1}: YAML aliases (*name) are not allowed in an op YAML; write the entry out"
+            )
+        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+
+
+def _read_text(path: str) -> str:
+    """The file's text, refused (as OpYamlError) when it is not a readable regular file of at most
+    MAX_OP_YAML_BYTES, or not UTF-8."""
+    try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise OpYamlError(f"{path}: is a directory; pass the path of an op YAML file")
+        if info.st_size > MAX_OP_YAML_BYTES:
+            raise OpYamlError(
+                f"{path}: {info.st_size} bytes is over the {MAX_OP_YAML_BYTES}-byte limit for an op YAML; "
+                "split it into several files"
+            )
+        with open(path, "rb") as f:
+            data = f.read(MAX_OP_YAML_BYTES + 1)
+    except OSError as exc:
+        raise OpYamlError(
+            f"{path}: cannot read it ({exc.strerror}); pass the path of a readable op YAML file"
+        ) from None
+    if len(data) > MAX_OP_YAML_BYTES:
+        raise OpYamlError(f"{path}: more than {MAX_OP_YAML_BYTES} bytes; an op YAML is a short list of entries")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise OpYamlError(f"{path}: byte {exc.start} is not UTF-8 ({exc.reason}); save the file as UTF-8") from None
+
+
+def _parse(path: str) -> tuple[object, list[int]]:
+    """The file's one document, and the line of each top-level entry (1-based; empty when not a list)."""
+    loader = _StrictLoader(_read_text(path))
+    loader.name = path
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else []
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise OpYamlError(
+            f"{path}{line}: not valid op YAML: {exc.problem or exc.context}; an op YAML is one plain list of "
+            "`- func: ...` entries (spaces, not tabs; no tags)"
+        ) from None
+    finally:
+        loader.dispose()
+    lines = [item.start_mark.line + 1 for item in node.value] if isinstance(node, yaml.SequenceNode) else []
+    return data, lines
+
+
+def _refuse_duplicates(path: str, entries: tuple[OpEntry, ...], lines: list[int]) -> None:
+    """A (op, kernel key) registered twice is refused, as linking two libs that register it is: the second entry
+    would silently replace the first."""
+    first: dict[tuple[str, str], int] = {}
+    for entry in entries:
+        for kernel in entry.kernels:
+            seen = first.setdefault((entry.name, kernel.key), entry.index)
+            if seen != entry.index or sum(k.key == kernel.key for k in entry.kernels) > 1:
+                key = kernel.key or "null (fallback)"
+                raise _bad(
+                    f"{path}:{lines[entry.index]}",
+                    entry.index,
+                    f"Re-registering {entry.name} with kernel key {key}: entry {seen} (line {lines[seen]}) already "
+                    "registers it; keep one of the two",
+                )
+
+
+def _kernel_entries(where: str, index: int, kernels) -> tuple[KernelEntry, ...]:
     if not isinstance(kernels, list) or not kernels:
-        raise _bad(path, index, f"'kernels' must be a non-empty list of {{arg_meta, kernel_name}}, got {kernels!r}")
+        raise _bad(where, index, f"'kernels' must be a non-empty list of {{arg_meta, kernel_name}}, got {kernels!r}")
     found = []
     for k, kernel in enumerate(kernels):
         if not isinstance(kernel, dict):
-            raise _bad(path, index, f"kernels[{k}] must be a mapping with keys {', '.join(KERNEL_KEYS)}")
+            raise _bad(where, index, f"kernels[{k}] must be a mapping with keys {', '.join(KERNEL_KEYS)}")
         unknown = sorted(set(kernel) - set(KERNEL_KEYS))
         if unknown:
-            raise _bad(path, index, f"kernels[{k}]: unknown key {unknown[0]!r}. Valid keys: {', '.join(KERNEL_KEYS)}")
+            raise _bad(where, index, f"kernels[{k}]: unknown key {unknown[0]!r}. Valid keys: {', '.join(KERNEL_KEYS)}")
         if not isinstance(kernel.get("kernel_name"), str):
-            raise _bad(path, index, f"kernels[{k}]: key 'kernel_name' is missing or not a string")
+            raise _bad(where, index, f"kernels[{k}]: key 'kernel_name' is missing or not a string")
         arg_meta = kernel.get("arg_meta")
         if arg_meta is not None and not isinstance(arg_meta, str):
             raise _bad(
-                path,
+                where,
                 index,
                 f"kernels[{k}]: key 'arg_meta' must be null (fallback) or a kernel-key string "
                 f"like 'v1/6;0,1|6;0,1', got {arg_meta!r}",
@@ -127,20 +207,21 @@ def _kernel_entries(path: str, index: int, kernels) -> tuple[KernelEntry, ...]:
     return tuple(found)
 
 
-def _entry(path: str, index: int, raw) -> OpEntry:
+def _entry(path: str, index: int, raw, line: int) -> OpEntry:
+    where = f"{path}:{line}"
     if not isinstance(raw, dict):
-        raise _bad(path, index, f"expected a mapping with keys {', '.join(ENTRY_KEYS)}, got {raw!r}")
+        raise _bad(where, index, f"expected a mapping with keys {', '.join(ENTRY_KEYS)}, got {raw!r}")
     unknown = sorted(set(raw) - set(ENTRY_KEYS))
     if unknown:
-        raise _bad(path, index, f"unknown key {unknown[0]!r}. Valid keys: {', '.join(ENTRY_KEYS)}")
+        raise _bad(where, index, f"unknown key {unknown[0]!r}. Valid keys: {', '.join(ENTRY_KEYS)}")
     if ("func" in raw) == ("op" in raw):
-        raise _bad(path, index, "exactly one of key 'func' (a full schema) or key 'op' (an ATen op name) is needed")
+        raise _bad(where, index, "exactly one of key 'func' (a full schema) or key 'op' (an ATen op name) is needed")
     if "op" in raw:
         name = f"aten::{raw['op']}"
         func = native_schema(name)
         if func is None:
             raise _bad(
-                path,
+                where,
                 index,
                 f"key 'op': {raw['op']!r} is not in ATen's native_functions.yaml; "
                 "use 'func:' with a full schema for a custom op",
@@ -151,15 +232,19 @@ def _entry(path: str, index: int, raw) -> OpEntry:
     try:
         parse_schema(func)
     except Exception as exc:  # torchgen raises AssertionError / RuntimeError on a bad schema
-        raise _bad(path, index, f"key 'func': cannot parse schema {func!r}: {exc}") from None
-    return OpEntry(name, func, _kernel_entries(path, index, raw.get("kernels")), path, index)
+        raise _bad(where, index, f"key 'func': cannot parse schema {func!r}: {exc}") from None
+    return OpEntry(name, func, _kernel_entries(where, index, raw.get("kernels")), path, index)
 
 
 @functools.cache
 def load_ops_yaml(path: str) -> tuple[OpEntry, ...]:
-    """Load and validate an op YAML file (cached by path)."""
-    with open(path) as f:
-        raw = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
+    """Load and validate an op YAML file (cached by path): every problem, from an unreadable file to a duplicate
+    registration, is an OpYamlError naming the file, the line and the fix."""
+    raw, lines = _parse(path)
+    if raw is None:
+        raw = []
     if not isinstance(raw, list):
         raise OpYamlError(f"{path}: the top level must be a list of op entries, got {type(raw).__name__}")
-    return tuple(_entry(path, i, item) for i, item in enumerate(raw))
+    entries = tuple(_entry(path, i, item, lines[i]) for i, item in enumerate(raw))
+    _refuse_duplicates(path, entries, lines)
+    return entries

@@ -11,6 +11,7 @@ import yaml
 from devcopy_lib.ops.schema import (
     ET_COPY_OPS_YAML,
     FUNCTIONS_YAML,
+    MAX_OP_YAML_BYTES,
     OpYamlError,
     load_ops_yaml,
     native_schema,
@@ -91,3 +92,73 @@ def test_et_copy_entries_match_executorch():
         theirs = {e["func"] for e in yaml.safe_load(path.read_text()) if "et_copy::" in e.get("func", "")}
         ours = {f"{e.name.split('::')[0]}::{e.func}" for e in load_ops_yaml(ET_COPY_OPS_YAML)}
         assert theirs == ours
+
+
+_ENTRY = (
+    "- func: x::f.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n"
+    "  kernels:\n    - arg_meta: null\n      kernel_name: k\n"
+)
+
+
+def _load_text(tmp_path, text: str | bytes):
+    path = tmp_path / "ops.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return str(path), lambda: load_ops_yaml(str(path))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("- func: [\n", r":2: not valid op YAML"),  # a syntax error, located
+        ("- func: x\n\t- y\n", r":2: not valid op YAML.*spaces, not tabs"),
+        ("- !!python/object:os.system {}\n", r":1: not valid op YAML"),
+        (_ENTRY + "---\n" + _ENTRY, r":5: not valid op YAML: but found another document"),
+        (b"- func: \xff\n", r"byte 8 is not UTF-8.*save the file as UTF-8"),
+        (
+            _ENTRY + _ENTRY.replace("kernel_name: k", "kernel_name: k2"),
+            r":5: entry 1: Re-registering x::f.out with kernel key null",
+        ),
+        (
+            "- &a func: x\n- *a\n",
+            r":2: YAML aliases \(\*name\) are not allowed",
+        ),
+    ],
+)
+def test_bad_yaml_is_an_op_yaml_error_naming_file_line_and_fix(tmp_path, text, message):
+    path, load = _load_text(tmp_path, text)
+    with pytest.raises(OpYamlError, match=message) as info:
+        load()
+    assert str(info.value).startswith(path)
+
+
+def test_one_entry_naming_a_kernel_key_twice_is_a_re_registration(tmp_path):
+    twice = _ENTRY + "    - arg_meta: null\n      kernel_name: k2\n"
+    _, load = _load_text(tmp_path, twice)
+    with pytest.raises(OpYamlError, match=r":1: entry 0: Re-registering x::f.out with kernel key null"):
+        load()
+
+
+def test_the_same_op_under_two_kernel_keys_loads(tmp_path):
+    two_keys = _ENTRY + "    - arg_meta: v1/6;0|6;0\n      kernel_name: k2\n"
+    _, load = _load_text(tmp_path, two_keys)
+    (entry,) = load()
+    assert [k.key for k in entry.kernels] == ["", "v1/6;0|6;0"]
+
+
+def test_billion_laughs_is_refused_at_once(tmp_path):
+    levels = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    _, load = _load_text(tmp_path, "\n".join(levels) + "\n")
+    with pytest.raises(OpYamlError, match="aliases"):
+        load()
+
+
+def test_a_directory_a_missing_file_and_an_oversized_file_are_refused(tmp_path):
+    with pytest.raises(OpYamlError, match="is a directory"):
+        load_ops_yaml(str(tmp_path))
+    with pytest.raises(OpYamlError, match="cannot read it"):
+        load_ops_yaml(str(tmp_path / "missing.yaml"))
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * (MAX_OP_YAML_BYTES + 1))
+    with pytest.raises(OpYamlError, match="over the .*-byte limit"):
+        load_ops_yaml(str(big))
