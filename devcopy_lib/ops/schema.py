@@ -107,17 +107,26 @@ def _bad(where: str, index: int, message: str) -> OpYamlError:
     return OpYamlError(f"{where}: entry {index}: {message}")
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe core types only, one document, and no aliases: an op list never needs them, and an alias is how
-    a small file expands into a huge one (the billion-laughs file)."""
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where present: 5x faster
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+
+def _refuse_aliases(path: str, root: yaml.Node) -> None:
+    """An op list never needs an alias (`*name`), and aliases are how a small file expands into a huge one (the
+    billion-laughs file): the composed graph must be a tree. Stops at the first node reached twice."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
             raise OpYamlError(
-                f"{self.name}:{mark.line + 1}: YAML aliases (*name) are not allowed in an op YAML; write the entry out"
+                f"{path}:{node.start_mark.line + 1}: the value anchored here is used again through a YAML alias "
+                "(*name); aliases are not allowed in an op YAML: write the entry out"
             )
-        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            todo.extend(part for pair in node.value for part in pair)
 
 
 def _read_text(path: str) -> str:
@@ -148,10 +157,11 @@ def _read_text(path: str) -> str:
 
 def _parse(path: str) -> tuple[object, list[int]]:
     """The file's one document, and the line of each top-level entry (1-based; empty when not a list)."""
-    loader = _StrictLoader(_read_text(path))
-    loader.name = path
+    loader = _Loader(_read_text(path))
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _refuse_aliases(path, node)
         data = loader.construct_document(node) if node is not None else []
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

@@ -120,7 +120,7 @@ def _load_text(tmp_path, text: str | bytes):
         ),
         (
             "- &a func: x\n- *a\n",
-            r":2: YAML aliases \(\*name\) are not allowed",
+            r":1: the value anchored here is used again through a YAML alias",
         ),
     ],
 )
