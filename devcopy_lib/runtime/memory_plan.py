@@ -1,4 +1,5 @@
-"""Memory planning with devices (docs/semantics.md §7): one arena per (device type, index), planned independently, CPU first.
+"""Memory planning with devices (docs/semantics.md §7): one arena per (device type, index), planned independently,
+CPU first.
 
 Inside a device, tensors whose lifetimes (closed instruction intervals) do not overlap may share bytes: a greedy
 by size, first-fit offset search. Buffer 0 is reserved for constants, as in ExecuTorch; a buffer never mixes devices.
@@ -6,6 +7,7 @@ by size, first-fit offset search. Buffer 0 is reserved for constants, as in Exec
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
@@ -59,29 +61,58 @@ def _aligned(nbytes: int, alignment: int) -> int:
     return -(-nbytes // alignment) * alignment
 
 
-def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return not (a[1] < b[0] or b[1] < a[0])
+class _Lifetimes:
+    """Placed allocations indexed by lifetime, so that finding those a new lifetime overlaps costs O(log n + k), not
+    a scan of everything placed: the overlapping ones are those live at its first instruction (a segment tree over
+    instructions answers that) plus those that start inside it (a sorted list of starts)."""
+
+    def __init__(self, end: int) -> None:
+        self._leaves = 1 << max(end, 1).bit_length()
+        self._cover: list[list[tuple[int, int]]] = [[] for _ in range(2 * self._leaves)]
+        self._starts: list[tuple[int, int, int, int]] = []  # (first, serial, offset, end offset), sorted
+
+    def add(self, lifetime: tuple[int, int], offset: int, end: int) -> None:
+        low, high = lifetime[0] + self._leaves, lifetime[1] + self._leaves + 1
+        while low < high:  # the O(log n) tree nodes whose spans tile [first, last]
+            if low & 1:
+                self._cover[low].append((offset, end))
+                low += 1
+            if high & 1:
+                high -= 1
+                self._cover[high].append((offset, end))
+            low, high = low >> 1, high >> 1
+        bisect.insort(self._starts, (lifetime[0], len(self._starts), offset, end))
+
+    def busy(self, lifetime: tuple[int, int]) -> list[tuple[int, int]]:
+        """(offset, end offset) of every placed allocation whose lifetime overlaps `lifetime`, sorted."""
+        first, last = lifetime
+        found: list[tuple[int, int]] = []
+        node = first + self._leaves
+        while node:
+            found.extend(self._cover[node])
+            node >>= 1
+        begin = bisect.bisect_right(self._starts, (first, len(self._starts)))
+        stop = bisect.bisect_right(self._starts, (last, len(self._starts)))
+        found.extend((offset, end) for _, _, offset, end in self._starts[begin:stop])
+        return sorted(found)
 
 
 def _plan_device(requests: list[Request], alignment: int) -> tuple[int, dict[Hashable, int]]:
     """Greedy by size: largest first, each at the lowest offset clear of every placed, lifetime-overlapping one."""
-    placed: list[tuple[int, int, Request]] = []  # (offset, aligned size, request)
     offsets: dict[Hashable, int] = {}
-    order = sorted(range(len(requests)), key=lambda i: (-requests[i].nbytes, requests[i].lifetime, i))
-    for i in order:
-        request = requests[i]
+    placed = _Lifetimes(max((r.lifetime[1] for r in requests), default=0))
+    total = 0
+    for request in sorted(requests, key=lambda r: (-r.nbytes, r.lifetime)):
         size = _aligned(request.nbytes, alignment)
-        busy = sorted(
-            (off, off + sz) for off, sz, other in placed if sz and _overlaps(other.lifetime, request.lifetime)
-        )
         offset = 0
-        for start, end in busy:
+        for start, end in placed.busy(request.lifetime):
             if offset + size <= start:
                 break
             offset = max(offset, end)
-        placed.append((offset, size, request))
+        if size:
+            placed.add(request.lifetime, offset, offset + size)
         offsets[request.key] = offset
-    total = max((off + sz for off, sz, _ in placed), default=0)
+        total = max(total, offset + size)
     return total, offsets
 
 

@@ -1,4 +1,5 @@
-"""Memory planning with devices (docs/semantics.md §7): per-device arenas, lifetime-based reuse, constants in buffer 0."""
+"""Memory planning with devices (docs/semantics.md §7): per-device arenas, lifetime-based reuse, constants in
+buffer 0."""
 
 from __future__ import annotations
 
@@ -102,3 +103,36 @@ def test_no_two_live_tensors_overlap_and_devices_stay_apart(requests, alignment)
             bytes_overlap = wa.offset < wb.offset + b.nbytes and wb.offset < wa.offset + a.nbytes
             assert not (live_together and bytes_overlap), (a, b, wa, wb)
     assert len({b.device for b in memory.buffers[1:]}) == len(memory.buffers) - 1
+
+
+def _first_fit_by_scan(requests, alignment):
+    """The oracle: the greedy first fit, scanning every placed allocation for each request (quadratic)."""
+    placed, offsets = [], {}
+    for request in sorted(requests, key=lambda r: (-r.nbytes, r.lifetime)):
+        size = -(-request.nbytes // alignment) * alignment
+        busy = sorted(
+            (off, off + sz)
+            for off, sz, life in placed
+            if sz and not (life[1] < request.lifetime[0] or request.lifetime[1] < life[0])
+        )
+        offset = 0
+        for start, end in busy:
+            if offset + size <= start:
+                break
+            offset = max(offset, end)
+        placed.append((offset, size, request.lifetime))
+        offsets[request.key] = offset
+    return max((off + sz for off, sz, _ in placed), default=0), offsets
+
+
+_lifetimes = st.tuples(st.integers(0, 40), st.integers(0, 12)).map(lambda t: (t[0], t[0] + t[1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5000), _lifetimes), max_size=60), st.sampled_from([1, 64]))
+def test_indexed_lifetimes_plan_exactly_as_a_scan_of_everything_placed(specs, alignment):
+    requests = [Request(i, CPU, nbytes, life) for i, (nbytes, life) in enumerate(specs)]
+    got = plan(requests, alignment)
+    total, offsets = _first_fit_by_scan(requests, alignment)
+    assert got.buffers[-1].nbytes == total if requests else len(got.buffers) == 1
+    assert {key: a.offset for key, a in got.allocations.items()} == offsets
