@@ -44,6 +44,28 @@ def test_load_model_by_name_and_by_file(tmp_path):
     assert isinstance(module, torch.nn.ReLU) and inputs[0].shape == (2,)
 
 
+def test_a_model_file_is_imported_as_a_module_in_sys_modules(tmp_path):
+    """A dataclass with postponed annotations finds its module in sys.modules (so does dynamo, for torch.cond)."""
+    path = tmp_path / "dc.py"
+    path.write_text(
+        "from __future__ import annotations\nimport dataclasses, sys, torch\n"
+        "@dataclasses.dataclass\nclass Config:\n    width: int = 2\n"
+        "def build():\n    assert sys.modules[__name__].Config is Config\n"
+        "    return torch.nn.Linear(Config().width, 1), (torch.ones(1, 2),)\n"
+    )
+    module, _ = models.load_model(f"{path}:build")
+    assert isinstance(module, torch.nn.Linear)
+
+
+def test_a_model_file_that_fails_leaves_no_half_imported_module(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("import sys\nNAME = __name__\nraise RuntimeError('broken on purpose')\n")
+    before = set(sys.modules)
+    with pytest.raises(RuntimeError, match="broken on purpose"):
+        models.load_model(f"{path}:build")
+    assert set(sys.modules) == before
+
+
 @pytest.mark.parametrize(
     "spec,message",
     [("nope", "Give a sample name"), ("missing.py:f", "not found"), ("{file}:absent", "has no callable 'absent'")],

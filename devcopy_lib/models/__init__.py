@@ -8,8 +8,11 @@ transformers models built from code/config with random weights (real.py), which 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import sys
+import types
 
 from torch import nn
 
@@ -39,6 +42,22 @@ __all__ = [
 ]
 
 
+def _import_file(path: str) -> types.ModuleType:
+    """Import the user's file as a module registered in `sys.modules`, as a normal import would be: dataclasses,
+    pickling and torch.export's tracing of `torch.cond` look the module up there."""
+    name = f"devcopy_user_model_{hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    assert module_spec is not None and module_spec.loader is not None  # a .py path always has a source loader
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 def load_model(spec: str) -> tuple[nn.Module, tuple]:
     """A sample or real model name (`mlp`, `resnet18`) or `path/to/file.py:factory`; returns the factory's
     `(module, example_inputs)`. A real model without the `models` extra raises ModelsExtraMissing (an ImportError)."""
@@ -54,9 +73,7 @@ def load_model(spec: str) -> tuple[nn.Module, tuple]:
         )
     if not os.path.isfile(path):
         raise ValueError(f"Model file {path!r} not found (from {spec!r}). Check the path, relative to {os.getcwd()!r}.")
-    module_spec = importlib.util.spec_from_file_location(f"devcopy_user_model_{abs(hash(path))}", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    module = _import_file(path)
     factory = getattr(module, name, None)
     if not callable(factory):
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
