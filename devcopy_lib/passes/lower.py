@@ -148,6 +148,26 @@ def _checked_options(delegate_ops: Sequence[str] | None, partition: str) -> tupl
     return validate_overloads(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops)
 
 
+class UnsupportedModelError(Exception):
+    """A model that exports but uses a construct devcopy's programs cannot express."""
+
+    kind = "unsupported_model"
+
+
+def _refuse_control_flow(exported: ExportedProgram) -> None:
+    """torch.cond / map / while_loop export as higher-order ops over subgraphs; devcopy's programs have no jump
+    instructions, so such a model is refused by name here rather than failing somewhere inside lowering."""
+    for node in exported.graph_module.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
+            construct = f"torch.{node.target.name()}"
+            raise UnsupportedModelError(
+                f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower: its "
+                f"programs have no jump instructions, where ExecuTorch keeps {construct} and its branches on the "
+                "CPU. Export one branch (decide the predicate in Python before export), or see "
+                "docs/differences.md."
+            )
+
+
 def export_program(
     model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None
 ) -> ExportedProgram:
@@ -168,6 +188,7 @@ def lower(
     (`delegate_0`) or op overload (`add.Tensor`) to a device (delegates it does not cover get no device).
     """
     ops = _checked_options(delegate_ops, partition)
+    _refuse_control_flow(exported)
     edge = edge_form(exported)
     gm = edge.graph_module
     support = OverloadSupport(ops)
