@@ -67,3 +67,45 @@ def test_portable_mode_agrees_with_executorchs_own_runtime(sin_program, sin_byte
     module = portable_lib._load_for_executorch_from_buffer(sin_bytes)
     with pytest.raises(RuntimeError, match="0x20"):  # Error.NotFound: no device allocator for device type 1
         module.forward((torch.randn(2, 3), torch.randn(2, 3)))
+
+
+# Operators ExecuTorch's portable_lib registers that devcopy's portable lib does not (36 of its 240): the dim-order
+# ops to_edge writes for clone/_to_copy, ExecuTorch's scalar prims and view op, and a few ATen ops. devcopy registers
+# one op ExecuTorch does not: its own et_copy::_d2d_copy.out.
+PORTABLE_GAP_SAMPLE = {
+    "dim_order_ops::_clone_dim_order.out",
+    "dim_order_ops::_to_dim_order_copy.out",
+    "executorch_prim::et_view.default",
+    "aten::sym_size.int",
+}
+
+
+def test_devcopys_portable_lib_against_executorchs_240():
+    from executorch.extension.pybindings import portable_lib
+
+    from devcopy_lib.runtime.libs import portable_lib as devcopy_portable
+
+    theirs, ours = set(portable_lib._get_operator_names()), set(devcopy_portable().ops)
+    assert len(theirs) == 240
+    assert ours - theirs == {"et_copy::_d2d_copy.out"}
+    assert PORTABLE_GAP_SAMPLE <= theirs - ours and len(theirs - ours) == 36
+
+
+def test_a_program_with_a_dtype_cast_misses_a_dim_order_op_in_devcopys_portable_mode():
+    """`x.to(float64)` becomes dim_order_ops::_to_dim_order_copy.out in the table: ExecuTorch's runtime has it,
+    devcopy's portable lib does not (issue 25: what running real programs still needs)."""
+    from executorch.extension.pybindings import portable_lib
+
+    from devcopy_lib.passes.pte import open_pte
+    from devcopy_lib.passes.pte_backend import executorch_pte
+
+    class Cast(torch.nn.Module):
+        def forward(self, x):
+            return x.to(torch.float64) * 2
+
+    p = open_pte(executorch_pte(Cast(), (torch.randn(3),), []))
+    r = pte_registration(p, "portable")
+    theirs = set(portable_lib._get_operator_names())
+    assert set(p.operators) <= theirs
+    assert [name for _, name in r.missing] == [op for op in p.operators if op.startswith("dim_order_ops::")]
+    assert r.missing and r.message.startswith("Missing operator: [")
