@@ -78,16 +78,57 @@ def test_an_unknown_plan_is_a_usage_error_naming_the_plans(sin_bytes):
     assert open_pte(sin_bytes, plan="forward").plan == "forward"
 
 
+def _op_index(plan):
+    plan.chains[0].instructions[4].instr_args.op_index = 4  # the table has 4 operators: 0..3
+
+
+def _kernel_arg(plan):
+    plan.chains[0].instructions[5].instr_args.args[1] = 8  # 8 values: 0..7
+
+
+def _delegate_index(plan):
+    plan.chains[0].instructions[2].instr_args.delegate_index = 1
+
+
+def _memory_id(plan):
+    plan.values[2].val.allocation_info.memory_id = 3  # buffers 0..2
+
+
+def _overflowing_offset(plan):
+    plan.values[2].val.allocation_info.memory_offset_low = 96 - 23  # 24 bytes in a 96-byte buffer
+
+
+def _output(plan):
+    plan.outputs[0] = 8
+
+
+def _buffer_device(plan):
+    plan.non_const_buffer_device[0].buffer_idx = 3
+
+
 @pytest.mark.reference
-def test_an_index_out_of_range_is_an_inconsistent_program(sin_bytes):
-    """A program ExecuTorch parses but whose kernel call names an operator beyond the table: refused by devcopy's
-    check (ExecuTorch's own runtime refuses it at load too), not an IndexError later."""
+@pytest.mark.parametrize(
+    "corrupt, problem",
+    [
+        (_op_index, "instruction 4's operator is 4, outside 0..3"),
+        (_kernel_arg, "instruction 5's arg 1 is 8, outside 0..7"),
+        (_delegate_index, "instruction 2's delegate is 1, outside 0..0"),
+        (_memory_id, "value 2's memory_id is 3, outside 0..2"),
+        (_overflowing_offset, r"value 2 \(24 bytes at offset 73\) overflows buffer 2 of 96 bytes"),
+        (_output, "output 0 is 8, outside 0..7"),
+        (_buffer_device, r"non_const_buffer_device\[0\]'s buffer is 3, outside 0..2"),
+    ],
+    ids=lambda c: getattr(c, "__name__", "")[1:] or None,
+)
+def test_an_index_out_of_range_is_an_inconsistent_program(sin_bytes, corrupt, problem):
+    """A program ExecuTorch parses, but with one index just past the table it points into (or a tensor past its
+    buffer's end): refused by devcopy's checks, not an IndexError or a wrong read later."""
     from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 
     pte = deserialize_pte_binary(sin_bytes)
-    pte.program.execution_plan[0].chains[0].instructions[4].instr_args.op_index = 9
+    corrupt(pte.program.execution_plan[0])
     data = bytes(serialize_pte_binary(pte))
-    _load_error(data, match="inconsistent program: instruction 4's operator is 9, outside 0..3")
+    _load_error(data, match="inconsistent program: " + problem)
 
 
 @pytest.mark.reference
