@@ -64,3 +64,17 @@ def test_another_backends_delegate_is_refused_by_name(pass_through_bytes):
     with pytest.raises(PteUnsupportedError, match="0: DevcopyPassThroughBackend") as info:
         pte_program(open_pte(pass_through_bytes))
     assert info.value.kind == "unsupported_model"
+
+
+def test_a_delegate_owning_its_weights_runs(sim):
+    """A Linear + relu delegated to cuda:0: the weights travel inside the delegate's blob (tag_constant_data), the
+    plan holds only the input's H2D and the output's D2H."""
+    from devcopy_lib.passes.pte_backend import executorch_pte
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
+    x = torch.randn(5, 3)
+    p = open_pte(executorch_pte(model, (x,), None))
+    assert p.operators == ["et_copy::_h2d_copy.out", "et_copy::_d2h_copy.out"]
+    (out,) = load_method(pte_program(p), "portable")(x)
+    torch.testing.assert_close(out, model(x))
