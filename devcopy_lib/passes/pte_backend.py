@@ -1,0 +1,155 @@
+"""devcopy as a real ExecuTorch backend: a partitioner and a backend for ExecuTorch 1.5.1's own
+`to_edge_transform_and_lower(...).to_executorch()`, and `executorch_pte`, which returns the `.pte` it writes.
+
+The partitioner delegates `delegate_ops` (devcopy's spelling, as `export_and_lower` takes them) in torch.fx's
+capability groups and gives each delegate the `target_device` compile spec, the one thing ExecuTorch's
+`PropagateDevicePass` reads to insert `et_copy::_h2d_copy.out` / `_d2h_copy.out` around it (docs/semantics.md §6).
+Unlike the reference's pass-through backend (`executorch_reference.py`), this backend's blob is executable: the
+delegated subgraph as `torch.export.save` writes it (`torch.export.load` reads it back), so a program reader can run
+a delegate without devcopy's lowering. ExecuTorch is imported only when called (the `reference` extra).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .executorch_reference import ExecuTorchRefusal, _groups, _tag_origins, devcopy_spelling
+from .lower import DEFAULT_DELEGATE_OPS
+
+BACKEND_ID = "DevcopyExportBackend"  # the BackendDelegate.id ExecuTorch writes into the .pte: the backend's class name
+BLOB_MAGIC = b"DEVCOPY-EXPORT-1\n"  # first bytes of this backend's blob, then torch.export.save's archive
+
+
+def _to_aten(program: Any) -> Any:
+    """The delegated subgraph with each edge-dialect op replaced by the ATen overload it wraps, so that
+    `torch.export.save` (which knows ATen ops, not ExecuTorch's EdgeOpOverload) can serialize it."""
+    from executorch.exir.dialects.edge._ops import EdgeOpOverload
+
+    for node in program.graph_module.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, EdgeOpOverload):
+            node.target = node.target._op
+    program.graph_module.recompile()
+    return program
+
+
+def serialize_delegate(edge_program: Any) -> bytes:
+    """A partition's ExportedProgram as this backend's blob: BLOB_MAGIC + `torch.export.save`'s bytes."""
+    import copy
+
+    buffer = io.BytesIO()
+    torch.export.save(_to_aten(copy.deepcopy(edge_program)), buffer)
+    return BLOB_MAGIC + buffer.getvalue()
+
+
+def load_delegate(blob: bytes) -> torch.export.ExportedProgram:
+    """This backend's blob back as an ExportedProgram (ValueError when the blob is not one of this backend's)."""
+    if not blob.startswith(BLOB_MAGIC):
+        raise ValueError(f"not a {BACKEND_ID} blob: it starts with {bytes(blob[: len(BLOB_MAGIC)])!r}")
+    return torch.export.load(io.BytesIO(bytes(blob[len(BLOB_MAGIC) :])))
+
+
+@functools.lru_cache(maxsize=1)
+def backend() -> type:
+    """devcopy's ExecuTorch backend class (ExecuTorch finds a backend by its class name, BACKEND_ID)."""
+    from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+
+    class DevcopyExportBackend(BackendDetails):  # type: ignore[misc]
+        """Compiles a partition to `torch.export`'s own serialization of it (see `serialize_delegate`)."""
+
+        @staticmethod
+        def preprocess(edge_program: Any, compile_specs: Any) -> Any:
+            return PreprocessResult(processed_bytes=serialize_delegate(edge_program))
+
+    assert DevcopyExportBackend.__name__ == BACKEND_ID
+    return DevcopyExportBackend
+
+
+def partitioner(
+    delegate_ops: Sequence[str] | None = None, target_device: str | None = "cuda:0", partition: str = "capability"
+) -> Any:
+    """An ExecuTorch `Partitioner` delegating `delegate_ops` (devcopy's spelling; None: DEFAULT_DELEGATE_OPS) to
+    devcopy's backend, each partition with the compile spec `target_device` (None: none, so the delegate stays on the
+    CPU and ExecuTorch inserts no copies). Constants a delegate reads are tagged to it (`tag_constant_data`).
+    The graph must carry devcopy's op names (`executorch_pte` tags them); untagged nodes match by their edge name."""
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
+    from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+    from executorch.exir.backend.utils import tag_constant_data
+    from executorch.exir.passes.propagate_device_pass import TARGET_DEVICE_COMPILE_SPEC_KEY
+
+    wanted = frozenset(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops)
+    specs = [] if target_device is None else [CompileSpec(TARGET_DEVICE_COMPILE_SPEC_KEY, target_device.encode())]
+    spec = DelegationSpec(backend().__name__, specs)
+
+    class DevcopyPartitioner(Partitioner):  # type: ignore[misc]
+        """Capability partitions of devcopy's delegate ops, each delegated to devcopy's backend on one device."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.delegate_ops = wanted
+            self.target_device = target_device
+            self.delegation_spec = spec
+
+        def partition(self, exported_program: Any) -> Any:
+            tags = {}
+            for index, nodes in enumerate(_groups(exported_program.graph_module, wanted, partition)):
+                for node in nodes:
+                    node.meta["delegation_tag"] = f"devcopy{index}"
+                tags[f"devcopy{index}"] = spec
+            tag_constant_data(exported_program)
+            return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
+
+    return DevcopyPartitioner()
+
+
+def executorch_manager(
+    model: torch.nn.Module,
+    example_inputs: Sequence[Any],
+    delegate_ops: Sequence[str] | None = None,
+    target_device: str | None = "cuda:0",
+) -> Any:
+    """ExecuTorch's `ExecutorchProgramManager` for `model`: exported, decomposed, then ExecuTorch's own
+    `to_edge_transform_and_lower(partitioner=[devcopy's])` and `to_executorch()` (its device pass and non-CPU memory
+    planning inside). Raises ExecuTorchRefusal, naming the stage, when ExecuTorch refuses."""
+    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+
+    exported = torch.export.export(model, tuple(example_inputs)).run_decompositions()
+    _tag_origins(exported)
+    stage = "to_edge_transform_and_lower"
+    try:
+        lowered = to_edge_transform_and_lower(
+            exported,
+            partitioner=[partitioner(delegate_ops, target_device)],
+            compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        )
+        stage = "to_executorch"
+        return lowered.to_executorch(ExecutorchBackendConfig(emit_stacktrace=False))
+    except Exception as exc:  # ExecuTorch's own refusal, told apart from a devcopy error by its type
+        raise ExecuTorchRefusal(stage, exc) from exc
+
+
+def executorch_pte(
+    model: torch.nn.Module,
+    example_inputs: Sequence[Any],
+    delegate_ops: Sequence[str] | None = None,
+    target_device: str | None = "cuda:0",
+) -> bytes:
+    """The `.pte` bytes ExecuTorch writes for `model` lowered with devcopy's partitioner and backend."""
+    return bytes(executorch_manager(model, example_inputs, delegate_ops, target_device).buffer)
+
+
+__all__ = [
+    "BACKEND_ID",
+    "BLOB_MAGIC",
+    "backend",
+    "devcopy_spelling",
+    "executorch_manager",
+    "executorch_pte",
+    "load_delegate",
+    "partitioner",
+    "serialize_delegate",
+]

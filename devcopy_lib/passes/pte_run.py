@@ -1,0 +1,126 @@
+"""An ExecuTorch program as a devcopy `Program` (issue 25, item 5, first slice): `pte_program` turns a `PteProgram`
+that `open_pte` read into the `Program` devcopy's runtime loads (`runtime.method.load_program`, or `load_method`),
+keeping ExecuTorch's own memory plan - its buffers, their devices and every tensor's (buffer, offset) - instead of
+planning again.
+
+What changes on the way: an ExecuTorch kernel call lists its schema's arguments and then its returns (the `out`
+again), devcopy's lists the arguments only; a delegate call lists inputs then outputs, split here by the number of
+outputs of the delegate's ExportedProgram; an IntList's value indices become the ints themselves. Delegates must be
+devcopy's own (`pte_backend`): their blob is loaded back with `torch.export.load`. Moves, jumps and frees (control
+flow) and another backend's delegates are refused with a `PteUnsupportedError` naming them; the program's operators
+are resolved when it is loaded, so an operator no linked lib has is a `MissingOperatorError` there, as in ExecuTorch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..devices.device import CPU
+from ..runtime.memory_plan import Allocation, Buffer, MemoryPlan
+from ..runtime.program import (
+    BackendDelegate,
+    DelegateCall,
+    Instruction,
+    KernelCall,
+    Program,
+    ScalarValue,
+    TensorListValue,
+    TensorSpec,
+    TensorValue,
+    Value,
+)
+from .pte import PteDelegate, PteKernel, PteList, PteProgram, PteScalar, PteTensor
+from .pte_backend import BACKEND_ID, load_delegate
+
+
+class PteUnsupportedError(Exception):
+    """A program devcopy can read but not run: control flow (move, jump, free), another backend's delegate, or an
+    operator whose schema torch does not know."""
+
+    kind = "unsupported_model"
+
+
+def _argument_count(name: str) -> int:
+    """How many arguments (outs included, returns excluded) operator `name` (`ns::op.overload`) takes."""
+    namespace, _, rest = name.partition("::")
+    op, _, overload = rest.partition(".")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), op)
+        return len(getattr(packet, overload or "default")._schema.arguments)
+    except (AttributeError, RuntimeError) as exc:
+        raise PteUnsupportedError(
+            f"operator {name}: torch knows no schema for it, so its arguments cannot be told from its returns. "
+            "To fix: import the library that defines it (e.g. executorch.exir for dim_order_ops) before converting"
+        ) from exc
+
+
+def _value(p: PteProgram, v: Any) -> Value:
+    if isinstance(v, PteTensor):
+        data = None
+        if v.constant:
+            raw = bytearray(p.constants[v.constant])
+            data = torch.frombuffer(raw, dtype=v.dtype).reshape(v.sizes) if raw else torch.empty(v.sizes, dtype=v.dtype)
+        return TensorValue(TensorSpec(v.dtype, v.sizes, v.device, v.dynamism != "STATIC"), v.mem_id is not None, data)
+    if isinstance(v, PteScalar):
+        return ScalarValue(v.value)
+    assert isinstance(v, PteList)
+    if v.kind == "IntList":  # value indices of Int values (a SymInt's value is not an Int: refused)
+        items = [p.values[i] for i in v.items]
+        if not all(isinstance(item, PteScalar) and isinstance(item.value, int) for item in items):
+            raise PteUnsupportedError(f"an int list {list(v.items)} refers to values that are not ints")
+        return ScalarValue(tuple(item.value for item in items if isinstance(item, PteScalar)))
+    if v.items_are_values:
+        return ScalarValue(tuple(v.items))
+    return TensorListValue(tuple(None if i == -1 else i for i in v.items))
+
+
+def pte_program(p: PteProgram) -> Program:
+    """A devcopy `Program` running `p` with ExecuTorch's memory plan (see the module docstring for what changes and
+    what is refused)."""
+    foreign = [f"{i}: {d.backend_id}" for i, d in enumerate(p.delegates) if d.backend_id != BACKEND_ID]
+    if foreign:
+        raise PteUnsupportedError(
+            f"delegates of another backend ({', '.join(foreign)}): devcopy runs only {BACKEND_ID}'s blobs. "
+            "To fix: lower with devcopy's partitioner (executorch_pte), or run the program in ExecuTorch"
+        )
+    exported = [load_delegate(d.blob) for d in p.delegates]
+    delegates = [
+        BackendDelegate(f"delegate_{i}", ep.module(), d.device or CPU)
+        for i, (d, ep) in enumerate(zip(p.delegates, exported, strict=True))
+    ]
+    counts = {op: _argument_count(op) for op in p.operators}
+    instructions: list[Instruction] = []
+    for position, ins in enumerate(p.instructions):
+        if isinstance(ins, PteKernel):
+            instructions.append(KernelCall(ins.op, ins.args[: counts[p.operators[ins.op]]]))
+        elif isinstance(ins, PteDelegate):
+            outputs = len(exported[ins.delegate].graph_signature.user_outputs)
+            split = len(ins.args) - outputs
+            instructions.append(DelegateCall(ins.delegate, ins.args[:split], ins.args[split:]))
+        else:
+            raise PteUnsupportedError(
+                f"instruction {position} is a {ins.kind} (control flow): devcopy's runtime runs kernel and delegate "
+                "calls only. To fix: run the program in ExecuTorch"
+            )
+    program = Program(
+        values=[_value(p, v) for v in p.values],
+        instructions=instructions,
+        operators=list(p.operators),
+        inputs=list(p.inputs),
+        outputs=list(p.outputs),
+        delegates=delegates,
+    )
+    program.memory_plan = MemoryPlan(
+        tuple(Buffer(p.buffer_devices.get(i, CPU), size) for i, size in enumerate(p.buffer_sizes)),
+        {
+            i: Allocation(v.mem_id, v.offset)
+            for i, v in enumerate(p.values)
+            if isinstance(v, PteTensor) and v.mem_id is not None and v.offset is not None
+        },
+    )
+    return program
+
+
+__all__ = ["PteUnsupportedError", "pte_program"]
