@@ -50,4 +50,4 @@ class EventClock:
     def stop(self, token: None) -> float:
         self._end.record(self.stream)
         self._end.synchronize()
-        return self.cupy.cuda.get_elapsed_time(self._begin, self._end) / 1e3
+        return float(self.cupy.cuda.get_elapsed_time(self._begin, self._end)) / 1e3

@@ -103,16 +103,22 @@ class SweepResult:
     backend: str
     device: str
     measurements: list[Measurement]
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
-    def rows(self) -> list[dict]:
+    @property
+    def simulated(self) -> bool:
+        """Whether the device was simulated (host memory standing in): recorded by the sweep from the allocator's
+        capabilities, so targets and plots never go by the backend's name."""
+        return bool(self.meta["simulated"])
+
+    def rows(self) -> list[dict[str, Any]]:
         return [m.row() for m in self.measurements]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "device": self.device, **self.meta, "rows": self.rows()}
 
     @classmethod
-    def from_dict(cls, data: dict) -> SweepResult:
+    def from_dict(cls, data: dict[str, Any]) -> SweepResult:
         meta = {k: v for k, v in data.items() if k not in ("backend", "device", "rows")}
         return cls(data["backend"], data["device"], [Measurement.from_row(r) for r in data["rows"]], meta)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class Measurement:
     def label(self) -> str:
         return f"{self.method} {self.direction} {self.memory} {self.nbytes}B ({self.clock})"
 
-    def row(self) -> dict:
+    def row(self) -> dict[str, Any]:
         """The JSON/CSV row: method, direction, memory, bytes, clock, median_s, iqr_s, gbps, samples."""
         return {
             "method": self.method,
@@ -63,7 +64,7 @@ class Measurement:
         }
 
     @classmethod
-    def from_row(cls, row: dict) -> Measurement:
+    def from_row(cls, row: dict[str, Any]) -> Measurement:
         return cls(
             row["method"],
             row["direction"],

@@ -26,7 +26,7 @@ def ceilings(result: SweepResult, ceiling_gbps: float | None = None) -> list[tup
     cudaMemcpyAsync peak; on the simulated backend the host memcpy peak."""
     if ceiling_gbps is not None:
         return [(ceiling_gbps, f"ceiling {ceiling_gbps:g} GB/s")]
-    if result.backend == "cupy":
+    if not result.simulated:
         measured = [m.gbps for m in result.measurements if (m.method, m.memory) == (CEILING_METHOD, "pinned")]
         lines = [(PCIE5_X16_GBPS, f"PCIe 5.0 x16 link ({PCIE5_X16_GBPS:g} GB/s, theoretical)")]
         return lines + (

@@ -4,6 +4,7 @@ the same run on the same clock."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .harness import SweepResult
 
@@ -25,7 +26,7 @@ class Target:
     clock: str = "wall"
     lower_is_better: bool = False  # compare times (latency) instead of bandwidth
 
-    def evaluate(self, result: SweepResult) -> list[dict]:
+    def evaluate(self, result: SweepResult) -> list[dict[str, Any]]:
         """One row per size: measured value (ratio or GB/s), met or not; sizes the sweep lacks are skipped."""
         rows = []
         for n in self.sizes:
@@ -173,6 +174,7 @@ def simulated_targets() -> list[Target]:
     ]
 
 
-def evaluate(result: SweepResult) -> list[dict]:
-    targets = simulated_targets() if result.backend == "simulated" else cuda_targets()
+def evaluate(result: SweepResult) -> list[dict[str, Any]]:
+    """Every target of the result's device (simulated or CUDA) against the sweep, one row per target and size."""
+    targets = simulated_targets() if result.simulated else cuda_targets()
     return [row for t in targets for row in t.evaluate(result)]
