@@ -1,5 +1,5 @@
-"""The two clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees) and
-`EventClock` (CUDA events on a stream: device time). Both are injectable, so the harness runs on fake clocks."""
+"""The clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees), `CpuClock`
+(this process's CPU time: host-only work on a shared machine) and `EventClock` (CUDA events on a stream: device time). Both are injectable, so the harness runs on fake clocks."""
 
 from __future__ import annotations
 
@@ -32,6 +32,19 @@ class WallClock:
     def stop(self, token: float) -> float:
         self.synchronize()
         return self.now() - token
+
+
+class CpuClock:
+    """CPU seconds of this process (`time.process_time`): for host-only work on a shared machine, where other jobs
+    stretch wall time unevenly but not this process's CPU time."""
+
+    name = "cpu"
+
+    def start(self) -> float:
+        return time.process_time()
+
+    def stop(self, token: float) -> float:
+        return time.process_time() - token
 
 
 class EventClock:

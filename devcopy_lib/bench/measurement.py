@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -9,6 +10,37 @@ from typing import Any
 import numpy as np
 
 SPREAD_WARNING = 0.25  # IQR / median above this is flagged
+
+
+def median_of(samples: Sequence[float]) -> float:
+    return float(np.median(samples))
+
+
+def iqr_of(samples: Sequence[float]) -> float:
+    """Interquartile range: the spread of the middle half, which one stray sample does not move."""
+    q1, q3 = np.percentile(samples, [25, 75])
+    return float(q3 - q1)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Samples (seconds) of one timed function, from `harness.interleaved` or `harness.repeat`: median and IQR, and
+    the fastest sample (on a shared machine other processes only ever add time, so the fastest is the closest to the
+    code's own cost, as timeit reports)."""
+
+    samples: Sequence[float]
+
+    @property
+    def median(self) -> float:
+        return median_of(self.samples)
+
+    @property
+    def iqr(self) -> float:
+        return iqr_of(self.samples)
+
+    @property
+    def fastest(self) -> float:
+        return min(self.samples)
 
 
 @dataclass
@@ -24,12 +56,11 @@ class Measurement:
 
     @cached_property
     def median(self) -> float:
-        return float(np.median(self.samples))
+        return median_of(self.samples)
 
     @cached_property
     def iqr(self) -> float:
-        q1, q3 = np.percentile(self.samples, [25, 75])
-        return float(q3 - q1)
+        return iqr_of(self.samples)
 
     @property
     def gbps(self) -> float:
