@@ -1,8 +1,10 @@
-"""The copy engine's targets (docs/benchmarks.md), evaluated from one sweep: each a ratio of devcopy to a baseline measured in
-the same run on the same clock."""
+"""Every benchmark target, in one place: the copy engine's (docs/benchmarks.md), evaluated from one sweep, each a ratio
+of devcopy to a baseline measured in the same run on the same clock; and the single-number targets of the
+call-overhead and explorer benchmarks (`goal_row`), so no script keeps its own goals."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,3 +180,85 @@ def evaluate(result: SweepResult) -> list[dict[str, Any]]:
     """Every target of the result's device (simulated or CUDA) against the sweep, one row per target and size."""
     targets = simulated_targets() if result.simulated else cuda_targets()
     return [row for t in targets for row in t.evaluate(result)]
+
+
+# ---- targets of one number each: the call-overhead and explorer benchmarks ------------------------------------------
+RULES: dict[str, Callable[[float, float], bool]] = {
+    "<=": lambda value, goal: value <= goal,
+    "<": lambda value, goal: value < goal,
+    "within": lambda value, goal: abs(value - 1) <= goal,  # a ratio within `goal` of 1 (prediction / measurement)
+}
+
+
+def goal_row(target: str, value: float, goal: float, rule: str = "<=") -> dict[str, Any]:
+    """One target that is a single number: `value` against `goal` by `rule` (a key of RULES)."""
+    return {"target": target, "value": value, "goal": goal, "met": RULES[rule](value, goal)}
+
+
+def profiled_copies(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every profiled copy of >= 1 MiB in a call-overhead run: the size sweep's and the models' (`Method.profile`
+    rows)."""
+    copies = data.get("copy_sizes", []) + [c for r in data["models"] for c in r["copies"]]
+    return [c for c in copies if c["bytes"] >= MiB and c["measured_s"]]
+
+
+def call_overhead_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every target of a call-overhead run (benchmarks/call_overhead.py) as a ratio or a time: on the simulated
+    device the runtime's own cost per call and per instruction; on a real device devcopy against torch eager and
+    the cost model's predictions against the profiled copies (the model prices the H200, not host memcpy)."""
+    out = []
+    by = {(r["model"], r["strategy"], r["mode"]): r for r in data["models"]}
+    if data["simulated"]:
+        for mode in ("portable", "aten"):
+            if ("add", "executorch", mode) in by:
+                row = by[("add", "executorch", mode)]
+                out.append(goal_row(f"add ({mode}) call <= 20 µs (µs)", row["call_s"] * 1e6, 20.0))
+                out.append(goal_row(f"add ({mode}) <= 5 µs per instruction (µs)", row["per_instruction_s"] * 1e6, 5.0))
+            for strategy in ("executorch", "dedupe"):
+                if ("transformer_block", strategy, mode) in by:
+                    row = by[("transformer_block", strategy, mode)]
+                    out.append(
+                        goal_row(
+                            f"transformer_block ({strategy}, {mode}) <= 2x eager CPU",
+                            row["call_s"] / row["eager_module_s"],
+                            2.0,
+                        )
+                    )
+        return out
+    for (model, strategy, mode), row in by.items():
+        if model.startswith("mlp") and model != "mlp":
+            out.append(
+                goal_row(f"{model} ({mode}) <= 1.5x torch eager on CUDA", row["call_s"] / row["eager_module_s"], 1.5)
+            )
+        elif model in ("transformer_block", "gpt2_2l", "resnet18") and row["eager_placed_s"]:
+            out.append(
+                goal_row(
+                    f"{model} ({strategy}, {mode}) <= 1.3x the placement run by torch eager",
+                    row["call_s"] / row["eager_placed_s"],
+                    1.3,
+                )
+            )
+    for row in data.get("small_copies", []):
+        out.append(
+            goal_row(f"4 KiB {row['direction']} through et_copy <= 1.1x torch copy_ pinned + sync", row["ratio"], 1.1)
+        )
+    for c in profiled_copies(data):
+        out.append(
+            goal_row(
+                f"predicted/measured ({c['clock']}) {c['op'].split('::')[-1]} {c['bytes'] >> 20} MiB ({c['memory']}) "
+                "within 15%",
+                c["predicted_s"] / c["measured_s"],
+                0.15,
+                "within",
+            )
+        )
+    return out
+
+
+EXPLORER_GOALS = {"build_s": 5.0, "median_op_toggle_s": 1.0}  # seconds, after torch.export + decompositions
+
+
+def explorer_targets(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The placement explorer's targets (benchmarks/explorer.py) by result key: building it and a median op toggle
+    (a new delegate set) each under its goal in seconds."""
+    return {key: goal_row(key, result[key], goal, "<") for key, goal in EXPLORER_GOALS.items()}
