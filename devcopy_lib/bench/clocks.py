@@ -1,5 +1,6 @@
 """The clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees), `CpuClock`
-(this process's CPU time: host-only work on a shared machine) and `EventClock` (CUDA events on a stream: device time). Both are injectable, so the harness runs on fake clocks."""
+(this process's CPU time: host-only work on a shared machine) and `EventClock` (CUDA events on a stream: device
+time). All share one protocol, so the harness also runs on fake clocks."""
 
 from __future__ import annotations
 
