@@ -1,6 +1,6 @@
 """State of the copy timing panel: sizes, direction, host memory kind; runs the library's sweep loop, reporting each
-finished size so the view can redraw between sizes, and stopping between cases when asked. One bench (one allocator) per backend, reused by
-every run until `close()`. No display calls."""
+finished size so the view can redraw between sizes, and stopping between cases when asked. One bench (one allocator)
+per backend, reused by every run until `close()`. No display calls."""
 
 from __future__ import annotations
 
@@ -83,7 +83,9 @@ class TimingState:
                 f"{bench.limits}. Choose among direction {', '.join(bench.directions)} and host "
                 f"memory {', '.join(bench.memories)}."
             )
-        ends = dict(zip(accumulate(len(cases) for cases in per_size), enumerate(sizes, 1)))  # last case -> its size
+        ends = dict(
+            zip(accumulate(len(cases) for cases in per_size), enumerate(sizes, 1), strict=True)
+        )  # last case -> its size
         name = select_backend(self.backend)
         result = self.result = new_result(name, bench)
 

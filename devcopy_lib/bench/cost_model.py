@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .harness import SweepResult
+from .measurement import ONE_WAY
 
 DEFAULT_FILE = "cost_model_h200.json"
 FIT_METHOD, FIT_CLOCK = "devcopy engine", "wall"
@@ -89,7 +90,7 @@ class CostModel:
         """One line per (direction, memory) over the sweep's medians of `method` on `clock` (one-way copies)."""
         points: dict[tuple[str, str], list[tuple[int, float]]] = {}
         for m in result.measurements:
-            if m.method == method and m.clock == clock and m.direction in ("h2d", "d2h"):
+            if m.method == method and m.clock == clock and m.direction in ONE_WAY:
                 points.setdefault((m.direction, m.memory), []).append((m.nbytes, m.median))
         if not points:
             raise ValueError(
@@ -111,7 +112,7 @@ class CostModel:
         `bytes`, `memory`, `measured_s`, as `Method.profile` gives them): what a method's copy step costs, not the
         raw engine's. Directions with fewer than two distinct sizes keep their sweep line."""
         lines = dict(self.lines)
-        for direction in ("h2d", "d2h"):
+        for direction in ONE_WAY:
             points = [
                 (c["bytes"], c["measured_s"])
                 for c in copies

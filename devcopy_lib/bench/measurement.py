@@ -9,7 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..names import Direction
+
 SPREAD_WARNING = 0.25  # IQR / median above this is flagged
+ONE_WAY = (Direction.H2D, Direction.D2H)  # the host<->device copy directions a sweep times one at a time
+BOTH = "both"  # a sweep's third direction: H2D and D2H at once (its bytes count both)
 
 
 def median_of(samples: Sequence[float]) -> float:

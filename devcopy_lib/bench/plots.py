@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .harness import SweepResult
-from .measurement import Measurement
+from .measurement import BOTH, ONE_WAY, Measurement
 from .sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from matplotlib.axis import Axis
     from matplotlib.figure import Figure
 
-PANELS = [("h2d", "pinned"), ("d2h", "pinned"), ("h2d", "pageable"), ("d2h", "pageable"), ("both", "pinned")]
+H2D, D2H = ONE_WAY
+PANELS = [(H2D, "pinned"), (D2H, "pinned"), (H2D, "pageable"), (D2H, "pageable"), (BOTH, "pinned")]
 CEILING_METHOD = "cudaMemcpyAsync"
 SMALL_BYTES = 1 << 16
 PCIE5_X16_GBPS = 64.0  # PCIe 5.0 x16, one direction, before protocol overhead (the H200's host link)
@@ -146,16 +147,14 @@ def plot_latency(result: SweepResult, path: str | None = None) -> Figure:
     fig, axes = _figure(len(clocks), 5, 3.6)
     handles: dict[str, Any] = {}  # legend handles: lines, and errorbar containers (not Artists)
     for ax, clock in zip(axes, clocks, strict=False):  # no clocks: one empty axes
-        rows = [
-            m for m in result.measurements if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != "both"
-        ]
+        rows = [m for m in result.measurements if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != BOTH]
         for key in sorted(dict.fromkeys((m.method, m.direction, m.memory) for m in rows)):
             points = sorted((m.nbytes, m.median * 1e6) for m in rows if (m.method, m.direction, m.memory) == key)
             (line,) = ax.plot(
                 [n for n, _ in points],
                 [us for _, us in points],
                 color=colours[key[0]],
-                marker="o" if key[1] == "h2d" else "s",
+                marker="o" if key[1] == H2D else "s",
                 markersize=3,
                 linestyle="--" if key[2] == "pageable" else "-",
             )

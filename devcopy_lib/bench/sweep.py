@@ -13,9 +13,10 @@ from ..devices.allocator import DeviceAllocator
 from ..devices.backend import make_allocator, select_backend
 from .clocks import Clock
 from .harness import Case, Policy, Progress, SweepResult, run_cases
+from .measurement import BOTH, ONE_WAY
 from .sizes import CI_SIZES, CUDA_SIZES
 
-DIRECTIONS = ("h2d", "d2h", "both")
+DIRECTIONS = (*ONE_WAY, BOTH)
 MEMORIES = ("pageable", "pinned")
 SIMULATED_SIZES = [4 << (2 * i) for i in range(13)]  # 4 B .. 64 MiB
 

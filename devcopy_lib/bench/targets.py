@@ -8,7 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..names import MODES, Strategy
 from .harness import SweepResult
+from .measurement import BOTH, ONE_WAY
+
+H2D, D2H = ONE_WAY
 
 MiB = 1 << 20
 ENGINE, ALLOCATOR = "devcopy engine", "devcopy allocator"
@@ -64,7 +68,7 @@ def cuda_targets() -> list[Target]:
     big = (16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB)
     out = []
     for clock in ("events", "wall"):
-        for d in ("h2d", "d2h"):
+        for d in ONE_WAY:
             out.append(
                 Target(
                     f"planned (pinned) {d} >= 0.95x cudaMemcpyAsync",
@@ -81,7 +85,7 @@ def cuda_targets() -> list[Target]:
         out += [
             Target(
                 "pageable h2d at 64 MiB >= 2x cudaMemcpy",
-                "h2d",
+                H2D,
                 "pageable",
                 (64 * MiB,),
                 ENGINE,
@@ -91,7 +95,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable h2d at 64 MiB >= 2x torch .to('cuda')",
-                "h2d",
+                H2D,
                 "pageable",
                 (64 * MiB,),
                 ENGINE,
@@ -101,7 +105,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable h2d >= 256 MiB >= 3x cudaMemcpy",
-                "h2d",
+                H2D,
                 "pageable",
                 (256 * MiB, 1024 * MiB),
                 ENGINE,
@@ -111,7 +115,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable h2d >= 256 MiB >= 3x torch .to('cuda')",
-                "h2d",
+                H2D,
                 "pageable",
                 (256 * MiB, 1024 * MiB),
                 ENGINE,
@@ -121,7 +125,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable d2h >= 256 MiB >= 1.5x cudaMemcpy",
-                "d2h",
+                D2H,
                 "pageable",
                 (256 * MiB, 1024 * MiB),
                 ENGINE,
@@ -131,7 +135,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable d2h >= 256 MiB >= 10x torch .cpu()",
-                "d2h",
+                D2H,
                 "pageable",
                 (256 * MiB, 1024 * MiB),
                 ENGINE,
@@ -141,7 +145,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "both directions, pinned, 256 MiB each: >= 0.97x raw bidirectional cudaMemcpyAsync",
-                "both",
+                BOTH,
                 "pinned",
                 (512 * MiB,),
                 ENGINE,
@@ -162,7 +166,7 @@ def cuda_targets() -> list[Target]:
             "wall",
             lower_is_better=True,
         )
-        for d in ("h2d", "d2h")
+        for d in ONE_WAY
     ]
     return out
 
@@ -172,7 +176,7 @@ def simulated_targets() -> list[Target]:
     sizes = (1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)
     return [
         Target(f"simulated {d} >= 0.8x numpy copyto", d, "pageable", sizes, ALLOCATOR, "numpy copyto", 0.8)
-        for d in ("h2d", "d2h")
+        for d in ONE_WAY
     ]
 
 
@@ -209,12 +213,12 @@ def call_overhead_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     by = {(r["model"], r["strategy"], r["mode"]): r for r in data["models"]}
     if data["simulated"]:
-        for mode in ("portable", "aten"):
-            if ("add", "executorch", mode) in by:
-                row = by[("add", "executorch", mode)]
+        for mode in MODES:
+            if ("add", Strategy.EXECUTORCH, mode) in by:
+                row = by[("add", Strategy.EXECUTORCH, mode)]
                 out.append(goal_row(f"add ({mode}) call <= 20 µs (µs)", row["call_s"] * 1e6, 20.0))
                 out.append(goal_row(f"add ({mode}) <= 5 µs per instruction (µs)", row["per_instruction_s"] * 1e6, 5.0))
-            for strategy in ("executorch", "dedupe"):
+            for strategy in (Strategy.EXECUTORCH, Strategy.DEDUPE):
                 if ("transformer_block", strategy, mode) in by:
                     row = by[("transformer_block", strategy, mode)]
                     out.append(
