@@ -1,6 +1,8 @@
 """Per-call cost of a loaded Method against eager PyTorch, per-instruction overhead, 4 KiB copies through the
-resolved et_copy kernel, and the cost model's predicted vs measured copy times; writes docs/data/call_overhead_<backend>.json
-and prints every target as a ratio. benchmarks/render_docs.py renders the "Call overhead" section of docs/benchmarks.md.
+resolved et_copy kernel, and the cost model's predicted vs measured copy times; writes
+docs/data/call_overhead_<backend>.json and prints every target (`bench.targets.call_overhead_targets`) as a ratio.
+Timing is `bench.harness.interleaved`; the "eager placed" reference is `devcopy_lib.eager_program` (the same
+placement run by torch eager). benchmarks/render_docs.py renders the "Call overhead" section of docs/benchmarks.md.
 
     python benchmarks/call_overhead.py                       # simulated backend (this machine)
     python benchmarks/call_overhead.py --backend cupy        # on the CUDA machine
@@ -16,25 +18,30 @@ import os
 import platform
 import statistics
 import sys
-import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from devcopy_lib import models
+from devcopy_lib import (
+    DeviceAllocator,
+    aten_lib,
+    eager_program,
+    emit,
+    export_and_lower,
+    load_method,
+    make_allocator,
+    models,
+    place_devices,
+    scoped_allocators,
+)
+from devcopy_lib.bench.clocks import WallClock
 from devcopy_lib.bench.cost_model import default_model
-from devcopy_lib.devices.backend import make_allocator
-from devcopy_lib.devices.registry import scoped_allocators
-from devcopy_lib.kernels.portable_cpu import aten_overload, split_arguments
-from devcopy_lib.load import load_method
+from devcopy_lib.bench.harness import interleaved, timed
+from devcopy_lib.bench.targets import call_overhead_targets, profiled_copies
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
-from devcopy_lib.passes.emit import emit
-from devcopy_lib.passes.lower import export_and_lower
-from devcopy_lib.passes.placement import place_devices
-from devcopy_lib.runtime.libs import aten_lib, native_lib
-from devcopy_lib.runtime.program import DelegateCall, TensorValue
-from devcopy_lib.runtime.resolve import resolve_operators
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs/data"
@@ -69,71 +76,6 @@ def model_cases() -> dict:
     return cases
 
 
-# ---- timing ---------------------------------------------------------------------------------------------------
-def interleaved(fns: dict, rounds: int, calls: int, sync) -> dict[str, float]:
-    """Fastest over `rounds` of the mean per-call time of each function, rounds interleaved: on a shared machine
-    other processes only ever add time, so the fastest round is the closest to the code's own cost (as timeit)."""
-    samples = {name: [] for name in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            sync()
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            sync()
-            samples[name].append((time.perf_counter() - start) / calls)
-    return {name: min(values) for name, values in samples.items()}
-
-
-def placed_eager(program, cuda: bool):
-    """The same placement run by torch eager: CPU ops on CPU tensors, delegate subgraphs on device tensors (CUDA
-    tensors on the CUDA machine, CPU tensors on the simulated one), copies as `copy_`. Returns `run(*inputs)`."""
-
-    def make(value: TensorValue) -> torch.Tensor:
-        spec = value.spec
-        device = f"cuda:{spec.device.index}" if cuda and not spec.device.is_cpu else "cpu"
-        if value.is_constant:
-            return value.data.to(device)
-        return torch.empty(spec.sizes, dtype=spec.dtype, device=device, pin_memory=cuda and device == "cpu")
-
-    def lift(index: int):
-        value = program.values[index]
-        if isinstance(value, TensorValue):
-            return tensors[index]
-        if hasattr(value, "items"):
-            return [None if i is None else tensors[i] for i in value.items]
-        return value.value
-
-    tensors = {i: make(v) for i, v in enumerate(program.values) if isinstance(v, TensorValue)}
-    steps = []
-    for ins in program.instructions:
-        if isinstance(ins, DelegateCall):
-            delegate = program.delegates[ins.delegate]
-            args = [tensors[i] for i in (*ins.args, *delegate.constants)]
-            outs = [tensors[i] for i in ins.outputs]
-            steps.append(lambda f=delegate.module.forward, a=args, o=outs: [t.copy_(r) for t, r in zip(o, f(*a))])
-        elif program.operators[ins.op].startswith("et_copy::"):
-            src, dst = tensors[ins.args[0]], tensors[ins.args[-1]]
-            steps.append(lambda s=src, d=dst: d.copy_(s))
-        else:
-            name = program.operators[ins.op]
-            schema = resolve_operators([name], [native_lib()])[0].schema
-            positional, keywords = split_arguments(schema, [lift(i) for i in ins.args])
-            steps.append(lambda f=aten_overload(name), p=positional, k=keywords: f(*p, **k))
-    inputs, outputs = [tensors[i] for i in program.inputs], [tensors[i] for i in program.outputs]
-
-    def run(*xs):
-        for slot, x in zip(inputs, xs):
-            slot.copy_(x)
-        for step in steps:
-            step()
-        return [o.cpu() if o.is_cuda else o.clone() for o in outputs]
-
-    return run
-
-
 def module_eager(module, cuda: bool):
     """Eager PyTorch on the module itself: on CUDA moving inputs with .cuda() and outputs with .cpu()."""
     if not cuda:
@@ -145,9 +87,17 @@ def module_eager(module, cuda: bool):
 
 
 # ---- measurements ---------------------------------------------------------------------------------------------
-def measure_models(backend: str, rounds: int, names: list[str]) -> list[dict]:
-    cuda = backend == "cupy"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
+def _fastest_per_call(
+    fns: dict[str, Callable[[], object]], rounds: int, calls: int, clock: WallClock
+) -> dict[str, float]:
+    """The fastest round's time per call of each function, rounds interleaved (`bench.harness.interleaved`): on a
+    shared machine other processes only ever add time, so the fastest round is the closest to the code's own cost."""
+    return {name: t.fastest for name, t in interleaved(fns, rounds, calls, clock).items()}
+
+
+def measure_models(allocator: DeviceAllocator, rounds: int, names: list[str]) -> list[dict]:
+    cuda = allocator.capabilities.real_device
+    clock = WallClock(allocator.synchronize)
     rows, cases = [], model_cases()
     for name in names:
         try:
@@ -162,7 +112,7 @@ def measure_models(backend: str, rounds: int, names: list[str]) -> list[dict]:
             program = emit(place_devices(lowered, strategy))
             reference = {"eager module": module_eager(module, cuda)}
             try:
-                placed = placed_eager(program, cuda)
+                placed = eager_program(program, "cuda" if cuda else "cpu")
                 placed(*inputs)
                 reference["eager placed"] = placed
             except Exception as exc:  # reported, not fatal: the module-eager reference still stands
@@ -170,16 +120,11 @@ def measure_models(backend: str, rounds: int, names: list[str]) -> list[dict]:
             for mode in ("portable", "aten"):
                 libs = None if mode == "portable" else aten_lib(custom_ops=[ET_COPY_OPS_YAML])
                 with torch.no_grad(), load_method(program, mode, libs) as method:
-                    calls = max(1, min(100, int(2e-3 / max(_once(method, inputs), 1e-7))))
-                    times = interleaved(
-                        {
-                            "devcopy": lambda: method(*inputs),
-                            **{k: (lambda f=f: f(*inputs)) for k, f in reference.items()},
-                        },
-                        rounds,
-                        calls,
-                        sync,
-                    )
+                    once = timed(partial(method, *inputs))[1]
+                    calls = max(1, min(100, int(2e-3 / max(once, 1e-7))))
+                    fns = {"devcopy": partial(method, *inputs)}
+                    fns.update({label: partial(fn, *inputs) for label, fn in reference.items()})
+                    times = _fastest_per_call(fns, rounds, calls, clock)
                     profile = method.profile(*inputs, repeat=max(3, rounds), cost_model=default_model())
                 n = len(program.instructions)
                 rows.append(
@@ -210,12 +155,6 @@ def measure_models(backend: str, rounds: int, names: list[str]) -> list[dict]:
     return rows
 
 
-def _once(method, inputs) -> float:
-    start = time.perf_counter()
-    method(*inputs)
-    return time.perf_counter() - start
-
-
 def _by_kind(profile: list[dict]) -> dict:
     kinds: dict[str, list[float]] = {}
     for row in profile:
@@ -223,11 +162,15 @@ def _by_kind(profile: list[dict]) -> dict:
     return {kind: {"count": len(v), "mean_s": statistics.fmean(v)} for kind, v in kinds.items()}
 
 
-def measure_small_copies(backend: str, rounds: int) -> list[dict]:
+def _torch_copy(dst: torch.Tensor, src: torch.Tensor, synchronize: Callable[[], None]) -> None:
+    dst.copy_(src)
+    synchronize()
+
+
+def measure_small_copies(allocator: DeviceAllocator, rounds: int) -> list[dict]:
     """4 KiB H2D and D2H: the resolved et_copy kernel as a loaded method runs it (its prepared plan step) against
     torch `copy_` between pinned host and device memory plus a synchronize, both timed in the same rounds."""
-    cuda = backend == "cupy"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    cuda = allocator.capabilities.real_device
     module, _ = models.add()
     inputs = (torch.randn(32, 32), torch.randn(32, 32))  # 4 KiB each
     program = emit(place_devices(export_and_lower(module, inputs)))
@@ -237,17 +180,12 @@ def measure_small_copies(backend: str, rounds: int) -> list[dict]:
         steps = {s.direction: s for s in method.steps if s.kind == "copy" and s.moved == 4096}
         host = torch.empty(1024, pin_memory=cuda)
         device = torch.empty(1024, device="cuda" if cuda else "cpu")
-
-        def torch_h2d():
-            device.copy_(host)
-            sync()
-
-        def torch_d2h():
-            host.copy_(device)
-            sync()
-
-        for direction, baseline in (("h2d", torch_h2d), ("d2h", torch_d2h)):
-            times = interleaved({"et_copy": steps[direction].run, "torch": baseline}, rounds, 50, lambda: None)
+        baselines = {
+            "h2d": partial(_torch_copy, device, host, allocator.synchronize),
+            "d2h": partial(_torch_copy, host, device, allocator.synchronize),
+        }
+        for direction, baseline in baselines.items():
+            times = _fastest_per_call({"et_copy": steps[direction].run, "torch": baseline}, rounds, 50, WallClock())
             rows.append(
                 {
                     "direction": direction,
@@ -293,59 +231,7 @@ def measure_copy_sizes(repeat: int, sizes=(1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)
     return rows
 
 
-# ---- targets --------------------------------------------------------------------------------------------------
-def targets(data: dict) -> list[dict]:
-    """Every target of this backend as a ratio (value <= goal, or within 15% for predictions)."""
-    out = []
-    by = {(r["model"], r["strategy"], r["mode"]): r for r in data["models"]}
-
-    def add(name, value, goal, kind="<="):
-        met = value <= goal if kind == "<=" else abs(value - 1) <= goal
-        out.append({"target": name, "value": value, "goal": goal, "met": met})
-
-    if data["backend"] == "simulated":
-        for mode in ("portable", "aten"):
-            if ("add", "executorch", mode) in by:
-                row = by[("add", "executorch", mode)]
-                add(f"add ({mode}) call <= 20 µs (µs)", row["call_s"] * 1e6, 20.0)
-                add(f"add ({mode}) <= 5 µs per instruction (µs)", row["per_instruction_s"] * 1e6, 5.0)
-            for strategy in ("executorch", "dedupe"):
-                if ("transformer_block", strategy, mode) in by:
-                    row = by[("transformer_block", strategy, mode)]
-                    add(
-                        f"transformer_block ({strategy}, {mode}) <= 2x eager CPU",
-                        row["call_s"] / row["eager_module_s"],
-                        2.0,
-                    )
-    else:
-        for (model, strategy, mode), row in by.items():
-            if model.startswith("mlp") and model != "mlp":
-                add(f"{model} ({mode}) <= 1.5x torch eager on CUDA", row["call_s"] / row["eager_module_s"], 1.5)
-            elif model in ("transformer_block", "gpt2_2l", "resnet18") and row["eager_placed_s"]:
-                add(
-                    f"{model} ({strategy}, {mode}) <= 1.3x the placement run by torch eager",
-                    row["call_s"] / row["eager_placed_s"],
-                    1.3,
-                )
-        for row in data.get("small_copies", []):
-            add(f"4 KiB {row['direction']} through et_copy <= 1.1x torch copy_ pinned + sync", row["ratio"], 1.1)
-    for c in profiled_copies(data) if data["backend"] == "cupy" else []:  # the model prices the H200, not memcpy
-        add(
-            f"predicted/measured ({c['clock']}) {c['op'].split('::')[-1]} {c['bytes'] >> 20} MiB ({c['memory']}) "
-            "within 15%",
-            c["predicted_s"] / c["measured_s"],
-            0.15,
-            kind="within",
-        )
-    return out
-
-
-def profiled_copies(data: dict) -> list[dict]:
-    """Every profiled copy of >= 1 MiB in a run: the size sweep's and the models' (as `Method.profile` rows)."""
-    copies = data.get("copy_sizes", []) + [c for r in data["models"] for c in r["copies"]]
-    return [c for c in copies if c["bytes"] >= MiB and c["measured_s"]]
-
-
+# ---- targets (bench.targets.call_overhead_targets) ----------------------------------------------------------------
 def repriced(data: dict, model) -> dict:
     """`data` with every profiled copy priced by `model` and the targets evaluated again: the page shows the
     model it publishes, not the one the run happened to have."""
@@ -353,7 +239,7 @@ def repriced(data: dict, model) -> dict:
     for c in profiled_copies(data):
         if c["op"] in direction:
             c["predicted_s"] = model.predict(direction[c["op"]], c["bytes"], c["memory"])
-    return {**data, "targets": targets(data)}
+    return {**data, "targets": call_overhead_targets(data)}
 
 
 def render_section(runs: list[dict], model) -> list[str]:
@@ -369,7 +255,7 @@ def render_section(runs: list[dict], model) -> list[str]:
             f"{meta.get('threads')} torch thread(s)); command `{meta['command']}`. Times are the fastest of "
             "interleaved rounds (devcopy and its eager references alternate, so a loaded machine slows all "
             "alike). *eager module*: the PyTorch module itself"
-            + (" on CUDA (inputs `.cuda()`, outputs `.cpu()`)" if data["backend"] == "cupy" else " on CPU")
+            + (" on CUDA (inputs `.cuda()`, outputs `.cpu()`)" if not data["simulated"] else " on CPU")
             + "; *eager placed*: the same placement run by torch eager (CPU ops on CPU tensors, delegates on "
             "device tensors, copies as `copy_`).",
             "",
@@ -429,7 +315,7 @@ def render_section(runs: list[dict], model) -> list[str]:
             f"{'yes' if t['met'] else '**no**'} |"
             for t in data["targets"]
         ]
-        if data["backend"] == "simulated":
+        if data["simulated"]:
             lines += [
                 "",
                 "On the simulated backend the H200 cost model's predictions are not expected to match "
@@ -461,21 +347,22 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     names = args.models.split(",") if args.models else list(model_cases())
     allocator = make_allocator(args.backend)
+    real = allocator.capabilities.real_device
     with scoped_allocators(allocator):
-        data = {"backend": args.backend, "models": measure_models(args.backend, args.rounds, names)}
-        if args.backend == "cupy":
-            data["small_copies"] = measure_small_copies(args.backend, args.rounds)
+        data = {"backend": args.backend, "simulated": not real, "models": measure_models(allocator, args.rounds, names)}
+        if real:  # pinned 4 KiB copies and the cost model's H200 prices mean something on a real device only
+            data["small_copies"] = measure_small_copies(allocator, args.rounds)
             data["copy_sizes"] = measure_copy_sizes(max(5, args.rounds))
     data["meta"] = {
         "machine": f"{platform.node()} ({platform.machine()}, {_cpus()} CPUs)"
-        + ("" if args.backend == "simulated" else f", {torch.cuda.get_device_name()}"),
+        + (f", {torch.cuda.get_device_name()}" if real else ""),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python " + " ".join(["benchmarks/call_overhead.py", *(argv or sys.argv[1:])]),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
-    data["targets"] = targets(data)
+    data["targets"] = call_overhead_targets(data)
     print("\nTargets (value against goal):")
     for t in data["targets"]:
         print(f"  {'met ' if t['met'] else 'MISS'} {t['target']}: {t['value']:.3f} (goal {t['goal']:g})")

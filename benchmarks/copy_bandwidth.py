@@ -16,11 +16,13 @@ import platform
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from devcopy_lib.bench.harness import Policy, TextProgress, measure
+from devcopy_lib.bench.measurement import median_of
 from devcopy_lib.bench.sizes import parse_sizes
 from devcopy_lib.bench.sweep import sweep
 
@@ -74,10 +76,10 @@ def tune(sizes=(16 << 20, 64 << 20, 256 << 20)) -> list[dict]:
         ]:
             engine = CopyEngine(transport, EngineConfig(chunk * MiB, low_kib << 10, buffers, threads))
             for direction, fn in (
-                ("h2d", lambda: engine.h2d(dev.data.ptr, host.ctypes.data, n)),
-                ("d2h", lambda: engine.d2h(host.ctypes.data, dev.data.ptr, n)),
+                ("h2d", partial(engine.h2d, dev.data.ptr, host.ctypes.data, n)),
+                ("d2h", partial(engine.d2h, host.ctypes.data, dev.data.ptr, n)),
             ):
-                t = float(np.median(measure(fn, clock, Policy(warmup=1, min_samples=5, max_samples=8))))
+                t = median_of(measure(fn, clock, Policy(warmup=1, min_samples=5, max_samples=8)))
                 rows.append(
                     {
                         "bytes": n,

@@ -16,7 +16,7 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 
 from devcopy_widgets import PlacementState
@@ -24,6 +24,7 @@ from devcopy_widgets import graph_view_data as data
 from devcopy_widgets.graph_view import GraphView
 
 from devcopy_lib import models
+from devcopy_lib.bench.harness import timed
 
 JS = Path(__file__).resolve().parents[1] / "widgets" / "js"
 
@@ -42,6 +43,12 @@ def layout_ms(element_lists: dict[str, list]) -> dict[str, int]:
     return {name: times[str(path)] for name, path in files.items()}
 
 
+def _build(placed):
+    """The graph's elements and the view over them: what opening the graph view costs."""
+    nodes, edges = data.graph_elements(placed)
+    return nodes, edges, GraphView(nodes, edges)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="gpt2_12l")
@@ -51,15 +58,10 @@ def main() -> None:
     state.add_model(args.model, *getattr(models, args.model)())
     state.delegate_ops = tuple(models.DELEGATE_SETS[args.delegate_set])
     placed = state.placed()
-    start = time.perf_counter()
-    nodes, edges = data.graph_elements(placed)
-    view = GraphView(nodes, edges)
-    built_s = time.perf_counter() - start
+    (nodes, edges, view), built_s = timed(partial(_build, placed))
     opened = view.elements
     box = data.representative(nodes[len(nodes) // 2]["module"], set(view.collapsed))
-    start = time.perf_counter()
-    view.open_group(box or "")
-    open_s = time.perf_counter() - start
+    open_s = timed(partial(view.open_group, box or ""))[1]
     everything = data.visible_elements(nodes, edges, data.module_groups(nodes), ())
     times = layout_ms({"opened": opened, "one_group_open": view.elements, "everything": everything})
     print(

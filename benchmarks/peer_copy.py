@@ -14,23 +14,26 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
-import time
+from functools import partial
+
+from devcopy_lib.bench.clocks import WallClock
+from devcopy_lib.bench.harness import repeat
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "docs/data/peer_copy.json")
 SIZES = [1 << p for p in range(12, 29, 2)]  # 4 KiB .. 256 MiB
 
 
-def _median_s(fn, repeats: int) -> tuple[float, list[float]]:
-    fn()  # warm-up
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), samples
+def _host_hop(allocator, dst, staging, src, nbytes: int) -> None:
+    """cuda:0 -> cuda:1 through the host: D2H into pinned staging, then H2D."""
+    allocator.copy_device_to_host(staging, src, nbytes, 0)
+    allocator.copy_host_to_device(dst, staging, nbytes, 1)
+
+
+def _timed_calls(allocator, fn, repeats: int):
+    """`bench.harness.repeat` on the wall clock with a device synchronize either side, after one warm-up call."""
+    return repeat(fn, repeats, (WallClock(allocator.synchronize),), warmup=1)
 
 
 def copy_rows(allocator, sizes, repeats: int) -> list[dict]:
@@ -39,23 +42,18 @@ def copy_rows(allocator, sizes, repeats: int) -> list[dict]:
     for nbytes in sizes:
         src, dst = allocator.allocate(nbytes, 0), allocator.allocate(nbytes, 1)
         staging = allocator.allocate_host(nbytes)
-        methods = {
-            "host_hop": lambda: (
-                allocator.copy_device_to_host(staging, src, nbytes, 0),
-                allocator.copy_host_to_device(dst, staging, nbytes, 1),
-            )
-        }
+        methods = {"host_hop": partial(_host_hop, allocator, dst, staging, src, nbytes)}
         if allocator.can_access_peer(0, 1):
-            methods["peer"] = lambda: allocator.copy_device_to_device(dst, src, nbytes)
+            methods["peer"] = partial(allocator.copy_device_to_device, dst, src, nbytes)
         for method, fn in methods.items():
-            median, samples = _median_s(fn, repeats)
+            wall = _timed_calls(allocator, fn, repeats)[1]["wall"]
             rows.append(
                 {
                     "method": method,
                     "bytes": nbytes,
-                    "median_s": median,
-                    "gbps": nbytes / median / 1e9,
-                    "samples": samples,
+                    "median_s": wall.median,
+                    "gbps": nbytes / wall.median / 1e9,
+                    "samples": list(wall.samples),
                 }
             )
         allocator.deallocate(src)
@@ -82,7 +80,7 @@ def program_rows(allocator, repeats: int, size: int) -> list[dict]:
         for strategy in ("executorch", "dedupe", "peer"):
             with load_method(place_devices(lowered, strategy=strategy)) as method:
                 before = (allocator.stats.h2d_count, allocator.stats.d2h_count, allocator.stats.d2d_count)
-                median, samples = _median_s(lambda: method(*inputs), repeats)
+                wall = _timed_calls(allocator, partial(method, *inputs), repeats)[1]["wall"]
                 after = (allocator.stats.h2d_count, allocator.stats.d2h_count, allocator.stats.d2d_count)
                 torch.testing.assert_close(method(*inputs)[0], AddAdd()(*inputs))
             runs = repeats + 1
@@ -90,9 +88,15 @@ def program_rows(allocator, repeats: int, size: int) -> list[dict]:
                 {
                     "strategy": strategy,
                     "elements": size * size,
-                    "median_s": median,
-                    "samples": samples,
-                    "per_run": dict(zip(("h2d", "d2h", "d2d"), ((a - b) // runs for a, b in zip(after, before)))),
+                    "median_s": wall.median,
+                    "samples": list(wall.samples),
+                    "per_run": dict(
+                        zip(
+                            ("h2d", "d2h", "d2d"),
+                            ((a - b) // runs for a, b in zip(after, before, strict=True)),
+                            strict=True,
+                        )
+                    ),
                 }
             )
     return rows
@@ -114,7 +118,7 @@ def main(argv=None) -> dict:
         sys.exit(f"peer_copy needs 2 GPUs; {allocator.backend} sees {count}. Run it on nvidia-h200-x2.")
     result = {
         "backend": allocator.backend,
-        "simulated": allocator.backend == "simulated",
+        "simulated": not allocator.capabilities.real_device,
         "devices": allocator.describe_devices(),
         "peer_access_0_1": allocator.can_access_peer(0, 1),
         "machine": platform.node(),

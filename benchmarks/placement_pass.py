@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime
-import gc
 import importlib.metadata
 import json
 import os
@@ -22,11 +21,12 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
+from devcopy_lib.bench.clocks import CpuClock, WallClock
+from devcopy_lib.bench.harness import repeat
 from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_and_lower, lower
 from devcopy_lib.passes.partition import propose_partitions
 from devcopy_lib.passes.placement import PlaceDevicesPass, copy_graph_module, place_devices
@@ -97,12 +97,8 @@ def gpt2_shaped(layers: int) -> tuple[torch.nn.Module, tuple]:
 
 
 def _time(fn, repeats: int) -> list[float]:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return samples
+    """Wall seconds of `repeats` calls (`bench.harness.repeat`), raw: the page takes medians of the JSON's samples."""
+    return list(repeat(fn, repeats)[1]["wall"].samples)
 
 
 def devcopy_case(pairs: int, repeats: int) -> dict:
@@ -139,11 +135,7 @@ def executorch_case(pairs: int, repeats: int) -> dict:
     SpecPropPass()(gm)
     # plain GraphModules, as ExecuTorch's own flow has them (devcopy's copies are lazily recompiled: its choice)
     graphs = [torch.fx.GraphModule(gm, copy.deepcopy(gm.graph)) for _ in range(repeats)]
-    pass_alone = []
-    for graph in graphs:
-        start = time.perf_counter()
-        PropagateDevicePass(enable_non_cpu_memory_planning=True)(graph)
-        pass_alone.append(time.perf_counter() - start)
+    pass_alone = _time(lambda: PropagateDevicePass(enable_non_cpu_memory_planning=True)(graphs.pop()), repeats)
     return {"pass_s": pass_alone, "end_to_end_s": _time(end_to_end, 1)}
 
 
@@ -178,28 +170,14 @@ def _measured(row: dict, phase: str, fn, repeats: int = 1):
     each run after a full garbage collection and with the collector paused, as Python's timeit runs: a collection
     scans the whole heap (the exported program included), so whether one lands in a run is luck. CPU time is what
     the page shows: on a shared machine other jobs stretch wall time unevenly."""
-    row[f"{phase}_s"], row[f"{phase}_wall_s"] = [], []
-    for _ in range(repeats):
-        gc.collect()
-        gc.disable()
-        try:
-            cpu, wall = time.process_time(), time.perf_counter()
-            result = fn()
-            row[f"{phase}_s"].append(time.process_time() - cpu)
-            row[f"{phase}_wall_s"].append(time.perf_counter() - wall)
-        finally:
-            gc.enable()
+    result, timings = repeat(fn, repeats, (CpuClock(), WallClock()), gc_paused=True)
+    row[f"{phase}_s"], row[f"{phase}_wall_s"] = list(timings["cpu"].samples), list(timings["wall"].samples)
     return result
 
 
 def _collector_on(fn, repeats: int) -> list[float]:
     """CPU seconds of `fn` with the garbage collector left as it is (collections land in some runs)."""
-    samples = []
-    for _ in range(repeats):
-        cpu = time.process_time()
-        fn()
-        samples.append(time.process_time() - cpu)
-    return samples
+    return list(repeat(fn, repeats, (CpuClock(),))[1]["cpu"].samples)
 
 
 def _gpt2_in_fresh_process(layers: int, with_fx: bool) -> dict:

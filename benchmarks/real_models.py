@@ -16,20 +16,18 @@ import importlib.metadata
 import json
 import os
 import platform
-import statistics
 import sys
-import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
 
-from devcopy_lib import compare_outputs, load_method, lower, models, place_devices
-from devcopy_lib.devices import scoped_allocators
-from devcopy_lib.devices.backend import make_allocator
+from devcopy_lib import compare_outputs, load_method, lower, make_allocator, models, place_devices, scoped_allocators
+from devcopy_lib.bench.harness import repeat, timed
 from devcopy_lib.passes import executorch_reference
 from devcopy_lib.passes.emit import emit
 
@@ -40,19 +38,15 @@ MODES = ("portable", "aten")
 CALLS = 3  # timed calls after one warm-up; the median is reported
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
-
-
 def _median_call(fn: Callable[[], Any]) -> tuple[Any, float]:
-    result = fn()  # warm-up (first-call allocations, lazy kernels)
-    samples = []
-    for _ in range(CALLS):
-        result, seconds = _timed(fn)
-        samples.append(seconds)
-    return result, statistics.median(samples)
+    """The last result and the median wall seconds of CALLS calls after one warm-up (first-call allocations, lazy
+    kernels)."""
+    result, timings = repeat(fn, CALLS, warmup=1)
+    return result, timings["wall"].median
+
+
+def _emit_and_load(placed, mode: str):
+    return load_method(emit(placed), mode)
 
 
 def _copies(report) -> dict[str, Any]:
@@ -63,9 +57,9 @@ def _runs(placed, inputs, expected) -> dict[str, Any]:
     """Load and call in both modes: equal to eager (compare_outputs), max error, load and call seconds."""
     result = {}
     for mode in MODES:
-        method, load_s = _timed(lambda: load_method(emit(placed), mode))
+        method, load_s = timed(partial(_emit_and_load, placed, mode))
         with method:
-            outputs, call_s = _median_call(lambda: method(*inputs))
+            outputs, call_s = _median_call(partial(method, *inputs))
         ok, err = compare_outputs(outputs, expected)
         result[mode] = {"ok": ok, "max_abs_err": err, "load_s": load_s, "call_s": call_s}
     return result
@@ -78,7 +72,7 @@ def _executorch(module, inputs, ops, ours: dict[str, int], enabled: bool) -> dic
     if not executorch_reference.available():
         return {"status": "not run", "why": "ExecuTorch is not installed (the reference extra)"}
     try:
-        counts, seconds = _timed(lambda: executorch_reference.executorch_counts(module, inputs, ops))
+        counts, seconds = timed(partial(executorch_reference.executorch_counts, module, inputs, ops))
     except executorch_reference.ExecuTorchRefusal as exc:
         return {"status": "refused", "why": str(exc)[:600]}
     theirs = {k: counts[k] for k in ("delegates", "h2d", "d2h")}
@@ -89,13 +83,13 @@ def model_rows(name: str, backend: str, with_executorch: bool) -> list[dict[str,
     module, inputs = models.REAL_MODELS[name]()
     with torch.no_grad():
         expected, eager_s = _median_call(lambda: pytree.tree_leaves(module(*inputs)))
-    exported, export_s = _timed(lambda: torch.export.export(module, inputs))
-    decomposed, decompose_s = _timed(exported.run_decompositions)
+    exported, export_s = timed(partial(torch.export.export, module, inputs))
+    decomposed, decompose_s = timed(exported.run_decompositions)
     rows = []
     for set_name, ops in models.DELEGATE_SETS.items():
-        lowered, lower_s = _timed(lambda: lower(decomposed, ops))
-        placed, place_s = _timed(lambda: place_devices(lowered))
-        _, emit_s = _timed(lambda: emit(placed))
+        lowered, lower_s = timed(partial(lower, decomposed, ops))
+        placed, place_s = timed(partial(place_devices, lowered))
+        _, emit_s = timed(partial(emit, placed))
         strategies = {
             "executorch": placed,
             "dedupe": place_devices(lowered, strategy="dedupe"),
@@ -176,7 +170,8 @@ def _section(data: dict[str, Any]) -> list[str]:
         "others), *emit* the Program, *load* `load_method` in portable mode, *call* one portable-mode call (median "
         f"of {CALLS}), *eager* one call of the PyTorch module on the CPU.",
         "",
-        "| model | delegate set | nodes | delegates | export | decomp | partition | place | emit | load | call | eager |",
+        "| model | delegate set | nodes | delegates | export | decomp | partition | place | emit | load | call "
+        "| eager |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in data["rows"]:

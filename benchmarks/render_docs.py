@@ -14,7 +14,7 @@ from pathlib import Path
 from devcopy_lib.bench.cost_model import DEFAULT_FILE, CostModel
 from devcopy_lib.bench.harness import SweepResult
 from devcopy_lib.bench.sizes import format_size
-from devcopy_lib.bench.targets import evaluate
+from devcopy_lib.bench.targets import evaluate, profiled_copies
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -143,11 +143,11 @@ def _call_overhead_module():
 def with_method_copies(model: CostModel) -> CostModel:
     """The sweep's model with its pinned lines refitted from the committed CUDA run's profiled method copies."""
     module = _call_overhead_module()
-    cuda = next((run for run in module.load_runs() if run["backend"] == "cupy"), None)
+    cuda = next((run for run in module.load_runs() if not run["simulated"]), None)
     if cuda is None:
         return model
     return model.with_planned_copies(
-        module.profiled_copies(cuda), {"file": "docs/data/call_overhead_cupy.json", "clock": "events", **cuda["meta"]}
+        profiled_copies(cuda), {"file": "docs/data/call_overhead_cupy.json", "clock": "events", **cuda["meta"]}
     )
 
 

@@ -37,6 +37,7 @@ _EXPORTS = {
     "lib_by_name": "runtime.libs",
     "registration_status": "runtime.libs",
     "load_method": "load",
+    "eager_program": "runtime.eager",
     "compare_outputs": "compare",
     "export_and_lower": "passes.lower",
     "export_program": "passes.lower",

@@ -54,3 +54,24 @@ def test_torch_is_pinned_exactly_for_installs():
 
 def test_ci_runs_make_test():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def _setuptools():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def test_the_package_list_is_every_package_folder_on_disk():
+    """pyproject's `packages` names exactly the folders with an __init__.py under devcopy_lib and widgets (the
+    latter installed as devcopy_widgets through package-dir): a new subpackage left out would be missing from the
+    installed wheel while every test, run from the checkout, still passes."""
+    folders = {"devcopy_lib": ROOT / "devcopy_lib", "devcopy_widgets": ROOT / "widgets"}
+    assert {name: ROOT / path for name, path in _setuptools().get("package-dir", {}).items()} == {
+        "devcopy_widgets": folders["devcopy_widgets"]
+    }
+    on_disk = {
+        ".".join([top, *init.parent.relative_to(folder).parts])
+        for top, folder in folders.items()
+        for init in folder.rglob("__init__.py")
+        if "node_modules" not in init.parts
+    }
+    assert sorted(_setuptools()["packages"]) == sorted(on_disk)

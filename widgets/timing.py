@@ -13,7 +13,7 @@ from devcopy_lib.bench.sizes import format_bytes
 
 from . import html
 from .guard import shown_errors
-from .timing_state import Stopped, TimingState
+from .timing_state import SweepStopped, TimingState
 
 
 class CopyTimingPanel(w.VBox):
@@ -123,7 +123,7 @@ class CopyTimingPanel(w.VBox):
         stopped = None
         try:
             self.state.run(self._progress, self._draw, self._stop)
-        except Stopped as exc:
+        except SweepStopped as exc:
             stopped = exc
         finally:
             self._busy(False)

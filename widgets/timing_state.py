@@ -1,28 +1,25 @@
-"""State of the copy timing panel: sizes, direction, host memory kind; runs the sweep one size at a time so the
-view can redraw between sizes, and stops between cases when asked. One bench (one allocator) per backend, reused by
-every run until `close()`. No display calls."""
+"""State of the copy timing panel: sizes, direction, host memory kind; runs the library's sweep loop, reporting each
+finished size so the view can redraw between sizes, and stopping between cases when asked. One bench (one allocator)
+per backend, reused by every run until `close()`. No display calls."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from devcopy_lib import select_backend
-from devcopy_lib.bench.harness import Policy, SweepResult, run_cases
+from devcopy_lib.bench.harness import Policy, SweepResult
 from devcopy_lib.bench.plots import ceilings, gbps_matrix, is_baseline
 from devcopy_lib.bench.sizes import format_bytes, parse_sizes
-from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, make_bench
+from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, SweepStopped, make_bench, new_result, run_plan
 
-__all__ = ["DIRECTION_CHOICES", "MEMORY_CHOICES", "Stopped", "TimingState", "ceilings", "is_baseline"]
+__all__ = ["DIRECTION_CHOICES", "MEMORY_CHOICES", "SweepStopped", "TimingState", "ceilings", "is_baseline"]
 
 DIRECTION_CHOICES = (*DIRECTIONS, "all")
 MEMORY_CHOICES = (*MEMORIES, "all")
-
-
-class Stopped(Exception):
-    """The sweep was stopped (the Stop button); the cases measured before stay in `TimingState.result`."""
 
 
 @dataclass
@@ -73,36 +70,35 @@ class TimingState:
         on_size: Callable[[SweepResult], None] | None = None,
         stop: threading.Event | None = None,
     ) -> SweepResult:
-        """Sweep every size in order; `progress(done, total, label)` counts sizes; `stop` set: raises `Stopped`
-        after the case being timed. Nothing the backend can run among the choices: a ValueError saying why."""
+        """Sweep every size in order through the library's sweep loop (`bench.sweep.run_plan`, bench kept open);
+        `progress(done, total, label)` counts sizes and `on_size(result)` sees the result after each size; `stop`
+        set: raises `SweepStopped` after the case being timed, the finished measurements kept in `result`. Nothing
+        the backend can run among the choices: a ValueError saying why."""
         sizes, (directions, memories) = self.size_list(), self.choices()
         bench, policy = self.bench(), Policy.quick() if self.quick else Policy()
-        if not bench.cases(sizes[0], directions, memories):
+        per_size = [bench.cases(nbytes, directions, memories) for nbytes in sizes]
+        if not per_size[0]:
             raise ValueError(
                 f"Nothing to time for direction {self.direction!r} and host memory {self.memory!r}: "
                 f"{bench.limits}. Choose among direction {', '.join(bench.directions)} and host "
                 f"memory {', '.join(bench.memories)}."
             )
-
-        def check(*_):
-            if stop is not None and stop.is_set():
-                raise Stopped(f"stopped after {len(self.result.measurements) if self.result else 0} measurements")
-
+        ends = dict(
+            zip(accumulate(len(cases) for cases in per_size), enumerate(sizes, 1), strict=True)
+        )  # last case -> its size
         name = select_backend(self.backend)
-        self.result = SweepResult(name, bench.device, [], {"simulated": name == "simulated"})
-        try:
-            for done, nbytes in enumerate(sizes, 1):
-                check()
-                run_cases(
-                    bench.cases(nbytes, directions, memories), bench.clocks(), policy, check, self.result.measurements
-                )
+        result = self.result = new_result(name, bench)
+
+        def each_case(done: int, total: int, label: str) -> None:
+            if done in ends:
+                index, nbytes = ends[done]
                 if progress is not None:
-                    progress(done, len(sizes), format_bytes(nbytes))
+                    progress(index, len(sizes), format_bytes(nbytes))
                 if on_size is not None:
-                    on_size(self.result)
-        finally:
-            bench.release()  # the buffers, not the allocator: the next run reuses it
-        return self.result
+                    on_size(result)
+
+        cases = [case for size_cases in per_size for case in size_cases]
+        return run_plan(name, bench, cases, policy, each_case, stop, result, close=False)
 
     def close(self) -> None:
         """Close every bench's allocator (the state is done with them); a later run makes a new one."""

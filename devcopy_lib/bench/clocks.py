@@ -1,5 +1,6 @@
-"""The two clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees) and
-`EventClock` (CUDA events on a stream: device time). Both are injectable, so the harness runs on fake clocks."""
+"""The clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees), `CpuClock`
+(this process's CPU time: host-only work on a shared machine) and `EventClock` (CUDA events on a stream: device
+time). All share one protocol, so the harness also runs on fake clocks."""
 
 from __future__ import annotations
 
@@ -34,6 +35,19 @@ class WallClock:
         return self.now() - token
 
 
+class CpuClock:
+    """CPU seconds of this process (`time.process_time`): for host-only work on a shared machine, where other jobs
+    stretch wall time unevenly but not this process's CPU time."""
+
+    name = "cpu"
+
+    def start(self) -> float:
+        return time.process_time()
+
+    def stop(self, token: float) -> float:
+        return time.process_time() - token
+
+
 class EventClock:
     """Elapsed time between two CUDA events recorded on `stream` (events made once, outside the timed span)."""
 
@@ -50,4 +64,4 @@ class EventClock:
     def stop(self, token: None) -> float:
         self._end.record(self.stream)
         self._end.synchronize()
-        return self.cupy.cuda.get_elapsed_time(self._begin, self._end) / 1e3
+        return float(self.cupy.cuda.get_elapsed_time(self._begin, self._end)) / 1e3

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
 from .harness import SweepResult
+from .measurement import ONE_WAY
 
 DEFAULT_FILE = "cost_model_h200.json"
 FIT_METHOD, FIT_CLOCK = "devcopy engine", "wall"
@@ -44,11 +47,14 @@ class Line:
             and math.isclose(self.latency_s, other.latency_s, rel_tol=rel, abs_tol=1e-15)
             and math.isclose(self.bandwidth_gbps, other.bandwidth_gbps, rel_tol=rel)
             and len(self.residuals) == len(other.residuals)
-            and all(math.isclose(a, b, rel_tol=rel, abs_tol=1e-4) for a, b in zip(self.residuals, other.residuals))
+            and all(
+                math.isclose(a, b, rel_tol=rel, abs_tol=1e-4)
+                for a, b in zip(self.residuals, other.residuals, strict=True)
+            )
         )
 
 
-def fit_line(sizes, seconds) -> Line:
+def fit_line(sizes: Sequence[float], seconds: Sequence[float]) -> Line:
     """Least squares on relative error, so 4-byte latencies and 1-GiB bandwidths both count; latency >= 0."""
     n, t = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
     if len(n) < 2 or len(set(n)) < 2:
@@ -67,10 +73,16 @@ def fit_line(sizes, seconds) -> Line:
     )
 
 
+def fit_points(points: Iterable[tuple[int, float]]) -> Line:
+    """`fit_line` over (bytes, seconds) points, in size order."""
+    ordered = sorted(points)
+    return fit_line([n for n, _ in ordered], [t for _, t in ordered])
+
+
 class CostModel:
     """Lines keyed by (direction, memory); `predict` prices one copy in seconds."""
 
-    def __init__(self, lines: dict[tuple[str, str], Line], source: dict | None = None) -> None:
+    def __init__(self, lines: dict[tuple[str, str], Line], source: dict[str, Any] | None = None) -> None:
         self.lines, self.source = dict(lines), dict(source or {})
 
     @classmethod
@@ -78,15 +90,15 @@ class CostModel:
         """One line per (direction, memory) over the sweep's medians of `method` on `clock` (one-way copies)."""
         points: dict[tuple[str, str], list[tuple[int, float]]] = {}
         for m in result.measurements:
-            if m.method == method and m.clock == clock and m.direction in ("h2d", "d2h"):
+            if m.method == method and m.clock == clock and m.direction in ONE_WAY:
                 points.setdefault((m.direction, m.memory), []).append((m.nbytes, m.median))
         if not points:
             raise ValueError(
                 f"No {method!r} measurements on clock {clock!r} in the sweep; methods there: "
                 f"{sorted({m.method for m in result.measurements})}"
             )
-        lines = {key: fit_line(*zip(*sorted(pts))) for key, pts in points.items()}
-        source = {
+        lines = {key: fit_points(pts) for key, pts in points.items()}
+        source: dict[str, Any] = {
             "backend": result.backend,
             "device": result.device,
             "method": method,
@@ -95,19 +107,19 @@ class CostModel:
         }
         return cls(lines, source)
 
-    def with_planned_copies(self, copies: list[dict], source: dict) -> CostModel:
+    def with_planned_copies(self, copies: list[dict[str, Any]], source: dict[str, Any]) -> CostModel:
         """This model with its pinned lines refitted from a loaded method's profiled planned copies (rows with `op`,
         `bytes`, `memory`, `measured_s`, as `Method.profile` gives them): what a method's copy step costs, not the
         raw engine's. Directions with fewer than two distinct sizes keep their sweep line."""
         lines = dict(self.lines)
-        for direction in ("h2d", "d2h"):
-            points = sorted(
+        for direction in ONE_WAY:
+            points = [
                 (c["bytes"], c["measured_s"])
                 for c in copies
                 if f"_{direction}_copy" in c["op"] and c["memory"] == "pinned" and c["measured_s"]
-            )
+            ]
             if len({n for n, _ in points}) >= 2:
-                lines[(direction, "pinned")] = fit_line(*zip(*points))
+                lines[(direction, "pinned")] = fit_points(points)
         return CostModel(lines, {**self.source, "pinned_lines_from": source})
 
     def predict(self, direction: str, nbytes: int, memory: str = "pinned") -> float:
@@ -129,24 +141,24 @@ class CostModel:
             line.close_to(other.lines[key], rel) for key, line in self.lines.items()
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "lines": [
                 {
                     "direction": d,
                     "memory": m,
-                    "latency_s": l.latency_s,
-                    "bandwidth_gbps": l.bandwidth_gbps,
-                    "sizes": list(l.sizes),
-                    "residuals": list(l.residuals),
+                    "latency_s": line.latency_s,
+                    "bandwidth_gbps": line.bandwidth_gbps,
+                    "sizes": list(line.sizes),
+                    "residuals": list(line.residuals),
                 }
-                for (d, m), l in sorted(self.lines.items())
+                for (d, m), line in sorted(self.lines.items())
             ],
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> CostModel:
+    def from_dict(cls, data: dict[str, Any]) -> CostModel:
         lines = {
             (e["direction"], e["memory"]): Line(
                 e["latency_s"], e["bandwidth_gbps"], tuple(e["sizes"]), tuple(e["residuals"])

@@ -1,17 +1,23 @@
-"""The timing loop and the sweep result: warm-ups, then samples until a time budget (within min/max counts), per
-clock; a progress callback per case; results as rows, JSON and CSV."""
+"""The timing loops and the sweep result: `measure` (warm-ups, then samples until a time budget, within min/max counts,
+per clock) for copy sweeps; `interleaved` (rounds in which several functions take turns) and `repeat` (one function,
+on one or more clocks, optionally with the garbage collector paused) for the benchmark scripts; a progress callback
+per case; results as rows, JSON and CSV. Scripts time through these, so every number has the same warm-up, the same
+statistics (median, IQR, fastest) and the same clocks."""
 
 from __future__ import annotations
 
 import csv
+import gc
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
-from .clocks import Clock
-from .measurement import Measurement
+from .clocks import Clock, WallClock
+from .measurement import Measurement, Timing
+
+T = TypeVar("T")
 
 Progress = Callable[[int, int, str], None]  # (cases done, cases in all, label of the case just done)
 
@@ -56,6 +62,67 @@ def measure(fn: Callable[[], Any], clock: Clock, policy: Policy) -> list[float]:
         fn()
         samples.append(clock.stop(token))
     return samples
+
+
+def interleaved(
+    fns: Mapping[str, Callable[[], object]], rounds: int, calls: int = 1, clock: Clock | None = None, warmup: int = 1
+) -> dict[str, Timing]:
+    """Each function called `warmup` times, then `rounds` rounds in which every function in turn makes `calls`
+    back-to-back calls, one sample per function and round (the mean per call). Taking turns makes load from other
+    processes on a shared machine slow every function alike, so their ratios hold even when the times do not.
+    `clock` defaults to the wall clock without a device synchronize."""
+    clock = clock or WallClock()
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            token = clock.start()
+            for _ in range(calls):
+                fn()
+            samples[name].append(clock.stop(token) / calls)
+    return {name: Timing(values) for name, values in samples.items()}
+
+
+def repeat(
+    fn: Callable[[], T],
+    repeats: int,
+    clocks: Sequence[Clock] = (),
+    warmup: int = 0,
+    gc_paused: bool = False,
+) -> tuple[T, dict[str, Timing]]:
+    """`fn` called `warmup` times, then `repeats` times each timed on every clock at once (the wall clock by
+    default); returns the last call's result and a Timing per clock name. With `gc_paused` every timed call follows
+    a full collection and runs with the collector off, as timeit does: a collection scans the whole heap (a large
+    exported program included), so whether one lands in a call is otherwise luck."""
+    clocks = clocks or (WallClock(),)
+    if repeats < 1:
+        raise ValueError(f"repeat needs at least one timed call, got repeats={repeats}")
+    for _ in range(warmup):
+        fn()
+    samples: dict[str, list[float]] = {clock.name: [] for clock in clocks}
+    for _ in range(repeats):
+        if gc_paused:
+            gc.collect()
+            gc.disable()
+        try:
+            tokens = [clock.start() for clock in clocks]
+            result = fn()
+            for clock, token in reversed(list(zip(clocks, tokens, strict=True))):
+                samples[clock.name].append(clock.stop(token))
+        finally:
+            if gc_paused:
+                gc.enable()
+    return result, {name: Timing(values) for name, values in samples.items()}
+
+
+def timed(fn: Callable[[], T], clock: Clock | None = None) -> tuple[T, float]:
+    """One call of `fn` and its seconds on `clock` (the wall clock by default): for one-off steps (an export, a
+    load) that are not repeated."""
+    clock = clock or WallClock()
+    result, timings = repeat(fn, 1, (clock,))
+    return result, timings[clock.name].samples[0]
 
 
 def run_cases(
@@ -103,16 +170,22 @@ class SweepResult:
     backend: str
     device: str
     measurements: list[Measurement]
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
-    def rows(self) -> list[dict]:
+    @property
+    def simulated(self) -> bool:
+        """Whether the device was simulated (host memory standing in): recorded by the sweep from the allocator's
+        capabilities, so targets and plots never go by the backend's name."""
+        return bool(self.meta["simulated"])
+
+    def rows(self) -> list[dict[str, Any]]:
         return [m.row() for m in self.measurements]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "device": self.device, **self.meta, "rows": self.rows()}
 
     @classmethod
-    def from_dict(cls, data: dict) -> SweepResult:
+    def from_dict(cls, data: dict[str, Any]) -> SweepResult:
         meta = {k: v for k, v in data.items() if k not in ("backend", "device", "rows")}
         return cls(data["backend"], data["device"], [Measurement.from_row(r) for r in data["rows"]], meta)
 

@@ -2,12 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
+from ..names import Direction
+
 SPREAD_WARNING = 0.25  # IQR / median above this is flagged
+ONE_WAY = (Direction.H2D, Direction.D2H)  # the host<->device copy directions a sweep times one at a time
+BOTH = "both"  # a sweep's third direction: H2D and D2H at once (its bytes count both)
+
+
+def median_of(samples: Sequence[float]) -> float:
+    return float(np.median(samples))
+
+
+def iqr_of(samples: Sequence[float]) -> float:
+    """Interquartile range: the spread of the middle half, which one stray sample does not move."""
+    q1, q3 = np.percentile(samples, [25, 75])
+    return float(q3 - q1)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Samples (seconds) of one timed function, from `harness.interleaved` or `harness.repeat`: median and IQR, and
+    the fastest sample (on a shared machine other processes only ever add time, so the fastest is the closest to the
+    code's own cost, as timeit reports)."""
+
+    samples: Sequence[float]
+
+    @property
+    def median(self) -> float:
+        return median_of(self.samples)
+
+    @property
+    def iqr(self) -> float:
+        return iqr_of(self.samples)
+
+    @property
+    def fastest(self) -> float:
+        return min(self.samples)
 
 
 @dataclass
@@ -23,12 +60,11 @@ class Measurement:
 
     @cached_property
     def median(self) -> float:
-        return float(np.median(self.samples))
+        return median_of(self.samples)
 
     @cached_property
     def iqr(self) -> float:
-        q1, q3 = np.percentile(self.samples, [25, 75])
-        return float(q3 - q1)
+        return iqr_of(self.samples)
 
     @property
     def gbps(self) -> float:
@@ -48,7 +84,7 @@ class Measurement:
     def label(self) -> str:
         return f"{self.method} {self.direction} {self.memory} {self.nbytes}B ({self.clock})"
 
-    def row(self) -> dict:
+    def row(self) -> dict[str, Any]:
         """The JSON/CSV row: method, direction, memory, bytes, clock, median_s, iqr_s, gbps, samples."""
         return {
             "method": self.method,
@@ -63,7 +99,7 @@ class Measurement:
         }
 
     @classmethod
-    def from_row(cls, row: dict) -> Measurement:
+    def from_row(cls, row: dict[str, Any]) -> Measurement:
         return cls(
             row["method"],
             row["direction"],

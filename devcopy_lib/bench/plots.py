@@ -5,12 +5,21 @@ backend; each plot function returns the Figure and writes it to `path` when one 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .harness import SweepResult
+from .measurement import BOTH, ONE_WAY, Measurement
 from .sizes import format_bytes
 
-PANELS = [("h2d", "pinned"), ("d2h", "pinned"), ("h2d", "pageable"), ("d2h", "pageable"), ("both", "pinned")]
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.figure import Figure
+
+H2D, D2H = ONE_WAY
+PANELS = [(H2D, "pinned"), (D2H, "pinned"), (H2D, "pageable"), (D2H, "pageable"), (BOTH, "pinned")]
 CEILING_METHOD = "cudaMemcpyAsync"
 SMALL_BYTES = 1 << 16
 PCIE5_X16_GBPS = 64.0  # PCIe 5.0 x16, one direction, before protocol overhead (the H200's host link)
@@ -26,7 +35,7 @@ def ceilings(result: SweepResult, ceiling_gbps: float | None = None) -> list[tup
     cudaMemcpyAsync peak; on the simulated backend the host memcpy peak."""
     if ceiling_gbps is not None:
         return [(ceiling_gbps, f"ceiling {ceiling_gbps:g} GB/s")]
-    if result.backend == "cupy":
+    if not result.simulated:
         measured = [m.gbps for m in result.measurements if (m.method, m.memory) == (CEILING_METHOD, "pinned")]
         lines = [(PCIE5_X16_GBPS, f"PCIe 5.0 x16 link ({PCIE5_X16_GBPS:g} GB/s, theoretical)")]
         return lines + (
@@ -38,7 +47,7 @@ def ceilings(result: SweepResult, ceiling_gbps: float | None = None) -> list[tup
     return [(max(peaks), f"host memcpy peak ({max(peaks):.1f} GB/s, simulated)")] if peaks else []
 
 
-def _figure(panels: int, width: float, height: float, per_row: int = 3):
+def _figure(panels: int, width: float, height: float, per_row: int = 3) -> tuple[Figure, list[Axes]]:
     """A figure of `panels` axes, at most `per_row` to a row (five panels stay readable in a 1280 px notebook),
     sharing the y axis; the unused axes of the last row removed. Returns (figure, axes in reading order)."""
     from matplotlib.figure import Figure
@@ -52,13 +61,13 @@ def _figure(panels: int, width: float, height: float, per_row: int = 3):
     return fig, axes[: max(1, panels)]
 
 
-def _finish(fig, path: str | None):
+def _finish(fig: Figure, path: str | None) -> Figure:
     if path:
         fig.savefig(path, dpi=110)
     return fig
 
 
-def to_png(fig) -> bytes:
+def to_png(fig: Figure) -> bytes:
     """The figure as PNG bytes (`IPython.display.Image(to_png(fig))` shows it in any kernel)."""
     import io
 
@@ -67,7 +76,7 @@ def to_png(fig) -> bytes:
     return buffer.getvalue()
 
 
-def _binary_size_axis(axis, sizes) -> None:
+def _binary_size_axis(axis: Axis, sizes: list[int]) -> None:
     """Log2 x axis ticked at powers of four in KiB / MiB / GiB (4 KiB, 16 KiB, ... 1 MiB) instead of 10^n."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -78,22 +87,22 @@ def _binary_size_axis(axis, sizes) -> None:
     axis.set_major_formatter(FuncFormatter(lambda x, _: format_bytes(x)))
 
 
-def _iqr_gbps(m) -> tuple[float, float]:
+def _iqr_gbps(m: Measurement) -> tuple[float, float]:
     """How far below and above the median GB/s the quartiles of the sample times reach."""
-    q1, q3 = np.percentile(m.samples, [25, 75])
+    q1, q3 = (float(q) for q in np.percentile(m.samples, [25, 75]))
     return m.gbps - m.nbytes / q3 / 1e9, (m.nbytes / q1 / 1e9 if q1 > 0 else m.gbps) - m.gbps
 
 
 def plot_bandwidth(
     result: SweepResult, path: str | None = None, clock: str = "wall", ceiling_gbps: float | None = None
-):
+) -> Figure:
     """GB/s against bytes per copy, one panel per (direction, host memory) on `clock`: a line per method with IQR
     error bars, baselines dashed, the ceilings dotted; one legend, below the panels, names lines and ceilings."""
     panels = [p for p in PANELS if any((m.direction, m.memory, m.clock) == (*p, clock) for m in result.measurements)]
     fig, axes = _figure(len(panels), 4.0, 3.4)
-    handles: dict[str, object] = {}
+    handles: dict[str, Any] = {}  # legend handles: lines, and errorbar containers (not Artists)
     colours = {method: f"C{i}" for i, method in enumerate(sorted({m.method for m in result.measurements}))}
-    for ax, (direction, memory) in zip(axes, panels):
+    for ax, (direction, memory) in zip(axes, panels, strict=False):  # no panels: one empty axes
         rows = [m for m in result.measurements if (m.direction, m.memory, m.clock) == (direction, memory, clock)]
         for method in sorted(dict.fromkeys(m.method for m in rows)):
             points = sorted((m for m in rows if m.method == method), key=lambda m: m.nbytes)
@@ -109,7 +118,7 @@ def plot_bandwidth(
                 linestyle="--" if is_baseline(method) else "-",
             )
             handles.setdefault(method, line)
-        for colour, (gbps, label) in zip(("black", "gray", "silver"), ceilings(result, ceiling_gbps)):
+        for colour, (gbps, label) in zip(("black", "gray", "silver"), ceilings(result, ceiling_gbps), strict=False):
             handles.setdefault(label, ax.axhline(gbps, color=colour, linestyle=":", linewidth=1.2))
         ax.set(xscale="log", yscale="log", xlabel="bytes per copy", title=f"{direction}, {memory} host memory")
         _binary_size_axis(ax.xaxis, [m.nbytes for m in rows])
@@ -130,23 +139,22 @@ def plot_bandwidth(
     return _finish(fig, path)
 
 
-def plot_latency(result: SweepResult, path: str | None = None):
+def plot_latency(result: SweepResult, path: str | None = None) -> Figure:
     """Median microseconds of copies up to 64 KiB (one-way), one panel per clock, legend outside the data: a colour
     per method, circles H2D and squares D2H, solid pinned and dashed pageable host memory."""
     clocks = list(dict.fromkeys(m.clock for m in result.measurements))
     colours = {method: f"C{i % 10}" for i, method in enumerate(sorted({m.method for m in result.measurements}))}
     fig, axes = _figure(len(clocks), 5, 3.6)
-    handles: dict[str, object] = {}
-    for ax, clock in zip(axes, clocks):
-        rows = [
-            m for m in result.measurements if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != "both"
-        ]
+    handles: dict[str, Any] = {}  # legend handles: lines, and errorbar containers (not Artists)
+    for ax, clock in zip(axes, clocks, strict=False):  # no clocks: one empty axes
+        rows = [m for m in result.measurements if m.clock == clock and m.nbytes <= SMALL_BYTES and m.direction != BOTH]
         for key in sorted(dict.fromkeys((m.method, m.direction, m.memory) for m in rows)):
             points = sorted((m.nbytes, m.median * 1e6) for m in rows if (m.method, m.direction, m.memory) == key)
             (line,) = ax.plot(
-                *zip(*points),
+                [n for n, _ in points],
+                [us for _, us in points],
                 color=colours[key[0]],
-                marker="o" if key[1] == "h2d" else "s",
+                marker="o" if key[1] == H2D else "s",
                 markersize=3,
                 linestyle="--" if key[2] == "pageable" else "-",
             )
@@ -162,17 +170,17 @@ def plot_latency(result: SweepResult, path: str | None = None):
     return _finish(fig, path)
 
 
-def gbps_matrix(result: SweepResult, clock: str | None = None) -> tuple[list[str], list[dict]]:
+def gbps_matrix(result: SweepResult, clock: str | None = None) -> tuple[list[str], list[dict[str, str]]]:
     """The sweep as a compact table, like nvbandwidth's: one row per size (ascending), one column per
     (method, direction, host memory[, clock]), GB/s at the median. Returns (columns, rows)."""
     clocks = list(dict.fromkeys(m.clock for m in result.measurements))
     chosen = [m for m in result.measurements if clock is None or m.clock == clock]
 
-    def series(m) -> str:
+    def series(m: Measurement) -> str:
         return f"{m.method} {m.direction} {m.memory}" + (f" ({m.clock})" if len(clocks) > 1 and not clock else "")
 
     columns = sorted(dict.fromkeys(series(m) for m in chosen), key=lambda s: (is_baseline(s), s))
-    by_size: dict[int, dict] = {}
+    by_size: dict[int, dict[str, str]] = {}
     for m in chosen:
         by_size.setdefault(m.nbytes, {"size": format_bytes(m.nbytes)})[series(m)] = f"{m.gbps:.2f}"
     return ["size", *columns], [by_size[n] for n in sorted(by_size)]

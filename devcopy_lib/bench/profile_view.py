@@ -4,14 +4,18 @@ figures built without pyplot like bench/plots.py), with each copy's cost-model p
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .sizes import format_size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 KIND_COLORS = {"copy": "tab:blue", "delegate": "tab:orange", "kernel": "tab:green"}
 COLUMNS = ("#", "kind", "op", "bytes", "measured µs", "share", "predicted µs", "pred/meas")
 
 
-def profile_table(rows: Sequence[dict]) -> list[dict]:
+def profile_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     """One display row per instruction (strings, keyed by COLUMNS): time, share of the call, and for copies the
     prediction and its ratio to the wall-clock time (the cost model is a wall-clock fit); a last row sums the call."""
     total = sum(row["measured_s"] for row in rows) or 1.0
@@ -34,14 +38,16 @@ def profile_table(rows: Sequence[dict]) -> list[dict]:
     return table
 
 
-def markdown_table(rows: Sequence[dict]) -> str:
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     """`profile_table(rows)` as a Markdown table."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(r[c] for c in COLUMNS) + " |" for r in profile_table(rows)]
     return "\n".join(lines)
 
 
-def plot_timeline(rows: Sequence[dict], path: str | None = None, title: str = "one call, instruction by instruction"):
+def plot_timeline(
+    rows: Sequence[dict[str, Any]], path: str | None = None, title: str = "one call, instruction by instruction"
+) -> Figure:
     """Instructions laid end to end on a time axis (µs), coloured by kind; a copy's predicted time is drawn as a
     black outline over its bar. Returns the Figure (written to `path` when given)."""
     from matplotlib.figure import Figure

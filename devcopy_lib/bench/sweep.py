@@ -1,29 +1,58 @@
-"""`sweep()`: time every method over sizes, directions and host-memory kinds on the selected backend."""
+"""`sweep()`: time every method over sizes, directions and host-memory kinds on the selected backend. `plan()` makes
+the bench and its cases, `run_plan()` times them: the one loop behind the CLI, the benchmark script and the timing
+panel (which passes a stop flag and keeps its bench open between runs)."""
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Sequence
+from typing import Protocol
 
+from ..devices.allocator import DeviceAllocator
 from ..devices.backend import make_allocator, select_backend
-from .harness import Policy, Progress, SweepResult, run_cases
+from .clocks import Clock
+from .harness import Case, Policy, Progress, SweepResult, run_cases
+from .measurement import BOTH, ONE_WAY
 from .sizes import CI_SIZES, CUDA_SIZES
 
-DIRECTIONS = ("h2d", "d2h", "both")
+DIRECTIONS = (*ONE_WAY, BOTH)
 MEMORIES = ("pageable", "pinned")
 SIMULATED_SIZES = [4 << (2 * i) for i in range(13)]  # 4 B .. 64 MiB
 
 
-def default_sizes(backend: str) -> list[int]:
-    """Small sizes under CI; 4 B .. 1 GiB on CUDA; up to 64 MiB on the simulated accelerator."""
+class Bench(Protocol):
+    """What a backend's bench offers the sweep (methods_cuda.CudaBench, methods_sim.SimulatedBench)."""
+
+    @property
+    def alloc(self) -> DeviceAllocator: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def directions(self) -> Sequence[str]: ...  # what it can time
+    @property
+    def memories(self) -> Sequence[str]: ...
+    @property
+    def limits(self) -> str: ...  # why not the rest ("" when it times everything)
+
+    def clocks(self) -> dict[str, Clock]: ...
+    def cases(self, n: int, directions: Sequence[str], memories: Sequence[str]) -> list[Case]: ...
+    def release(self) -> None: ...
+
+
+def default_sizes(real_device: bool) -> list[int]:
+    """Small sizes under CI; 4 B .. 1 GiB on a real device; up to 64 MiB on the simulated accelerator (host memory
+    stands in for the device, so larger sizes only time memcpy longer)."""
     if "CI" in os.environ:
         return list(CI_SIZES)
-    return list(CUDA_SIZES if backend == "cupy" else SIMULATED_SIZES)
+    return list(CUDA_SIZES if real_device else SIMULATED_SIZES)
 
 
-def make_bench(backend: str):
-    """The bench context (buffers, cases, clocks) of a backend name."""
+def make_bench(backend: str) -> Bench:
+    """The bench context (buffers, cases, clocks) of a backend name, chosen by what its allocator can do: CUDA
+    events and pinned memory where the device is real, host-memory methods otherwise."""
     allocator = make_allocator(backend)
-    if backend == "cupy":
+    if allocator.capabilities.real_device:
         from .methods_cuda import CudaBench
 
         return CudaBench(allocator)
@@ -40,33 +69,74 @@ class SweepInterrupted(KeyboardInterrupt):
         self.result = result
 
 
-def plan(backend: str | None = None, sizes: list[int] | None = None, directions=DIRECTIONS, memories=MEMORIES):
+class SweepStopped(Exception):
+    """The sweep's stop flag was set (the timing panel's Stop button); `result` holds the measurements finished
+    before it."""
+
+    def __init__(self, result: SweepResult) -> None:
+        super().__init__(f"stopped after {len(result.measurements)} measurement(s)")
+        self.result = result
+
+
+def plan(
+    backend: str | None = None,
+    sizes: list[int] | None = None,
+    directions: Sequence[str] = DIRECTIONS,
+    memories: Sequence[str] = MEMORIES,
+) -> tuple[str, Bench, list[Case]]:
     """(backend name, bench, cases) of a sweep, nothing timed yet: an empty case list means the backend cannot time
     these directions and memories."""
     name = select_backend(backend)
     bench = make_bench(name)
-    return name, bench, [c for n in (sizes or default_sizes(name)) for c in bench.cases(n, directions, memories)]
+    sizes = sizes or default_sizes(bench.alloc.capabilities.real_device)
+    return name, bench, [c for n in sizes for c in bench.cases(n, directions, memories)]
 
 
-def run_plan(name: str, bench, cases, policy: Policy | None = None, progress: Progress | None = None) -> SweepResult:
-    """Time a plan's cases, then release the bench and close its allocator; Ctrl-C raises SweepInterrupted."""
-    measurements: list = []
-    meta = {"simulated": name == "simulated"}
+def new_result(name: str, bench: Bench) -> SweepResult:
+    """An empty result for `bench`: its backend and device, and whether the device is simulated (from the
+    allocator's capabilities; targets and plots read it from the result, so a result loaded from JSON says too)."""
+    return SweepResult(name, bench.device, [], {"simulated": not bench.alloc.capabilities.real_device})
+
+
+def run_plan(
+    name: str,
+    bench: Bench,
+    cases: Sequence[Case],
+    policy: Policy | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    result: SweepResult | None = None,
+    close: bool = True,
+) -> SweepResult:
+    """Time a plan's cases into `result` (a new one by default; a caller that passes its own sees it grow), then
+    release the bench's buffers and, with `close`, its allocator. Ctrl-C raises SweepInterrupted; `stop` set (from
+    another thread) raises SweepStopped after the case being timed; both carry the measurements finished."""
+    result = new_result(name, bench) if result is None else result
+
+    def each(done: int, total: int, label: str) -> None:
+        if progress is not None:
+            progress(done, total, label)
+        if stop is not None and stop.is_set() and done < total:
+            raise SweepStopped(result)
+
     try:
-        run_cases(cases, bench.clocks(), policy or Policy(), progress, measurements)
+        if stop is not None and stop.is_set():
+            raise SweepStopped(result)
+        run_cases(cases, bench.clocks(), policy or Policy(), each, result.measurements)
     except KeyboardInterrupt:
-        raise SweepInterrupted(SweepResult(name, bench.device, measurements, meta)) from None
+        raise SweepInterrupted(result) from None
     finally:
         bench.release()
-        bench.alloc.close()
-    return SweepResult(name, bench.device, measurements, meta)
+        if close:
+            bench.alloc.close()
+    return result
 
 
 def sweep(
     backend: str | None = None,
     sizes: list[int] | None = None,
-    directions=DIRECTIONS,
-    memories=MEMORIES,
+    directions: Sequence[str] = DIRECTIONS,
+    memories: Sequence[str] = MEMORIES,
     policy: Policy | None = None,
     progress: Progress | None = None,
 ) -> SweepResult:

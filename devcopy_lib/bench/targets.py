@@ -1,11 +1,18 @@
-"""The copy engine's targets (docs/benchmarks.md), evaluated from one sweep: each a ratio of devcopy to a baseline measured in
-the same run on the same clock."""
+"""Every benchmark target, in one place: the copy engine's (docs/benchmarks.md), evaluated from one sweep, each a ratio
+of devcopy to a baseline measured in the same run on the same clock; and the single-number targets of the
+call-overhead and explorer benchmarks (`goal_row`), so no script keeps its own goals."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from ..names import MODES, Strategy
 from .harness import SweepResult
+from .measurement import BOTH, ONE_WAY
+
+H2D, D2H = ONE_WAY
 
 MiB = 1 << 20
 ENGINE, ALLOCATOR = "devcopy engine", "devcopy allocator"
@@ -25,7 +32,7 @@ class Target:
     clock: str = "wall"
     lower_is_better: bool = False  # compare times (latency) instead of bandwidth
 
-    def evaluate(self, result: SweepResult) -> list[dict]:
+    def evaluate(self, result: SweepResult) -> list[dict[str, Any]]:
         """One row per size: measured value (ratio or GB/s), met or not; sizes the sweep lacks are skipped."""
         rows = []
         for n in self.sizes:
@@ -61,7 +68,7 @@ def cuda_targets() -> list[Target]:
     big = (16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB)
     out = []
     for clock in ("events", "wall"):
-        for d in ("h2d", "d2h"):
+        for d in ONE_WAY:
             out.append(
                 Target(
                     f"planned (pinned) {d} >= 0.95x cudaMemcpyAsync",
@@ -78,7 +85,7 @@ def cuda_targets() -> list[Target]:
         out += [
             Target(
                 "pageable h2d at 64 MiB >= 2x cudaMemcpy",
-                "h2d",
+                H2D,
                 "pageable",
                 (64 * MiB,),
                 ENGINE,
@@ -88,7 +95,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable h2d at 64 MiB >= 2x torch .to('cuda')",
-                "h2d",
+                H2D,
                 "pageable",
                 (64 * MiB,),
                 ENGINE,
@@ -98,7 +105,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable h2d >= 256 MiB >= 3x cudaMemcpy",
-                "h2d",
+                H2D,
                 "pageable",
                 (256 * MiB, 1024 * MiB),
                 ENGINE,
@@ -108,7 +115,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable h2d >= 256 MiB >= 3x torch .to('cuda')",
-                "h2d",
+                H2D,
                 "pageable",
                 (256 * MiB, 1024 * MiB),
                 ENGINE,
@@ -118,7 +125,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable d2h >= 256 MiB >= 1.5x cudaMemcpy",
-                "d2h",
+                D2H,
                 "pageable",
                 (256 * MiB, 1024 * MiB),
                 ENGINE,
@@ -128,7 +135,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "pageable d2h >= 256 MiB >= 10x torch .cpu()",
-                "d2h",
+                D2H,
                 "pageable",
                 (256 * MiB, 1024 * MiB),
                 ENGINE,
@@ -138,7 +145,7 @@ def cuda_targets() -> list[Target]:
             ),
             Target(
                 "both directions, pinned, 256 MiB each: >= 0.97x raw bidirectional cudaMemcpyAsync",
-                "both",
+                BOTH,
                 "pinned",
                 (512 * MiB,),
                 ENGINE,
@@ -159,7 +166,7 @@ def cuda_targets() -> list[Target]:
             "wall",
             lower_is_better=True,
         )
-        for d in ("h2d", "d2h")
+        for d in ONE_WAY
     ]
     return out
 
@@ -169,10 +176,93 @@ def simulated_targets() -> list[Target]:
     sizes = (1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)
     return [
         Target(f"simulated {d} >= 0.8x numpy copyto", d, "pageable", sizes, ALLOCATOR, "numpy copyto", 0.8)
-        for d in ("h2d", "d2h")
+        for d in ONE_WAY
     ]
 
 
-def evaluate(result: SweepResult) -> list[dict]:
-    targets = simulated_targets() if result.backend == "simulated" else cuda_targets()
+def evaluate(result: SweepResult) -> list[dict[str, Any]]:
+    """Every target of the result's device (simulated or CUDA) against the sweep, one row per target and size."""
+    targets = simulated_targets() if result.simulated else cuda_targets()
     return [row for t in targets for row in t.evaluate(result)]
+
+
+# ---- targets of one number each: the call-overhead and explorer benchmarks ------------------------------------------
+RULES: dict[str, Callable[[float, float], bool]] = {
+    "<=": lambda value, goal: value <= goal,
+    "<": lambda value, goal: value < goal,
+    "within": lambda value, goal: abs(value - 1) <= goal,  # a ratio within `goal` of 1 (prediction / measurement)
+}
+
+
+def goal_row(target: str, value: float, goal: float, rule: str = "<=") -> dict[str, Any]:
+    """One target that is a single number: `value` against `goal` by `rule` (a key of RULES)."""
+    return {"target": target, "value": value, "goal": goal, "met": RULES[rule](value, goal)}
+
+
+def profiled_copies(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every profiled copy of >= 1 MiB in a call-overhead run: the size sweep's and the models' (`Method.profile`
+    rows)."""
+    copies = data.get("copy_sizes", []) + [c for r in data["models"] for c in r["copies"]]
+    return [c for c in copies if c["bytes"] >= MiB and c["measured_s"]]
+
+
+def call_overhead_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every target of a call-overhead run (benchmarks/call_overhead.py) as a ratio or a time: on the simulated
+    device the runtime's own cost per call and per instruction; on a real device devcopy against torch eager and
+    the cost model's predictions against the profiled copies (the model prices the H200, not host memcpy)."""
+    out = []
+    by = {(r["model"], r["strategy"], r["mode"]): r for r in data["models"]}
+    if data["simulated"]:
+        for mode in MODES:
+            if ("add", Strategy.EXECUTORCH, mode) in by:
+                row = by[("add", Strategy.EXECUTORCH, mode)]
+                out.append(goal_row(f"add ({mode}) call <= 20 µs (µs)", row["call_s"] * 1e6, 20.0))
+                out.append(goal_row(f"add ({mode}) <= 5 µs per instruction (µs)", row["per_instruction_s"] * 1e6, 5.0))
+            for strategy in (Strategy.EXECUTORCH, Strategy.DEDUPE):
+                if ("transformer_block", strategy, mode) in by:
+                    row = by[("transformer_block", strategy, mode)]
+                    out.append(
+                        goal_row(
+                            f"transformer_block ({strategy}, {mode}) <= 2x eager CPU",
+                            row["call_s"] / row["eager_module_s"],
+                            2.0,
+                        )
+                    )
+        return out
+    for (model, strategy, mode), row in by.items():
+        if model.startswith("mlp") and model != "mlp":
+            out.append(
+                goal_row(f"{model} ({mode}) <= 1.5x torch eager on CUDA", row["call_s"] / row["eager_module_s"], 1.5)
+            )
+        elif model in ("transformer_block", "gpt2_2l", "resnet18") and row["eager_placed_s"]:
+            out.append(
+                goal_row(
+                    f"{model} ({strategy}, {mode}) <= 1.3x the placement run by torch eager",
+                    row["call_s"] / row["eager_placed_s"],
+                    1.3,
+                )
+            )
+    for row in data.get("small_copies", []):
+        out.append(
+            goal_row(f"4 KiB {row['direction']} through et_copy <= 1.1x torch copy_ pinned + sync", row["ratio"], 1.1)
+        )
+    for c in profiled_copies(data):
+        out.append(
+            goal_row(
+                f"predicted/measured ({c['clock']}) {c['op'].split('::')[-1]} {c['bytes'] >> 20} MiB ({c['memory']}) "
+                "within 15%",
+                c["predicted_s"] / c["measured_s"],
+                0.15,
+                "within",
+            )
+        )
+    return out
+
+
+EXPLORER_GOALS = {"build_s": 5.0, "median_op_toggle_s": 1.0}  # seconds, after torch.export + decompositions
+
+
+def explorer_targets(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The placement explorer's targets (benchmarks/explorer.py) by result key: building it and a median op toggle
+    (a new delegate set) each under its goal in seconds."""
+    return {key: goal_row(key, result[key], goal, "<") for key, goal in EXPLORER_GOALS.items()}

@@ -9,7 +9,7 @@
 # %%
 import os
 
-from devcopy_lib.devices.backend import select_backend
+from devcopy_lib import select_backend
 
 SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
 BACKEND = select_backend()
@@ -22,13 +22,11 @@ print("backend:", BACKEND)
 
 # %%
 from devcopy_lib import export_and_lower, models, place_devices
-from devcopy_lib.bench.sizes import format_bytes
+from devcopy_widgets import totals_line
 
 lowered = export_and_lower(*models.shared_input(), partition="per_node")
 for strategy in ("executorch", "dedupe"):
-    r = place_devices(lowered, strategy=strategy).report
-    print(f"{strategy:10}  delegates {r.delegates}  H2D {r.copies['h2d']} ({format_bytes(r.copy_bytes['h2d'])})  "
-          f"D2H {r.copies['d2h']} ({format_bytes(r.copy_bytes['d2h'])})")
+    print(totals_line(place_devices(lowered, strategy=strategy).report))
 
 # %% [markdown]
 # The explorer draws the placed graph (copies outlined in red, with their bytes). Switch **strategy** to `dedupe`

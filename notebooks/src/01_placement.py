@@ -8,7 +8,7 @@
 # backend is selected (`DEVCOPY_BACKEND=cupy|simulated`).
 
 # %%
-from devcopy_lib.devices.backend import select_backend
+from devcopy_lib import select_backend
 
 print("backend:", select_backend())
 
@@ -20,16 +20,14 @@ print("backend:", select_backend())
 # %%
 from devcopy_lib import export_and_lower, models, place_devices
 from devcopy_lib.bench.sizes import format_bytes
+from devcopy_widgets import totals_line
 
 CASES = [("add", "capability"), ("shared_input", "capability"), ("shared_input", "per_node"),
          ("back_to_back", "per_node"), ("cpu_between", "capability"), ("mlp", "capability")]
-print(f"{'model':14} {'partition':10} {'strategy':10} delegates  h2d  d2h  h2d bytes")
 for name, partition in CASES:
     lowered = export_and_lower(*models.MODELS[name](), partition=partition)
     for strategy in ("executorch", "dedupe"):
-        r = place_devices(lowered, strategy=strategy).report
-        print(f"{name:14} {partition:10} {strategy:10} {r.delegates:9} {r.copies['h2d']:4} {r.copies['d2h']:4} "
-              f"{format_bytes(r.copy_bytes['h2d']):>10}")
+        print(f"{name:14} {partition:10}", totals_line(place_devices(lowered, strategy=strategy).report))
 
 # %% [markdown]
 # ## One decision table
@@ -59,7 +57,7 @@ for name in ("add", "output_and_cpu_user"):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from devcopy_lib.passes import executorch_reference
+from devcopy_lib import reference as executorch_reference
 
 if executorch_reference.available():
     for name, partition in CASES[:4]:

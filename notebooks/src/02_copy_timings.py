@@ -10,7 +10,7 @@
 # %%
 import os
 
-from devcopy_lib.devices.backend import select_backend
+from devcopy_lib import select_backend
 
 SMOKE = "CI" in os.environ  # small sizes under CI and `make test`
 BACKEND = select_backend()
@@ -43,9 +43,9 @@ for series in methods:
 from IPython.display import HTML
 
 from devcopy_lib.bench.plots import gbps_matrix
-from devcopy_widgets.html import table
+from devcopy_widgets import html_table
 
-HTML(table(*reversed(gbps_matrix(result, clock="wall"))))
+HTML(html_table(*reversed(gbps_matrix(result, clock="wall"))))
 
 # %% [markdown]
 # ## Bandwidth against size

@@ -8,7 +8,7 @@
 # **Backend.** Loading and running use the selected backend; the next cell says which.
 
 # %%
-from devcopy_lib.devices.backend import select_backend
+from devcopy_lib import select_backend
 
 print("backend:", select_backend())
 

@@ -8,7 +8,7 @@
 # %%
 import torch
 
-from devcopy_lib.devices.backend import select_backend
+from devcopy_lib import select_backend
 
 print("backend:", select_backend())
 
@@ -32,23 +32,20 @@ model, inputs = Gate(), (torch.randn(4, 8),)
 
 # %%
 from devcopy_lib import export_and_lower, place_devices
-from devcopy_lib.bench.sizes import format_bytes
+from devcopy_widgets import totals_line
 
 lowered = export_and_lower(model, inputs)
 print("delegated ops:", sorted({op for d in lowered.delegates.values() for op in d.ops}))
 for strategy in ("executorch", "dedupe"):
-    r = place_devices(lowered, strategy=strategy).report
-    print(f"{strategy:10} delegates {r.delegates}  H2D {r.copies['h2d']} ({format_bytes(r.copy_bytes['h2d'])})  "
-          f"D2H {r.copies['d2h']} ({format_bytes(r.copy_bytes['d2h'])})")
+    print(totals_line(place_devices(lowered, strategy=strategy).report))
 
 # %% [markdown]
 # ## Only some ops on the device
 # Pass `delegate_ops` to choose: here only the matrix multiply.
 
 # %%
-r = place_devices(export_and_lower(model, inputs, delegate_ops=["addmm.default"])).report
-print(f"addmm only: {r.delegates} delegate{'s' if r.delegates != 1 else ''}, H2D {r.copies['h2d']}, "
-      f"D2H {r.copies['d2h']}")
+only_addmm = place_devices(export_and_lower(model, inputs, delegate_ops=["addmm.default"]))
+print("addmm only:", totals_line(only_addmm.report))
 
 # %% [markdown]
 # ## Run it in both modes

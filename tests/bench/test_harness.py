@@ -5,9 +5,19 @@ import json
 
 import pytest
 
-from devcopy_lib.bench.clocks import WallClock
-from devcopy_lib.bench.harness import Case, Policy, SweepResult, TextProgress, measure, run_cases
-from devcopy_lib.bench.measurement import Measurement
+from devcopy_lib.bench.clocks import CpuClock, WallClock
+from devcopy_lib.bench.harness import (
+    Case,
+    Policy,
+    SweepResult,
+    TextProgress,
+    interleaved,
+    measure,
+    repeat,
+    run_cases,
+    timed,
+)
+from devcopy_lib.bench.measurement import Measurement, Timing
 
 
 class FakeClock:
@@ -152,3 +162,54 @@ def test_cuda_sweep_has_both_clocks_and_every_baseline():
         "torch .to/.cpu",
         "cupy asarray/get",
     } <= {m.method for m in result.measurements}
+
+
+def test_interleaved_takes_turns_and_samples_the_mean_per_call():
+    order = []
+    clock = FakeClock("wall", [0.4, 0.2])  # the first function's rounds take 0.4 s, the second's 0.2 s
+    timings = interleaved(
+        {"a": lambda: order.append("a"), "b": lambda: order.append("b")}, rounds=3, calls=2, clock=clock, warmup=1
+    )
+    assert order == ["a", "b"] + ["a", "a", "b", "b"] * 3  # warm-ups, then turns within every round
+    assert timings["a"].samples == [0.2, 0.2, 0.2] and timings["b"].samples == [0.1, 0.1, 0.1]
+    assert clock.starts == clock.stops == 6
+
+
+def test_timing_statistics():
+    t = Timing([3.0, 1.0, 2.0, 10.0])
+    assert (t.median, t.fastest) == (2.5, 1.0)
+    assert t.iqr == pytest.approx(4.75 - 1.75)  # numpy percentiles, linear between the sorted samples
+
+
+def test_repeat_times_every_call_on_every_clock_and_returns_the_last_result():
+    calls = iter(range(10))
+    wall, cpu = FakeClock("wall", [0.5]), FakeClock("cpu", [0.25])
+    result, timings = repeat(lambda: next(calls), 3, (cpu, wall), warmup=2)
+    assert result == 4  # two warm-ups, then three timed calls
+    assert timings["wall"].samples == [0.5] * 3 and timings["cpu"].samples == [0.25] * 3
+    with pytest.raises(ValueError, match="at least one"):
+        repeat(lambda: None, 0)
+
+
+def test_repeat_with_gc_paused_runs_without_the_collector_and_restores_it():
+    import gc
+
+    seen = []
+    repeat(lambda: seen.append(gc.isenabled()), 2, gc_paused=True)
+    assert seen == [False, False] and gc.isenabled()
+    repeat(lambda: seen.append(gc.isenabled()), 1)
+    assert seen[-1] is True
+
+
+def test_timed_is_one_call_on_the_clock():
+    result, seconds = timed(lambda: "x", FakeClock("wall", [0.125]))
+    assert (result, seconds) == ("x", 0.125)
+
+
+def test_the_cpu_clock_counts_this_process_cpu_time_not_sleep():
+    import time
+
+    clock = CpuClock()
+    token = clock.start()
+    time.sleep(0.05)
+    assert clock.stop(token) < 0.04

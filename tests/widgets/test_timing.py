@@ -5,7 +5,7 @@ import re
 import threading
 
 import pytest
-from devcopy_widgets import CopyTimingPanel, TimingState
+from devcopy_widgets import CopyTimingPanel, TimingState, timing_state
 
 from devcopy_lib.bench import sweep as sweep_module
 from devcopy_lib.bench.plots import ceilings, gbps_matrix, is_baseline, plot_bandwidth, to_png
@@ -42,6 +42,27 @@ def test_run_reports_progress_per_size_and_fills_the_matrix(ran):
     assert columns[0] == "size" and "devcopy allocator h2d pageable" in columns[1]
     assert "devcopy allocator" in ran.table.value and not ran.run_button.disabled
     assert "done: " in ran.status.value and "4 B..64 B" in ran.status.value
+
+
+def test_the_state_runs_the_library_sweep_and_shows_each_size_once_it_is_whole(monkeypatch):
+    calls, seen = [], []
+    real = sweep_module.run_plan
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(timing_state, "run_plan", recording)
+    state = TimingState(sizes="4,16", direction="h2d")
+    state.run(
+        progress=lambda done, total, label: seen.append((done, total, label)),
+        on_size=lambda result: seen.append(sorted({m.nbytes for m in result.measurements})),
+    )
+    assert len(calls) == 1 and calls[0]["close"] is False  # one loop, the library's; the bench stays for the next run
+    assert seen == [(1, 2, "4 B"), [4], (2, 2, "16 B"), [4, 16]]
+    per_size = len(state.result.measurements) // 2
+    assert [m.nbytes for m in state.result.measurements] == [4] * per_size + [16] * per_size
+    state.close()
 
 
 def test_the_simulated_backend_offers_only_what_it_can_time_and_says_why():
@@ -114,7 +135,10 @@ def test_on_cuda_the_ceilings_are_the_link_and_the_measured_cudaMemcpyAsync_peak
     from devcopy_lib.bench.measurement import Measurement
 
     result = SweepResult(
-        "cupy", "NVIDIA H200", [Measurement("cudaMemcpyAsync", "h2d", "pinned", 1 << 30, "wall", [0.02])]
+        "cupy",
+        "NVIDIA H200",
+        [Measurement("cudaMemcpyAsync", "h2d", "pinned", 1 << 30, "wall", [0.02])],
+        {"simulated": False},
     )
     (link, link_label), (measured, label) = ceilings(result)
     assert link == 64.0 and "PCIe 5.0 x16" in link_label

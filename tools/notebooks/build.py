@@ -1,14 +1,15 @@
 """Build the notebooks from their sources in notebooks/src (percent format: `# %%` code, `# %% [markdown]` text),
 execute them on the simulated backend with CI sizes, scrub volatile metadata and widget views, write
-notebooks/*.ipynb.
+notebooks/*.ipynb (or into `--out DIR`; `--no-execute` writes the cells without outputs, which
+tests/test_notebooks_build.py compares with the committed notebooks).
 
-    .venv/bin/python tools/notebooks/build.py [NAME ...]
+    .venv/bin/python tools/notebooks/build.py [--out DIR] [--no-execute] [NAME ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 from pathlib import Path
 
 import nbformat
@@ -66,25 +67,36 @@ def coalesced(outputs: list) -> list:
     return merged
 
 
-def build(name: str) -> Path:
+def names() -> list[str]:
+    """Every notebook's name: one per source in notebooks/src."""
+    return sorted(p.stem for p in (NOTEBOOKS / "src").glob("*.py"))
+
+
+def build(name: str, out: Path = NOTEBOOKS, execute: bool = True) -> Path:
+    """notebooks/src/<name>.py as `<out>/<name>.ipynb`, executed (in notebooks/, as Jupyter runs it) unless not."""
     nb = parse((NOTEBOOKS / "src" / f"{name}.py").read_text(), name)
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}})
-    client.execute()
-    noisy = stderr_cells(nb)
-    if noisy:
-        raise SystemExit(
-            f"{name}: cells wrote to stderr (a warning box under make lab); silence known third-party "
-            f"noise in devcopy_lib/passes/noise.py or fix the cause:\n"
-            + "\n".join(f"  {cell}: {text[:300]}" for cell, text in noisy.items())
-        )
+    if execute:
+        resources = {"metadata": {"path": str(NOTEBOOKS)}}
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources=resources).execute()
+        noisy = stderr_cells(nb)
+        if noisy:
+            raise SystemExit(
+                f"{name}: cells wrote to stderr (a warning box under make lab); silence known third-party "
+                f"noise in devcopy_lib/passes/noise.py or fix the cause:\n"
+                + "\n".join(f"  {cell}: {text[:300]}" for cell, text in noisy.items())
+            )
     scrub(nb)
-    target = NOTEBOOKS / f"{name}.ipynb"
+    target = out / f"{name}.ipynb"
     nbformat.write(nb, target)
     return target
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="notebooks to build (default: every source in notebooks/src)")
+    parser.add_argument("--out", type=Path, default=NOTEBOOKS, help="folder to write into (default: notebooks/)")
+    parser.add_argument("--no-execute", action="store_true", help="write the cells without running them")
+    args = parser.parse_args()
     os.environ.update(NOTEBOOK_ENV)
-    names = sys.argv[1:] or sorted(p.stem for p in (NOTEBOOKS / "src").glob("*.py"))
-    for notebook in names:
-        print("built", build(notebook))
+    for notebook in args.names or names():
+        print("built", build(notebook, args.out, execute=not args.no_execute))

@@ -1,0 +1,89 @@
+"""A placed Program run by torch eagerly: the reference a loaded Method is timed against ("the same placement, torch
+doing the work"). Every value becomes a torch tensor where the program places it, CPU ops call their ATen overloads,
+delegates call their graph module's forward, and each copy is a `copy_` between those tensors: no devcopy kernel,
+allocator or plan is involved, so the difference to `load_method(program)` is devcopy's own runtime cost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import torch
+
+from ..kernels.portable_cpu import aten_overload, split_arguments
+from .libs import native_lib
+from .program import DelegateCall, KernelCall, Program, TensorListValue, TensorValue
+from .resolve import resolve_operators
+
+COPY_NAMESPACE = "et_copy::"
+
+
+def _delegate_step(
+    forward: Callable[..., Sequence[torch.Tensor]], args: list[torch.Tensor], outs: list[torch.Tensor]
+) -> Callable[[], None]:
+    """A delegate call as torch runs it: its graph module's forward, results copied into the output tensors."""
+
+    def step() -> None:
+        for out, value in zip(outs, forward(*args), strict=True):
+            out.copy_(value)
+
+    return step
+
+
+def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., list[torch.Tensor]]:
+    """`run(*inputs) -> outputs` running `program` with torch eager. Values the program places on a device live on
+    torch's `device_type` device of the same index (`"cuda"` on a real device; `"cpu"` when the device is simulated,
+    where they are ordinary CPU tensors), host values on the CPU, pinned when a device is real. Instructions run at
+    load (hoisted constants) run once here; outputs come back as CPU tensors the caller owns."""
+    on_device = device_type != "cpu"
+
+    def where(value: TensorValue) -> torch.device:
+        if on_device and not value.spec.device.is_cpu:
+            return torch.device(device_type, value.spec.device.index)
+        return torch.device("cpu")
+
+    def make(value: TensorValue) -> torch.Tensor:
+        if value.data is not None:
+            return value.data.to(where(value))
+        pinned = on_device and where(value).type == "cpu"
+        return torch.empty(value.spec.sizes, dtype=value.spec.dtype, device=where(value), pin_memory=pinned)
+
+    tensors = {i: make(v) for i, v in enumerate(program.values) if isinstance(v, TensorValue)}
+
+    def lift(index: int) -> Any:
+        value = program.values[index]
+        if isinstance(value, TensorValue):
+            return tensors[index]
+        if isinstance(value, TensorListValue):
+            return [None if i is None else tensors[i] for i in value.items]
+        return value.value
+
+    steps: list[Callable[[], object]] = []
+    for ins in program.instructions:
+        if isinstance(ins, DelegateCall):
+            delegate = program.delegates[ins.delegate]
+            args = [tensors[i] for i in (*ins.args, *delegate.constants)]
+            steps.append(_delegate_step(delegate.module.forward, args, [tensors[i] for i in ins.outputs]))
+            continue
+        assert isinstance(ins, KernelCall)
+        name = program.operators[ins.op]
+        if name.startswith(COPY_NAMESPACE):  # (src, ..., out): the copy torch itself would make
+            steps.append(partial(tensors[ins.args[-1]].copy_, tensors[ins.args[0]]))
+            continue
+        schema = resolve_operators([name], [native_lib()])[0].schema
+        positional, keywords = split_arguments(schema, [lift(i) for i in ins.args])
+        steps.append(partial(aten_overload(name), *positional, **keywords))
+    for step in steps[: program.load_instructions]:
+        step()
+    per_call = steps[program.load_instructions :]
+    inputs, outputs = [tensors[i] for i in program.inputs], [tensors[i] for i in program.outputs]
+
+    def run(*xs: torch.Tensor) -> list[torch.Tensor]:
+        for slot, x in zip(inputs, xs, strict=True):
+            slot.copy_(x)
+        for step in per_call:
+            step()
+        return [out.cpu() if out.device.type != "cpu" else out.clone() for out in outputs]
+
+    return run
