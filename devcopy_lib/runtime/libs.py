@@ -81,7 +81,13 @@ def native_lib() -> KernelLib:
     """ATen's native lib: every op of native_functions.yaml, executed by PyTorch's kernels (torch.ops.aten)."""
 
     def schema_of(op: str):
-        return parse_schema(native_schema(op))
+        schema = native_schema(op)
+        if schema is None:  # an autogen variant in torchgen's YAML that this PyTorch does not register
+            raise LookupError(
+                f"{op}: native_functions.yaml lists it (autogen), but this PyTorch has no schema for it, "
+                "so the native lib cannot build its kernel"
+            )
+        return parse_schema(schema)
 
     return KernelLib(
         "native",
