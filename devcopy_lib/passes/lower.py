@@ -60,6 +60,11 @@ from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
 from .partition import propose_partitions
 
+# One device for every delegate (None: no device), or delegate name / op overload -> device
+TargetDevice = str | Device | Mapping[str, str | Device] | None
+# What _Builder orders: a partition (its index in `groups`) or a node left on CPU
+_Unit = int | fx.Node
+
 # What the device backend runs: ATen overloads as they appear after run_decompositions().
 DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
     "add.Tensor",
@@ -115,7 +120,7 @@ class LoweredProgram:
     partition: str = "capability"
     written_back_inputs: tuple[int, ...] = ()  # user inputs the program mutates: the caller's tensor gets the value
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs: Any) -> Any:
         """Run the graph eagerly on CPU tensors (copies are clones), outputs structured like the model's."""
         flat = self.graph_module(*inputs)
         return pytree.tree_unflatten(list(flat), self.exported_program.call_spec.out_spec)
@@ -133,7 +138,7 @@ class OverloadSupport(OperatorSupportBase):
     def __init__(self, ops: Sequence[str]):
         self.ops = frozenset(ops)
 
-    def is_node_supported(self, submodules, node: fx.Node) -> bool:
+    def is_node_supported(self, submodules: Mapping[str, torch.nn.Module], node: fx.Node) -> bool:
         return node.op == "call_function" and overload_name(node.target) in self.ops
 
 
@@ -152,13 +157,15 @@ def export_program(
     model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None
 ) -> ExportedProgram:
     """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set."""
-    return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes).run_decompositions()
+    exported = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
+    decomposed: ExportedProgram = exported.run_decompositions()  # untyped in torch (behind a decorator)
+    return decomposed
 
 
 def lower(
     exported: ExportedProgram,
     delegate_ops: Sequence[str] | None = None,
-    target_device: Any = "cuda:0",
+    target_device: TargetDevice = "cuda:0",
     partition: str = "capability",
 ) -> LoweredProgram:
     """Make each proposed partition of `delegate_ops` in a decomposed program a delegate on `target_device`.
@@ -177,7 +184,7 @@ def lower(
         proposed = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()
         groups = [set(p.nodes) for p in proposed]
     else:
-        groups = [{n} for n in gm.graph.nodes if support.is_node_supported(None, n)]
+        groups = [{n} for n in gm.graph.nodes if support.is_node_supported({}, n)]
     example_inputs = tuple(exported.example_inputs[0]) if exported.example_inputs else ()
     return _Builder(exported, edge, groups, target_device).build(example_inputs, ops, partition)
 
@@ -186,7 +193,7 @@ def export_and_lower(
     model: torch.nn.Module,
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str] | None = None,
-    target_device: Any = "cuda:0",
+    target_device: TargetDevice = "cuda:0",
     dynamic_shapes: Any = None,
     partition: str = "capability",
 ) -> LoweredProgram:
@@ -195,7 +202,7 @@ def export_and_lower(
     return lower(export_program(model, example_inputs, dynamic_shapes), delegate_ops, target_device, partition)
 
 
-def _resolve_device(target_device: Any, name: str, ops: tuple[str, ...]) -> Device | None:
+def _resolve_device(target_device: TargetDevice, name: str, ops: tuple[str, ...]) -> Device | None:
     """The device of one delegate: from a single target, or from a mapping by delegate name, then by its ops."""
     if target_device is None:
         return None
@@ -215,7 +222,9 @@ def _resolve_device(target_device: Any, name: str, ops: tuple[str, ...]) -> Devi
 class _Builder:
     """Builds the top-level graph: CPU nodes copied, each partition replaced by a delegate call and getitems."""
 
-    def __init__(self, exported: ExportedProgram, edge: EdgeForm, groups: list[set[fx.Node]], target_device: Any):
+    def __init__(
+        self, exported: ExportedProgram, edge: EdgeForm, groups: list[set[fx.Node]], target_device: TargetDevice
+    ):
         self.exported = exported
         self.edge = edge
         self.graph = edge.graph_module.graph
@@ -230,7 +239,7 @@ class _Builder:
         self.delegates: dict[str, Delegate] = {}
         self.cpu_constants: dict[str, torch.Tensor] = {}
 
-    def build(self, example_inputs, ops, partition) -> LoweredProgram:
+    def build(self, example_inputs: tuple[Any, ...], ops: Sequence[str], partition: str) -> LoweredProgram:
         placeholders = {n.name: n for n in self.graph.nodes if n.op == "placeholder"}
         for name in self.user_inputs:
             self.env[placeholders[name]] = self._copy(placeholders[name])
@@ -268,9 +277,10 @@ class _Builder:
         new.meta = copy.copy(node.meta)
         return new
 
-    def _units_in_order(self) -> list:
-        """Compute nodes and partitions (by index) in a topological order, each as early as the original order allows."""
-        units: dict[Any, list[fx.Node]] = {}
+    def _units_in_order(self) -> list[_Unit]:
+        """Compute nodes and partitions (by index) in a topological order, each as early as the original order
+        allows."""
+        units: dict[_Unit, list[fx.Node]] = {}
         for node in self.graph.nodes:
             if node.op in ("call_function", "call_method", "call_module", "get_attr"):
                 units.setdefault(self.group_of.get(node, node), []).append(node)
@@ -279,7 +289,7 @@ class _Builder:
             u: {unit_of[i] for n in ns for i in n.all_input_nodes if i in unit_of and unit_of[i] != u}
             for u, ns in units.items()
         }
-        users: dict[Any, set] = {u: set() for u in units}
+        users: dict[_Unit, set[_Unit]] = {u: set() for u in units}
         for u, ds in deps.items():
             for d in ds:
                 users[d].add(u)
@@ -300,7 +310,8 @@ class _Builder:
     def _add_delegate(self, nodes: list[fx.Node]) -> None:
         """Replace one partition by a delegate call: distinct inputs in first-use order, owned constants inside."""
         members = set(nodes)
-        inputs, owned = {}, {}  # ordered sets: a delegate may read hundreds of distinct values
+        inputs: dict[fx.Node, None] = {}  # ordered sets: a delegate may read hundreds of distinct values
+        owned: dict[fx.Node, None] = {}
         for node in nodes:
             for arg in node.all_input_nodes:
                 if arg not in members:
@@ -316,7 +327,7 @@ class _Builder:
             sub_env[node] = sub.node_copy(node, sub_env.__getitem__)
         sub.output(tuple(sub_env[n] for n in outputs))
         name = f"delegate_{len(self.delegates)}"
-        ops = tuple(overload_name(n.target) for n in nodes if n.target is not operator.getitem)
+        ops = tuple(op for n in nodes if (op := overload_name(n.target)) is not None)  # getitems have none
         delegate = Delegate(
             name,
             _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
@@ -341,8 +352,8 @@ def _with_getitems(group: set[fx.Node]) -> set[fx.Node]:
     return set(group) | {u for n in group for u in n.users if u.op == "call_function" and u.target is operator.getitem}
 
 
-def _names(value) -> list[str]:
+def _names(value: fx.node.Argument) -> list[str]:
     """Names of the nodes in an output structure, flattened in order."""
-    names = []
+    names: list[str] = []
     fx.map_arg(value, lambda n: names.append(n.name))
     return names

@@ -4,8 +4,9 @@
 After the pass every node has `meta["device"]` (a `Device`). Copy nodes call `torch.ops.et_copy._h2d_copy.default`
 (tagged with the delegate's device) and `_d2h_copy.default` (tagged CPU); both are clones at trace time, so the placed
 graph still runs eagerly on CPU. `peer` places ExecuTorch's copies, then turns each cross-device host hop (a D2H
-on cuda:0 feeding an H2D to cuda:1) into one direct `_d2d_copy` where the two devices have peer access. A delegate whose `target_device` is None or CPU is left untouched (a deliberate
-difference for CPU: ExecuTorch would insert CPU->CPU copies for a `cpu` target).
+on cuda:0 feeding an H2D to cuda:1) into one direct `_d2d_copy` where the two devices have peer access. A delegate
+whose `target_device` is None or CPU is left untouched (a deliberate difference for CPU: ExecuTorch would insert
+CPU->CPU copies for a `cpu` target).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
@@ -25,7 +27,7 @@ from . import hoist
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from .peer import CrossDevicePair, PeerAccess, peer_rule
-from .report import PlacementReport, build_report, value_bytes
+from .report import CostModel, PlacementReport, build_report, value_bytes
 
 
 class PlacementError(RuntimeError):
@@ -100,7 +102,8 @@ class PlaceDevicesPass(PassBase):
     def insert_h2d(self, graph: fx.Graph, calls: dict[fx.Node, Device]) -> bool:
         """Per device delegate, per distinct input value not already on its device: an H2D right before the call,
         rewiring only that argument. `executorch`: one copy per (delegate, value); `dedupe`: one per (value,
-        device), reused by every delegate on that device. Graph inputs skip the copy under skip_h2d_for_method_inputs."""
+        device), reused by every delegate on that device. Graph inputs skip the copy under
+        skip_h2d_for_method_inputs."""
         changed = False
         shared: dict[tuple[fx.Node, Device], fx.Node] = {}
         for call, device in calls.items():
@@ -224,7 +227,7 @@ def _tag(node: fx.Node, device: Device) -> bool:
     return True
 
 
-def _copy_node(graph: fx.Graph, op, source: fx.Node, device: Device) -> fx.Node:
+def _copy_node(graph: fx.Graph, op: torch._ops.OpOverload, source: fx.Node, device: Device) -> fx.Node:
     """A copy of `source` named after it (`a_h2d`, `add_d2h`, `add_d2d`), with its value and the device it lands on."""
     node = graph.create_node("call_function", op, (source,), name=f"{source.name}_{COPY_KINDS[op]}")
     node.meta["val"] = source.meta.get("val")
@@ -258,7 +261,7 @@ def place_devices(
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
-    cost_model: Any = None,
+    cost_model: CostModel | None = None,
     peer_access: PeerAccess = None,
     hoist_constants: bool = False,
 ) -> PlacedProgram:
@@ -280,11 +283,12 @@ def place_devices(
     others: dict[str, fx.GraphModule | Exception] = {}
     for name in STRATEGIES:
         if name != strategy:
-            others[name] = copy_graph_module(lowered.graph_module)
+            other = copy_graph_module(lowered.graph_module)
             try:
-                PlaceDevicesPass(name, **options, peer_access=peer_access)(others[name])
+                PlaceDevicesPass(name, **options, peer_access=peer_access)(other)
                 if hoist_constants:
-                    hoist.hoist_constants(others[name])
+                    hoist.hoist_constants(other)
+                others[name] = other
             except PlacementError as exc:  # the other strategy refusing is part of the comparison
                 others[name] = exc
     base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
