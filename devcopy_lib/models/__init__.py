@@ -17,6 +17,7 @@ from .extras import INSTALL_HINT, ModelsExtraMissing
 from .real import DELEGATE_SETS, REAL_MODELS, bert_small, gpt2_2l, gpt2_12l, llama_tiny, mobilenet_v3_small, resnet18
 from .samples import (
     MODELS,
+    Sample,
     add,
     back_to_back,
     cpu_between,
@@ -34,12 +35,25 @@ __all__ = [
     "load_model",
     "ModelsExtraMissing",
     "INSTALL_HINT",
-    *MODELS,
-    *REAL_MODELS,
+    # the factories of MODELS and REAL_MODELS (tests/test_models.py checks that every one is listed)
+    "add",
+    "mlp",
+    "residual",
+    "shared_input",
+    "back_to_back",
+    "cpu_between",
+    "output_and_cpu_user",
+    "transformer_block",
+    "resnet18",
+    "mobilenet_v3_small",
+    "gpt2_2l",
+    "gpt2_12l",
+    "bert_small",
+    "llama_tiny",
 ]
 
 
-def load_model(spec: str) -> tuple[nn.Module, tuple]:
+def load_model(spec: str) -> Sample:
     """A sample or real model name (`mlp`, `resnet18`) or `path/to/file.py:factory`; returns the factory's
     `(module, example_inputs)`. A real model without the `models` extra raises ModelsExtraMissing (an ImportError)."""
     factory = MODELS.get(spec) or REAL_MODELS.get(spec)
@@ -55,6 +69,8 @@ def load_model(spec: str) -> tuple[nn.Module, tuple]:
     if not os.path.isfile(path):
         raise ValueError(f"Model file {path!r} not found (from {spec!r}). Check the path, relative to {os.getcwd()!r}.")
     module_spec = importlib.util.spec_from_file_location(f"devcopy_user_model_{abs(hash(path))}", path)
+    if module_spec is None or module_spec.loader is None:
+        raise ValueError(f"Model file {path!r} (from {spec!r}) cannot be imported as a Python module.")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     factory = getattr(module, name, None)
