@@ -61,16 +61,18 @@ def _out_variant(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
 
 def _define(lib: torch.library.Library, schemas: dict[str, str]) -> None:
     """Define `schemas` in `lib` with their trace-time meaning (functional: clone; `.out`: `out.copy_(self)`)."""
+    # torch.library.Library's methods are unannotated in torch
     for schema in schemas.values():
-        lib.define(schema)
+        lib.define(schema)  # type: ignore[no-untyped-call]
     for name in schemas:
-        lib.impl(name, _out_variant if name.endswith(".out") else _functional, "CompositeImplicitAutograd")
+        kernel = _out_variant if name.endswith(".out") else _functional
+        lib.impl(name, kernel, "CompositeImplicitAutograd")  # type: ignore[no-untyped-call]
 
 
 def _define_own() -> None:
     """devcopy's own definitions, identical to ExecuTorch's (used when ExecuTorch is not installed)."""
     global _own_library
-    _own_library = torch.library.Library(NAMESPACE, "DEF")
+    _own_library = torch.library.Library(NAMESPACE, "DEF")  # type: ignore[no-untyped-call]  # unannotated in torch
     _define(_own_library, SCHEMAS)
 
 
@@ -79,6 +81,8 @@ def _load_executorch_registry(package_dir: str) -> None:
     `import executorch.exir` later finds it in sys.modules instead of defining the namespace a second time."""
     path = os.path.join(package_dir, "exir", "passes", "_device_copy_ops_registry.py")
     spec = importlib.util.spec_from_file_location(EXECUTORCH_REGISTRY, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"ExecuTorch's op registry {path} cannot be imported", name=EXECUTORCH_REGISTRY, path=path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[EXECUTORCH_REGISTRY] = module
     try:
@@ -107,7 +111,7 @@ d2h_copy = torch.ops.et_copy._d2h_copy
 
 def _define_peer() -> torch.library.Library:
     """devcopy's `_d2d_copy` in a FRAGMENT, whoever DEF'd the namespace (ExecuTorch's DEF does not have it)."""
-    lib = torch.library.Library(NAMESPACE, "FRAGMENT")
+    lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # type: ignore[no-untyped-call]  # unannotated in torch
     if not hasattr(torch.ops.et_copy, "_d2d_copy"):
         _define(lib, PEER_SCHEMAS)
     return lib

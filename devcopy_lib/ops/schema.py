@@ -103,7 +103,7 @@ def _bad(path: str, index: int, message: str) -> OpYamlError:
     return OpYamlError(f"{path}: entry {index}: {message}")
 
 
-def _kernel_entries(path: str, index: int, kernels) -> tuple[KernelEntry, ...]:
+def _kernel_entries(path: str, index: int, kernels: object) -> tuple[KernelEntry, ...]:
     if not isinstance(kernels, list) or not kernels:
         raise _bad(path, index, f"'kernels' must be a non-empty list of {{arg_meta, kernel_name}}, got {kernels!r}")
     found = []
@@ -127,7 +127,7 @@ def _kernel_entries(path: str, index: int, kernels) -> tuple[KernelEntry, ...]:
     return tuple(found)
 
 
-def _entry(path: str, index: int, raw) -> OpEntry:
+def _entry(path: str, index: int, raw: object) -> OpEntry:
     if not isinstance(raw, dict):
         raise _bad(path, index, f"expected a mapping with keys {', '.join(ENTRY_KEYS)}, got {raw!r}")
     unknown = sorted(set(raw) - set(ENTRY_KEYS))
