@@ -1,4 +1,5 @@
-"""Memory planning with devices (docs/semantics.md §7): one arena per (device type, index), planned independently, CPU first.
+"""Memory planning with devices (docs/semantics.md §7): one arena per (device type, index), planned independently,
+CPU first.
 
 Inside a device, tensors whose lifetimes (closed instruction intervals) do not overlap may share bytes: a greedy
 by size, first-fit offset search. Buffer 0 is reserved for constants, as in ExecuTorch; a buffer never mixes devices.
@@ -44,7 +45,7 @@ class MemoryPlan:
     """Buffers (index 0: constants) and where each planned key lives."""
 
     buffers: tuple[Buffer, ...]
-    allocations: dict
+    allocations: dict[Hashable, Allocation]
     requests: tuple[Request, ...] = ()
 
     def arena_sizes(self) -> dict[str, int]:
@@ -124,5 +125,6 @@ def plan_program(program: Program, alignment: int = DEFAULT_ALIGNMENT) -> Memory
         for index, span in sorted(lifetimes(program).items())
         if isinstance(value := program.values[index], TensorValue) and value.planned and not value.is_constant
     ]
-    program.memory_plan = plan(requests, alignment)
-    return program.memory_plan
+    memory_plan = plan(requests, alignment)
+    program.memory_plan = memory_plan
+    return memory_plan

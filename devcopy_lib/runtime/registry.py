@@ -29,7 +29,7 @@ from torchgen.model import FunctionSchema
 from ..names import FALLBACK_KEY, MODES
 from ..tensors.error import Error
 
-BoxedKernel = Callable[[Any, list], Any]
+BoxedKernel = Callable[[Any, list[Any]], Any]  # (ctx, args) -> out; ATen-mode kernels ignore ctx
 
 # ExecuTorch's ScalarType codes, used in kernel keys.
 SCALAR_TYPE_CODES = {
@@ -74,7 +74,7 @@ class Kernel:
     kernel_name: str
     source: str
 
-    def __call__(self, ctx, args: list):
+    def __call__(self, ctx: Any, args: list[Any]) -> Any:
         return self.fn(ctx, args)
 
 
@@ -151,7 +151,7 @@ class OperatorRegistry:
         if self.mode is not None and lib.mode != self.mode:
             raise ValueError(
                 f"cannot link {lib.mode}-mode lib {lib.name!r} into a {self.mode}-mode registry "
-                f"({', '.join(l.name for l in self.libs)}); a runtime links libs of one mode"
+                f"({', '.join(linked.name for linked in self.libs)}); a runtime links libs of one mode"
             )
         for pair in lib.entries:
             if pair in self._index:

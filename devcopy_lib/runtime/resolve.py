@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
 from ..names import DEVICE_COPY_LIB, FALLBACK_KEY, PEER_COPY_LIB
 from ..tensors.error import Error
-from .libs import as_libs
+from .libs import Libs, as_libs
 from .registry import Kernel, OperatorRegistry
+
+
+class _HasOperators(Protocol):
+    """A program's operator table (`Program.operators`)."""
+
+    @property
+    def operators(self) -> Sequence[str]: ...
 
 
 class MissingOperatorError(RuntimeError):
@@ -19,7 +29,7 @@ class MissingOperatorError(RuntimeError):
         self.missing = missing
 
 
-def _instruction_count(program, missing_indices: set[int]) -> int:
+def _instruction_count(program: _HasOperators | Iterable[str], missing_indices: set[int]) -> int:
     """How many instructions call a missing operator (ExecuTorch counts instructions, not operators)."""
     instructions = getattr(program, "instructions", None)
     if instructions is None:
@@ -48,17 +58,25 @@ def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]]) -> str
     return "\n".join(lines)
 
 
-def resolve_operators(program, libs, *, device_rule: str = "seed", key: str = FALLBACK_KEY) -> list[Kernel]:
+def resolve_operators(
+    program: _HasOperators | Iterable[str],
+    libs: OperatorRegistry | Libs,
+    *,
+    device_rule: str = "seed",
+    key: str = FALLBACK_KEY,
+) -> list[Kernel]:
     """The kernel of each operator-table entry, in table order. `program`: a list of operator names or any object
     with `operators`; `libs`: KernelLibs or lib names. Raises MissingOperatorError listing every unresolved entry."""
-    names: list[str] = list(getattr(program, "operators", program))
+    names = list(program) if isinstance(program, Iterable) else list(program.operators)
     registry = libs if isinstance(libs, OperatorRegistry) else OperatorRegistry(as_libs(libs, device_rule))
-    kernels, missing = [], []
+    kernels: list[Kernel] = []
+    missing: list[tuple[int, str]] = []
     for index, name in enumerate(names):
         kernel = registry.lookup(name, key)
         if kernel is None:
             missing.append((index, name))
-        kernels.append(kernel)
+        else:
+            kernels.append(kernel)
     if missing:
         count = _instruction_count(program, {i for i, _ in missing})
         lines = [f"Missing operator: [{i}] {name}" for i, name in missing]
