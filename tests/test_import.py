@@ -7,7 +7,10 @@ import devcopy_lib
 
 
 def test_import_pulls_no_widgets_or_plotting():
-    code = "import sys, devcopy_lib, devcopy_lib.devices; print(sorted(m for m in ('ipywidgets','matplotlib') if m in sys.modules))"
+    code = (
+        "import sys, devcopy_lib, devcopy_lib.devices; "
+        "print(sorted(m for m in ('ipywidgets','matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
