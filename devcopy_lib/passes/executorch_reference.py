@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .lower import TargetDevice
 
 # The device of partition `index` with devcopy op names `names`: a device string, or None for no device
-DeviceRule = Callable[[int, tuple[str, ...]], str | None]
+PartitionDevice = Callable[[int, tuple[str, ...]], str | None]
 
 _ORIGIN = "devcopy_op"  # node.meta["custom"] key: the devcopy op a node came from (torch keeps "custom" when tracing)
 # Ops to_edge respells other than as a view's `_copy` variant.
@@ -124,7 +124,7 @@ def _groups(gm: torch.fx.GraphModule, wanted: frozenset[str], partition: str) ->
     return sorted(groups, key=lambda g: order[g[0]])
 
 
-def partitioner(ops: Sequence[str], target_device: str | DeviceRule | None, partition: str) -> Any:
+def partitioner(ops: Sequence[str], target_device: str | PartitionDevice | None, partition: str) -> Any:
     """An ExecuTorch Partitioner delegating `ops` (capability groups or one node each) to the pass-through backend.
     `target_device`: one device string for every partition, None for none, or a callable (group index, its devcopy
     op names) -> device string or None."""
@@ -134,7 +134,7 @@ def partitioner(ops: Sequence[str], target_device: str | DeviceRule | None, part
     from executorch.exir.passes.propagate_device_pass import TARGET_DEVICE_COMPILE_SPEC_KEY
 
     wanted, backend = frozenset(ops), _backend().__name__
-    device_of: DeviceRule = target_device if callable(target_device) else (lambda index, names: target_device)
+    device_of: PartitionDevice = target_device if callable(target_device) else (lambda index, names: target_device)
 
     def spec(device: str | None) -> DelegationSpec:
         specs = [] if device is None else [CompileSpec(TARGET_DEVICE_COMPILE_SPEC_KEY, str(device).encode("utf-8"))]
@@ -154,7 +154,7 @@ def partitioner(ops: Sequence[str], target_device: str | DeviceRule | None, part
     return DevcopyReferencePartitioner()
 
 
-def _device_rule(target_device: TargetDevice) -> str | DeviceRule | None:
+def _device_rule(target_device: TargetDevice) -> str | PartitionDevice | None:
     """devcopy's `target_device` forms as the partitioner's rule: a mapping from delegate name (`delegate_0`, in
     devcopy's numbering: graph order of each partition's first node) or op name to a device string."""
     if not isinstance(target_device, Mapping):
