@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from ..devices import Device, DeviceType, get_device_allocator
+from ..names import Direction
 from .report import predict_seconds
 
 PeerAccess = Union[None, bool, Callable[[Device, Device], bool], Iterable[tuple[Any, Any]]]
@@ -78,7 +79,7 @@ class CrossDevicePair:
             "host_bytes": hop_copies * self.bytes,
             "predicted_s": _hop_seconds(cost_model, self.bytes, self.d2h_shared),
         }
-        direct = {"copies": 1, "host_bytes": 0, "predicted_s": predict_seconds(cost_model, "d2d", self.bytes)}
+        direct = {"copies": 1, "host_bytes": 0, "predicted_s": predict_seconds(cost_model, Direction.D2D, self.bytes)}
         saved_s = (
             None
             if None in (host_hop["predicted_s"], direct["predicted_s"])
@@ -99,6 +100,6 @@ class CrossDevicePair:
 
 
 def _hop_seconds(cost_model: Any, nbytes: int, d2h_shared: bool) -> float | None:
-    h2d = predict_seconds(cost_model, "h2d", nbytes)
-    d2h = 0.0 if d2h_shared else predict_seconds(cost_model, "d2h", nbytes)
+    h2d = predict_seconds(cost_model, Direction.H2D, nbytes)
+    d2h = 0.0 if d2h_shared else predict_seconds(cost_model, Direction.D2H, nbytes)
     return None if h2d is None or d2h is None else h2d + d2h
