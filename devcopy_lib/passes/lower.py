@@ -30,7 +30,8 @@ inputs the program mutates.
 `capability` (the default) takes the partitions torch.fx's
 `CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()` proposes, from
 `partition.propose_partitions`, which makes the same decisions with reachability bitsets: linear in nodes and edges
-plus about N(N+E)/64 machine words of bitset work (torch.fx's walks every downstream node: minutes at 4,000 nodes); `fx` calls torch.fx's itself (the oracle the tests compare with); `per_node` makes every
+plus about N(N+E)/64 machine words of bitset work (torch.fx's walks every downstream node: minutes at 4,000 nodes);
+`fx` calls torch.fx's itself (the oracle the tests compare with); `per_node` makes every
 supported node its own partition. A constant read by a
 delegate is owned by it; a constant read by several delegates is owned by each (a copy per delegate, no H2D), and a
 CPU reader keeps a CPU-side copy too.
