@@ -25,18 +25,25 @@ import sys
 
 import torch
 
+from ..names import COPY_OP, CopyOp, Direction
+
 NAMESPACE = "et_copy"
-SCHEMAS = {
-    "_h2d_copy": "_h2d_copy(Tensor self) -> Tensor",
-    "_h2d_copy.out": "_h2d_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-    "_d2h_copy": "_d2h_copy(Tensor self) -> Tensor",
-    "_d2h_copy.out": "_d2h_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-}
-PEER_SCHEMAS = {  # devcopy's addition, defined in a FRAGMENT (ExecuTorch's DEF does not have it)
-    "_d2d_copy": "_d2d_copy(Tensor self) -> Tensor",
-    "_d2d_copy.out": "_d2d_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-}
-EXECUTORCH_REGISTRY = "executorch.exir.passes._device_copy_ops_registry"
+
+
+def _schemas(op: CopyOp) -> dict[str, str]:
+    """The functional op and its `.out` overload, name -> schema: `_h2d_copy(Tensor self) -> Tensor`, ..."""
+    functional = op.schema_name.partition(".")[0]
+    return {
+        functional: f"{functional}(Tensor self) -> Tensor",
+        op.schema_name: f"{op.schema_name}(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    }
+
+
+SCHEMAS = {**_schemas(COPY_OP[Direction.H2D]), **_schemas(COPY_OP[Direction.D2H])}
+# devcopy's addition, defined in a FRAGMENT (ExecuTorch's DEF does not have it)
+PEER_SCHEMAS = _schemas(COPY_OP[Direction.D2D])
+EXECUTORCH_PACKAGE = "executorch"  # names: the package's import name, not the strategy
+EXECUTORCH_REGISTRY = f"{EXECUTORCH_PACKAGE}.exir.passes._device_copy_ops_registry"
 
 _own_library = None  # kept alive: dropping a torch.library.Library unregisters its definitions
 
@@ -96,10 +103,10 @@ def ensure_defined() -> str:
     """Make sure `torch.ops.et_copy` exists; returns who defined it: 'existing', 'executorch' or 'devcopy'."""
     if _defined():
         return "existing"
-    executorch = importlib.util.find_spec("executorch")
+    executorch = importlib.util.find_spec(EXECUTORCH_PACKAGE)
     if executorch is not None and executorch.submodule_search_locations:
         _load_executorch_registry(executorch.submodule_search_locations[0])
-        return "executorch"
+        return EXECUTORCH_PACKAGE
     _define_own()
     return "devcopy"
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.export import ExportedProgram
 
+from ..names import Direction, ErrorKind, Partition
+from ..ops.aot import EXECUTORCH_PACKAGE
 from .ops import overload_name
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ _FROM_EDGE = {edge: ours for ours, edge in _EDGE_RESPELLED.items() if ours != "_
 class ExecuTorchRefusal(RuntimeError):
     """ExecuTorch 1.5.1 itself refused to lower the program (not a devcopy error); the message is ExecuTorch's."""
 
-    kind = "executorch_refused"
+    kind = ErrorKind.EXECUTORCH_REFUSED
 
     def __init__(self, stage: str, error: BaseException):
         super().__init__(f"ExecuTorch 1.5.1 refused the program in {stage}: {type(error).__name__}: {error}")
@@ -52,7 +54,7 @@ class ExecuTorchRefusal(RuntimeError):
 
 def available() -> bool:
     """Whether ExecuTorch (the `reference` extra) is installed."""
-    return importlib.util.find_spec("executorch") is not None
+    return importlib.util.find_spec(EXECUTORCH_PACKAGE) is not None
 
 
 def edge_spelling(op: str) -> str:
@@ -113,7 +115,8 @@ def _groups(gm: torch.fx.GraphModule, wanted: frozenset[str], partition: str) ->
         def is_node_supported(self, submodules: Mapping[str, torch.nn.Module], node: torch.fx.Node) -> bool:
             return devcopy_spelling(node) in wanted
 
-    if partition == "per_node":  # a multi-output op keeps its getitems, as lowering and the capability groups do
+    # a multi-output op keeps its getitems, as lowering and the capability groups do
+    if partition == Partition.PER_NODE:
         return [
             [n, *(u for u in n.users if u.target is operator.getitem)]
             for n in gm.graph.nodes
@@ -181,7 +184,7 @@ def executorch_program(
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str],
     target_device: TargetDevice = "cuda:0",
-    partition: str = "capability",
+    partition: str = Partition.CAPABILITY,
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
@@ -221,7 +224,7 @@ def executorch_counts(
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str],
     target_device: TargetDevice = "cuda:0",
-    partition: str = "capability",
+    partition: str = Partition.CAPABILITY,
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
@@ -249,8 +252,8 @@ def executorch_counts(
         .graph_module
     )
     kinds = {
-        torch.ops.et_copy._h2d_copy.out: "h2d",
-        torch.ops.et_copy._d2h_copy.out: "d2h",
+        torch.ops.et_copy._h2d_copy.out: Direction.H2D,
+        torch.ops.et_copy._d2h_copy.out: Direction.D2H,
         executorch_call_delegate: "delegate",
     }
     order, devices, ops = [], [], []
@@ -274,8 +277,8 @@ def executorch_counts(
                 )
     return {
         "delegates": order.count("delegate"),
-        "h2d": order.count("h2d"),
-        "d2h": order.count("d2h"),
+        Direction.H2D: order.count(Direction.H2D),
+        Direction.D2H: order.count(Direction.D2H),
         "order": order,
         "delegate_devices": devices,
         "delegate_ops": ops,

@@ -8,12 +8,13 @@ import torch
 from torch import fx
 
 from ..devices import CPU, Device
+from ..names import DIRECTIONS, Direction
 from ..ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
 from .delegate import delegate_of
 
 H2D, D2H, D2D = aot.h2d_copy.default, aot.d2h_copy.default, aot.d2d_copy.default
-KINDS = ("input", "output", "cpu_op", "delegate", "getitem", "h2d", "d2h", "d2d")
-COPY_KINDS = {H2D: "h2d", D2H: "d2h", D2D: "d2d"}
+KINDS = ("input", "output", "cpu_op", "delegate", "getitem", *DIRECTIONS)
+COPY_KINDS = {H2D: Direction.H2D, D2H: Direction.D2H, D2D: Direction.D2D}
 
 
 def is_h2d(node: fx.Node) -> bool:

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 
 import torch
 
+from ..ops.schema import ATEN_NAMESPACE
+
 
 def overload_name(target: object) -> str | None:
     """`add.Tensor` for `torch.ops.aten.add.Tensor`, `ns::op.overload` outside aten, None for non-op targets."""
@@ -15,7 +17,7 @@ def overload_name(target: object) -> str | None:
         return None
     namespace = target.namespace
     name = f"{target._opname}.{target._overloadname}"
-    return name if namespace == "aten" else f"{namespace}::{name}"
+    return name if namespace == ATEN_NAMESPACE else f"{namespace}::{name}"
 
 
 @functools.lru_cache(maxsize=1)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..devices import Device, DeviceType, get_device_allocator
+from ..names import Direction
 from .report import CostModel, predict_seconds
 
 PeerAccess = bool | Callable[[Device, Device], bool] | Iterable[tuple[Any, Any]] | None
@@ -76,7 +77,7 @@ class CrossDevicePair:
         """Both options (copies, bytes over PCIe, predicted seconds with a cost model) and what direct saves."""
         hop_copies = 1 if self.d2h_shared else 2
         hop_s = _hop_seconds(cost_model, self.bytes, self.d2h_shared)
-        direct_s = predict_seconds(cost_model, "d2d", self.bytes)
+        direct_s = predict_seconds(cost_model, Direction.D2D, self.bytes)
         host_hop = {"copies": hop_copies, "host_bytes": hop_copies * self.bytes, "predicted_s": hop_s}
         direct = {"copies": 1, "host_bytes": 0, "predicted_s": direct_s}
         saved_s = None if hop_s is None or direct_s is None else hop_s - direct_s
@@ -95,6 +96,6 @@ class CrossDevicePair:
 
 
 def _hop_seconds(cost_model: CostModel | None, nbytes: int, d2h_shared: bool) -> float | None:
-    h2d = predict_seconds(cost_model, "h2d", nbytes)
-    d2h = 0.0 if d2h_shared else predict_seconds(cost_model, "d2h", nbytes)
+    h2d = predict_seconds(cost_model, Direction.H2D, nbytes)
+    d2h = 0.0 if d2h_shared else predict_seconds(cost_model, Direction.D2H, nbytes)
     return None if h2d is None or d2h is None else h2d + d2h

@@ -22,7 +22,7 @@ from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..devices import CPU, Device
-from ..names import STRATEGIES
+from ..names import STRATEGIES, ErrorKind, Strategy
 from . import hoist
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
@@ -33,7 +33,7 @@ from .report import CostModel, PlacementReport, build_report, value_bytes
 class PlacementError(RuntimeError):
     """The pass refuses the program under the requested options (the message says which option and how to fix)."""
 
-    kind = "placement"
+    kind = ErrorKind.PLACEMENT
 
 
 class PlaceDevicesPass(PassBase):
@@ -41,7 +41,7 @@ class PlaceDevicesPass(PassBase):
 
     def __init__(
         self,
-        strategy: str = "executorch",
+        strategy: str = Strategy.EXECUTORCH,
         skip_h2d_for_method_inputs: bool = False,
         skip_d2h_for_method_outputs: bool = False,
         non_cpu_memory_planning: bool = True,
@@ -116,7 +116,7 @@ class PlaceDevicesPass(PassBase):
                     arg.meta["device"] = device  # re-tagged in place: the caller provides it on the device
                     changed = True
                     continue
-                copy_node = shared.get((arg, device)) if self.strategy == "dedupe" else None
+                copy_node = shared.get((arg, device)) if self.strategy == Strategy.DEDUPE else None
                 if copy_node is None:
                     with graph.inserting_before(call):
                         copy_node = _copy_node(graph, H2D, arg, device)
@@ -175,7 +175,7 @@ class PlaceDevicesPass(PassBase):
             if src.is_cpu or src.type != dst.type:
                 continue
             access = self.peer_access(src, dst)
-            direct = access and self.strategy == "peer"
+            direct = access and self.strategy == Strategy.PEER
             self.cross_device.append(
                 CrossDevicePair(
                     source.name,
@@ -199,11 +199,15 @@ class PlaceDevicesPass(PassBase):
         """skip_h2d_for_method_inputs re-tags a graph input in place, so no other reader may need it elsewhere:
         `executorch` requires exactly one user; `dedupe` allows several delegates, all on this one device."""
         users = list(node.users)
-        if self.strategy == "dedupe" and all(call_device(u) == device for u in users):
+        if self.strategy == Strategy.DEDUPE and all(call_device(u) == device for u in users):
             return
         if len(users) != 1:
             names = ", ".join(u.name for u in users)
-            extra = "" if self.strategy == "dedupe" else " or use strategy='dedupe' (several delegates on one device)"
+            extra = (
+                ""
+                if self.strategy == Strategy.DEDUPE
+                else " or use strategy='dedupe' (several delegates on one device)"
+            )
             raise PlacementError(
                 f"skip_h2d_for_method_inputs=True requires graph input {node.name!r} to have exactly one user, but "
                 f"it has {len(users)} ({names}): a shared input cannot be re-tagged as {device} in place. Disable "
@@ -239,7 +243,7 @@ def _copy_node(graph: fx.Graph, op: torch._ops.OpOverload, source: fx.Node, devi
 class PlacedProgram(LoweredProgram):
     """A LoweredProgram whose graph has passed device placement, with the options used and the PlacementReport."""
 
-    strategy: str = "executorch"
+    strategy: str = Strategy.EXECUTORCH
     options: dict[str, Any] = field(default_factory=dict)
     report: PlacementReport | None = None
 
@@ -257,7 +261,7 @@ def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
 
 def place_devices(
     lowered: LoweredProgram,
-    strategy: str = "executorch",
+    strategy: str = Strategy.EXECUTORCH,
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from torch import fx
 
+from ..names import DIRECTIONS, Direction
 from .delegate import delegate_of
 from .hoist import HOISTED, hoistable_copies
 from .nodes import device_of, node_arg, node_kind
@@ -84,10 +85,11 @@ def value_bytes(value: object) -> int:
 def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
     """(copies, bytes) per direction over the copy nodes of a placed graph made on every call (hoisted ones, made
     once at load, are left out); `d2d` only when there are direct ones."""
-    copies, nbytes = {"h2d": 0, "d2h": 0}, {"h2d": 0, "d2h": 0}
+    copies: dict[str, int] = {Direction.H2D: 0, Direction.D2H: 0}
+    nbytes: dict[str, int] = {Direction.H2D: 0, Direction.D2H: 0}
     for node in gm.graph.nodes:
         kind = node_kind(node)
-        if kind in ("h2d", "d2h", "d2d") and not node.meta.get(HOISTED):
+        if kind in DIRECTIONS and not node.meta.get(HOISTED):
             copies[kind] = copies.get(kind, 0) + 1
             nbytes[kind] = nbytes.get(kind, 0) + value_bytes(node.meta.get("val"))
     return copies, nbytes
@@ -133,11 +135,11 @@ def _reason(node: fx.Node, kind: str) -> str:
             else ""
         )
         return f"output {node.args[1]} of {node_arg(node).name}{stays}"
-    if kind == "h2d":
+    if kind == Direction.H2D:
         return f"{node_arg(node).name} to {device} for {users}"
-    if kind == "d2h":
+    if kind == Direction.D2H:
         return f"{node_arg(node).name} to cpu for {users}"
-    if kind == "d2d":
+    if kind == Direction.D2D:
         source = node_arg(node)
         return f"{source.name} from {device_of(source)} to {device} directly (peer copy) for {users}"
     return f"{overload_name(node.target) or node.target} is not delegated"
@@ -146,7 +148,7 @@ def _reason(node: fx.Node, kind: str) -> str:
 def predict_seconds(cost_model: CostModel | None, direction: str, nbytes: int) -> float | None:
     """A copy's seconds by `cost_model`; None without a model, for a node that is no copy, or for a direction the
     model has no line for (a measured model has no d2d line)."""
-    if cost_model is None or direction not in ("h2d", "d2h", "d2d"):
+    if cost_model is None or direction not in DIRECTIONS:
         return None
     try:
         return float(cost_model.predict(direction, nbytes))

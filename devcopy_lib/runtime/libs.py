@@ -23,7 +23,18 @@ from torchgen.model import FunctionSchema
 
 from ..kernels import device_copy, portable_cpu
 from ..kernels.portable_cpu import boxed_aten_kernel
-from ..names import DEFAULT_LIBS, DEVICE_COPY_LIB, DEVICE_RULES, FALLBACK_KEY, LIB_NAMES, LINKABLE_LIBS, PEER_COPY_LIB
+from ..names import (
+    DEFAULT_LIBS,
+    DEVICE_COPY_LIB,
+    DEVICE_RULES,
+    FALLBACK_KEY,
+    LIB_NAMES,
+    LINKABLE_LIBS,
+    PEER_COPY_LIB,
+    DeviceRule,
+    Lib,
+    Mode,
+)
 from ..ops.schema import (
     ET_COPY_OPS_YAML,
     FUNCTIONS_YAML,
@@ -53,8 +64,7 @@ class _AtenCopyKernel:
 
 
 def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, device_rule: str) -> BoxedKernel:
-    """kernel_name -> boxed kernel: `devcopy::portable::<fn>` / `devcopy::aten::<fn>` /
-    `devcopy::portable::aten_out`."""
+    """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`."""
     namespace, _, fn = kernel_name.rpartition("::")
     if kernel_name == "devcopy::portable::aten_out":
         boxed: BoxedKernel = portable_cpu.boxed_aten_kernel(name, schema, portable=True)
@@ -71,7 +81,7 @@ def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, device_rul
     )
 
 
-def _yaml_lib(name: str, mode: str, path: str, device_rule: str = "seed") -> KernelLib:
+def _yaml_lib(name: str, mode: str, path: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
     def entries() -> dict[tuple[str, str], str]:
         return {(e.name, k.key): k.kernel_name for e in load_ops_yaml(path) for k in e.kernels}
 
@@ -91,7 +101,7 @@ def _yaml_lib(name: str, mode: str, path: str, device_rule: str = "seed") -> Ker
 @functools.cache
 def portable_lib() -> KernelLib:
     """The portable-mode lib generated from ops/functions.yaml."""
-    return _yaml_lib("portable", "portable", FUNCTIONS_YAML)
+    return _yaml_lib(Lib.PORTABLE, Mode.PORTABLE, FUNCTIONS_YAML)
 
 
 @functools.cache
@@ -108,8 +118,8 @@ def native_lib() -> KernelLib:
         return parse_schema(schema)
 
     return KernelLib(
-        "native",
-        "aten",
+        Lib.NATIVE,
+        Mode.ATEN,
         NATIVE_FUNCTIONS_YAML,
         lambda: {(op, FALLBACK_KEY): "torch.ops." + op.replace("::", ".") for op in native_functions()},
         schema_of,
@@ -123,26 +133,26 @@ def _native_kernel(op: str, kernel_name: str, schema: FunctionSchema) -> BoxedKe
 
 
 @functools.cache
-def custom_ops_lib(path: str, device_rule: str = "seed") -> KernelLib:
+def custom_ops_lib(path: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
     """An ATen-mode lib from a custom-op YAML (ExecuTorch's custom-op path); et_copy_ops.yaml gives
     `device_copy_ops_aten_lib`."""
     if device_rule not in DEVICE_RULES:
-        raise ValueError(f"device_rule must be one of {DEVICE_RULES}, got {device_rule!r}")
+        raise ValueError(f"device_rule must be one of {', '.join(DEVICE_RULES)}, got {device_rule!r}")
     path = os.path.abspath(path)
     name = DEVICE_COPY_LIB if path == ET_COPY_OPS_YAML else os.path.splitext(os.path.basename(path))[0] + "_aten_lib"
-    return _yaml_lib(name, "aten", path, device_rule)
+    return _yaml_lib(name, Mode.ATEN, path, device_rule)
 
 
-def aten_lib(custom_ops: Sequence[str] = (), device_rule: str = "seed") -> list[KernelLib]:
+def aten_lib(custom_ops: Sequence[str] = (), device_rule: str = DeviceRule.SEED) -> list[KernelLib]:
     """The ATen-mode libs: `native` plus one lib per custom-op YAML (pass ET_COPY_OPS_YAML for the et_copy ops)."""
     return [native_lib(), *(custom_ops_lib(path, device_rule) for path in custom_ops)]
 
 
-def lib_by_name(name: str, device_rule: str = "seed") -> KernelLib:
+def lib_by_name(name: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
     """`portable`, `native`, `device_copy_ops_aten_lib` or `peer_copy_ops_aten_lib`."""
-    if name == "portable":
+    if name == Lib.PORTABLE:
         return portable_lib()
-    if name == "native":
+    if name == Lib.NATIVE:
         return native_lib()
     if name == DEVICE_COPY_LIB:
         return custom_ops_lib(ET_COPY_OPS_YAML, device_rule)
@@ -151,7 +161,7 @@ def lib_by_name(name: str, device_rule: str = "seed") -> KernelLib:
     raise ValueError(f"Unknown lib {name!r}. Valid libs: {', '.join(LINKABLE_LIBS)}")
 
 
-def as_libs(libs: Libs, device_rule: str = "seed") -> list[KernelLib]:
+def as_libs(libs: Libs, device_rule: str = DeviceRule.SEED) -> list[KernelLib]:
     """Libs given as KernelLibs, names, or (nested) lists of them -> a flat list of KernelLibs."""
     if isinstance(libs, (KernelLib, str)):
         libs = [libs]
@@ -169,12 +179,13 @@ def as_libs(libs: Libs, device_rule: str = "seed") -> list[KernelLib]:
 def libs_of_mode(mode: str, libs: Libs | None = None) -> list[KernelLib]:
     """The libs a `mode` method links (KernelLibs or names; None -> the mode's default); ValueError when one is of
     another mode, since a method resolves against one mode's kernels (docs/design.md §5)."""
-    linked = as_libs(DEFAULT_LIBS[mode] if libs is None else libs)
+    defaults = DEFAULT_LIBS[Mode(mode)]
+    linked = as_libs(defaults if libs is None else libs)
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:
         raise ValueError(
             f"{', '.join(wrong)}: not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
-            f"(default: {','.join(DEFAULT_LIBS[mode])})"
+            f"(default: {','.join(defaults)})"
         )
     return linked
 

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torchgen.model import FunctionSchema
 
-from ..names import FALLBACK_KEY, MODES
+from ..names import FALLBACK_KEY, MODES, ErrorKind
 from ..tensors.error import Error
 
 BoxedKernel = Callable[[Any, list[Any]], Any]  # (ctx, args) -> out; ATen-mode kernels ignore ctx
@@ -57,7 +57,7 @@ def kernel_key(tensors: Iterable[tuple[torch.dtype, Sequence[int]]]) -> str:
 class RegistrationError(ValueError):
     """A (name, key) registered twice; ExecuTorch's Error::RegistrationAlreadyRegistered."""
 
-    kind = "registration"
+    kind = ErrorKind.REGISTRATION
     error = Error.RegistrationAlreadyRegistered
 
 
@@ -94,7 +94,7 @@ class KernelLib:
         make: Callable[[str, str, FunctionSchema], BoxedKernel],
     ) -> None:
         if mode not in MODES:
-            raise ValueError(f"lib mode must be one of {MODES}, got {mode!r}")
+            raise ValueError(f"lib mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.name, self.mode, self.source = name, mode, source
         self._entries, self._schema_of, self._make = entries, schema_of, make
 

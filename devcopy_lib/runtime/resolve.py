@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from ..names import DEVICE_COPY_LIB, FALLBACK_KEY, PEER_COPY_LIB
+from ..names import (
+    COPY_OP,
+    DEVICE_COPY_LIB,
+    FALLBACK_KEY,
+    NATIVE_LIB,
+    PEER_COPY_LIB,
+    DeviceRule,
+    Direction,
+    ErrorKind,
+    Mode,
+)
 from ..tensors.error import Error
 from .libs import Libs, as_libs
 from .registry import Kernel, OperatorRegistry
@@ -21,7 +31,7 @@ class _HasOperators(Protocol):
 class MissingOperatorError(RuntimeError):
     """Operators of the program that no linked lib registers; raised at load time, before anything runs."""
 
-    kind = "missing_operator"
+    kind = ErrorKind.MISSING_OPERATOR
     error = Error.OperatorMissing
 
     def __init__(self, message: str, missing: list[tuple[int, str]]) -> None:
@@ -40,16 +50,16 @@ def _instruction_count(program: _HasOperators | Iterable[str], missing_indices: 
 def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]]) -> str:
     linked = ", ".join(f"{lib.name} ({len(lib.ops)} ops, {lib.mode} mode)" for lib in registry.libs) or "none"
     lines = [f"Linked libs: {linked}."]
-    if any(name == "et_copy::_d2d_copy.out" for _, name in missing) and registry.mode == "aten":
+    if any(name == COPY_OP[Direction.D2D].name for _, name in missing) and registry.mode == Mode.ATEN:
         lines.append(
             f"To fix: link {PEER_COPY_LIB} too (devcopy's peer copy; --aten-libs "
-            f"native,{DEVICE_COPY_LIB},{PEER_COPY_LIB}), or place with another strategy."
+            f"{NATIVE_LIB},{DEVICE_COPY_LIB},{PEER_COPY_LIB}), or place with another strategy."
         )
     elif any(name.startswith("et_copy::") for _, name in missing):
-        if registry.mode == "aten":
+        if registry.mode == Mode.ATEN:
             lines.append(
                 f"To fix: link {DEVICE_COPY_LIB} next to native (aten_lib(custom_ops=[ET_COPY_OPS_YAML]) "
-                f"or --aten-libs native,{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml."
+                f"or --aten-libs {NATIVE_LIB},{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml."
             )
         else:
             lines.append("To fix: link the portable lib, whose functions.yaml registers the et_copy ops.")
@@ -62,7 +72,7 @@ def resolve_operators(
     program: _HasOperators | Iterable[str],
     libs: OperatorRegistry | Libs,
     *,
-    device_rule: str = "seed",
+    device_rule: str = DeviceRule.SEED,
     key: str = FALLBACK_KEY,
 ) -> list[Kernel]:
     """The kernel of each operator-table entry, in table order. `program`: a list of operator names or any object
