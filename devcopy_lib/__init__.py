@@ -9,6 +9,7 @@ docs/design.md §6 lists what is public (these names, `devcopy_lib.names`, `mode
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -58,10 +59,10 @@ _EXPORTS = {
 # public modules reached as attributes: the sample models, and ExecuTorch itself as the reference (`reference` extra)
 _MODULES = {"models": ".models", "reference": ".passes.executorch_reference"}
 
-__all__ = sorted([*_EXPORTS, *_MODULES])
+__all__ = sorted([*_EXPORTS, *_MODULES])  # noqa: PLE0605 - built from the tables, so they cannot drift apart
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # the lazily imported exports: functions, classes, modules
     if name in _MODULES:
         return importlib.import_module(_MODULES[name], __name__)
     try:
@@ -73,5 +74,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return __all__

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 
-def compare_outputs(outputs, expected) -> tuple[bool, float]:
+def compare_outputs(outputs: Sequence[torch.Tensor], expected: Sequence[torch.Tensor]) -> tuple[bool, float]:
     """(every output matches eager within assert_close's default tolerance for its dtype, max |diff| in float64).
     NaN where eager has NaN and inf where eager has the same inf are equal (difference 0); a count or shape
     mismatch gives (False, inf)."""
-    ok, worst = len(outputs) == len(expected), 0.0
-    for got, want in zip(outputs, expected):
+    if len(outputs) != len(expected):
+        return False, float("inf")
+    ok, worst = True, 0.0
+    for got, want in zip(outputs, expected, strict=True):
         if got.shape != want.shape:
             return False, float("inf")
         try:

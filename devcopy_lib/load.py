@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .names import Mode
 from .passes.emit import emit
 from .runtime.method import Method, load_program
 from .runtime.program import Program
 
 
 def load_method(
-    placed: Any, mode: str = "portable", libs: Sequence[Any] | None = None, backend: str | None = None
+    placed: Any, mode: str = Mode.PORTABLE, libs: Sequence[Any] | None = None, backend: str | None = None
 ) -> Method:
     """Emit `placed` (a PlacedProgram; an emitted Program passes through) and load it in `mode` with `libs` linked.
 

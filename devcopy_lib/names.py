@@ -14,10 +14,14 @@ from enum import Enum
 
 
 class Name(str, Enum):
-    """A name of the shared vocabulary: a `str` that prints, formats and serializes as its value on every Python."""
+    """A name of the shared vocabulary: a `str` that prints, formats, reprs and serializes as its value on every
+    Python, so messages that quote a name (`{mode!r}`) read the same whether it came from a user or from names."""
 
     def __str__(self) -> str:
         return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
 
     def __format__(self, spec: str) -> str:
         return str.__format__(self, spec)
@@ -120,20 +124,20 @@ COPY_OP = {
 }
 COPY_OP_BY_NAME = {op.name: op for op in COPY_OP.values()}
 
-# The choices, derived from the enums (kept for callers that iterate or test membership).
-STRATEGIES = tuple(Strategy)
-PARTITIONS = tuple(Partition)
-MODES = tuple(Mode)
-DEVICE_RULES = tuple(DeviceRule)
-BACKENDS = tuple(Backend)
+# The choices as plain strings, derived from the enums: for callers that iterate, test membership or print them.
+STRATEGIES = tuple(member.value for member in Strategy)
+PARTITIONS = tuple(member.value for member in Partition)
+MODES = tuple(member.value for member in Mode)
+DEVICE_RULES = tuple(member.value for member in DeviceRule)
+BACKENDS = tuple(member.value for member in Backend)
 AUTO_BACKEND = "auto"  # wherever a backend is chosen: the best one available (select_backend)
 BACKEND_CHOICES = (AUTO_BACKEND, *BACKENDS)
-ERROR_KINDS = tuple(ErrorKind)
-DIRECTIONS = tuple(Direction)
+ERROR_KINDS = tuple(member.value for member in ErrorKind)
+DIRECTIONS = tuple(member.value for member in Direction)
 
 PORTABLE_LIB, NATIVE_LIB, DEVICE_COPY_LIB, PEER_COPY_LIB = Lib.PORTABLE, Lib.NATIVE, Lib.DEVICE_COPY, Lib.PEER_COPY
-LIB_NAMES = (PORTABLE_LIB, NATIVE_LIB, DEVICE_COPY_LIB)  # ExecuTorch's libs: what registration_status lists
-LINKABLE_LIBS = tuple(Lib)
+LINKABLE_LIBS = tuple(member.value for member in Lib)
+LIB_NAMES = tuple(lib.value for lib in Lib if lib is not Lib.PEER_COPY)  # ExecuTorch's: what registration_status lists
 DEFAULT_LIBS = {Mode.PORTABLE: (Lib.PORTABLE,), Mode.ATEN: (Lib.NATIVE, Lib.DEVICE_COPY)}
 
 COPY_OPS = {direction: op.name for direction, op in COPY_OP.items()}

@@ -27,6 +27,12 @@ def test_shape_or_count_mismatch_never_matches():
     assert compare_outputs((), [torch.zeros(1)])[0] is False
 
 
+def test_a_count_mismatch_gives_inf_even_when_the_common_outputs_agree():
+    x = torch.ones(2)
+    assert compare_outputs((x, x), [x]) == (False, float("inf"))
+    assert compare_outputs((), [x]) == (False, float("inf"))
+
+
 def test_integer_outputs_need_exact_equality():
     assert compare_outputs((torch.tensor([1, 2]),), [torch.tensor([1, 3])]) == (False, 1.0)
 

@@ -29,7 +29,7 @@ EXCEPTIONS = _exception_classes()
 
 
 def test_the_cli_offers_exactly_the_shared_kinds():
-    assert tuple(common.ERROR_KINDS) == ERROR_KINDS
+    assert tuple(common.KIND_EXITS) == ERROR_KINDS
 
 
 @pytest.mark.parametrize("cls", [c for c in EXCEPTIONS if hasattr(c, "kind")], ids=lambda c: c.__qualname__)

@@ -1,5 +1,8 @@
 """`import devcopy_lib` is light: no ipywidgets, no matplotlib, no CuPy needed; the contract names resolve."""
 
+import importlib
+import pathlib
+import re
 import subprocess
 import sys
 
@@ -7,7 +10,10 @@ import devcopy_lib
 
 
 def test_import_pulls_no_widgets_or_plotting():
-    code = "import sys, devcopy_lib, devcopy_lib.devices; print(sorted(m for m in ('ipywidgets','matplotlib') if m in sys.modules))"
+    code = (
+        "import sys, devcopy_lib, devcopy_lib.devices; "
+        "print(sorted(m for m in ('ipywidgets','matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -27,3 +33,14 @@ def test_every_contract_name_resolves_without_cupy_or_gpu():
         except (ImportError, AttributeError) as exc:
             missing.append(f"{name}: {exc}")
     assert missing == []
+
+
+def test_every_public_module_of_the_design_doc_imports_by_its_name():
+    """docs/design.md §6 names each public module by a path `import` accepts; `reference` is an attribute alias."""
+    design = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "design.md").read_text()
+    bullet = design[design.index("- Public modules") : design.index("- Signatures")]
+    modules = re.findall(r"`(devcopy_lib(?:\.\w+)+)`", bullet)
+    assert len(modules) >= 9, modules
+    for name in modules:
+        assert importlib.import_module(name).__name__ == name
+    assert devcopy_lib.reference is importlib.import_module("devcopy_lib.passes.executorch_reference")

@@ -27,6 +27,11 @@ def test_the_design_names_every_sample():
     assert list(models.MODELS) == NAMES
 
 
+def test_every_factory_is_exported_by_name():
+    assert set(models.MODELS) | set(models.REAL_MODELS) <= set(models.__all__)
+    assert all(getattr(models, name) is factory for name, factory in {**models.MODELS, **models.REAL_MODELS}.items())
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_each_sample_is_deterministic_and_delegates_a_default_op(name):
     (m1, x1), (m2, x2) = models.MODELS[name](), models.MODELS[name]()

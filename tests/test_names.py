@@ -124,7 +124,11 @@ def test_the_literal_check_finds_vocabulary_values(source, flagged):
 
 def test_names_equal_print_and_serialize_as_their_strings():
     assert names.Mode.PORTABLE == "portable" and {"aten": 1}[names.Mode.ATEN] == 1
-    assert (str(names.Direction.H2D), f"{names.Direction.D2H:>4}") == ("h2d", " d2h")
+    assert (str(names.Direction.H2D), f"{names.Direction.D2H:>4}", repr(names.Lib.NATIVE)) == (
+        "h2d",
+        " d2h",
+        "'native'",
+    )
     assert json.dumps({names.Direction.H2D: names.Strategy.PEER}) == '{"h2d": "peer"}'
     assert names.Strategy("dedupe") is names.Strategy.DEDUPE
     assert ", ".join(names.MODES) == "portable, aten"

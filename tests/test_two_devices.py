@@ -145,7 +145,7 @@ def check_random_multi_device_program(dag, data) -> None:
         with scoped_allocators(sim), load_method(placed) as method:
             got = method(*inputs)
         for out, want in zip(got, expected, strict=True):
-            torch.testing.assert_close(out, want, msg=lambda m: f"{strategy}: {m}")
+            torch.testing.assert_close(out, want, msg=lambda m, strategy=strategy: f"{strategy}: {m}")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

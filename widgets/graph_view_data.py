@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
-from devcopy_lib.names import COPY_OPS
+from devcopy_lib.names import DIRECTIONS, device_string, format_bytes
 
-COPY_KINDS = tuple(COPY_OPS)
-DEVICE_COLOURS = {"cpu": "#dbe4f3", "cuda:0": "#b9e3bc", "cuda:1": "#ffd59e", "cuda:2": "#e1bee7", "cuda:3": "#b2ebf2"}
+_CUDA_COLOURS = ("#b9e3bc", "#ffd59e", "#e1bee7", "#b2ebf2")  # cuda:0 .. cuda:3
+DEVICE_COLOURS = {"cpu": "#dbe4f3", **{device_string(i): colour for i, colour in enumerate(_CUDA_COLOURS)}}
 OTHER_DEVICE = "#f0f4c3"
 GROUP_PREFIX = "group:"
 # More nodes than this and the view opens with module groups collapsed, showing at most OPEN_BUDGET items.
@@ -25,18 +25,6 @@ COLLAPSE_ABOVE = 300
 OPEN_BUDGET = 120
 # One click on a collapsed group shows up to this many more items (a whole GPT-2 layer fits).
 EXPAND_BUDGET = 300
-
-
-def size_text(nbytes: int | None) -> str:
-    """`512 B`, `1.5 KiB`, `148.0 MiB`: bytes in binary units."""
-    if not nbytes:
-        return "0 B"
-    value, unit = float(nbytes), "B"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            break
-        value /= 1024
-    return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
 
 
 def time_text(seconds: float | None) -> str:
@@ -55,7 +43,7 @@ def _common(paths: Iterable[str]) -> str:
     if not split:
         return ""
     common = []
-    for parts in zip(*split):
+    for parts in zip(*split, strict=False):  # the common prefix: up to the shortest path
         if any(part != parts[0] for part in parts):
             break
         common.append(parts[0])
@@ -82,7 +70,7 @@ def module_paths(graph) -> dict[str, str]:
             paths[node.name], delegates[node.name] = _delegate_paths(delegate)
         elif source is not None:
             paths[node.name] = delegates[source.name][node.args[1]]
-        elif node_kind(node) in COPY_KINDS:
+        elif node_kind(node) in DIRECTIONS:
             paths[node.name] = paths[node.args[0].name]
         else:
             paths[node.name] = _innermost(node) or ""
@@ -99,8 +87,8 @@ def _op(node) -> str:
 
 
 def _label(name: str, kind: str, op: str, nbytes: int) -> str:
-    if kind in COPY_KINDS:
-        return f"{kind.upper()} {name}\n{size_text(nbytes)}"
+    if kind in DIRECTIONS:
+        return f"{kind.upper()} {name}\n{format_bytes(nbytes)}"
     return name if kind in ("input", "output", "getitem") or op == name else f"{name}\n{op}"
 
 
@@ -122,7 +110,7 @@ def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
                 "module": paths[node.name],
                 "reason": row.reason,
                 "bytes": row.bytes,
-                "bytes_text": size_text(row.bytes),
+                "bytes_text": format_bytes(row.bytes),
                 "predicted_s": row.predicted_s,
                 "predicted_text": time_text(row.predicted_s),
                 "users": [u.name for u in node.users],
@@ -216,7 +204,7 @@ def initial_collapsed(nodes: Sequence[Mapping], groups: Mapping[str, Group]) -> 
 
 
 def _classes(kind: str) -> str:
-    return f"{kind} copy" if kind in COPY_KINDS else kind
+    return f"{kind} copy" if kind in DIRECTIONS else kind
 
 
 def device_colour(device: str) -> str:
@@ -238,7 +226,7 @@ def visible_elements(
         frames.update(ancestors(group.rpartition(".")[0] if group else node["module"]))
         if group:
             held.setdefault(group, Counter())[node["device"]] += 1
-            held[group]["copies"] += node["kind"] in COPY_KINDS
+            held[group]["copies"] += node["kind"] in DIRECTIONS
             continue
         data = {k: node[k] for k in ("id", "label", "kind", "device")}
         parent = {"parent": GROUP_PREFIX + node["module"]} if node["module"] else {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from devcopy_lib.names import PARTITIONS, STRATEGIES
+from devcopy_lib.names import PARTITIONS, STRATEGIES, Strategy
 
 from . import html
 from . import placement_summary as summary
@@ -18,7 +18,7 @@ TARGETS = ("cuda:0", "cuda:1", "cpu")
 
 def _strategies(state: PlacementState) -> tuple[str, ...]:
     """The strategies worth offering: `peer` only when the target names two devices (else it equals executorch)."""
-    return STRATEGIES if state.peer_possible() else tuple(s for s in STRATEGIES if s != "peer")
+    return STRATEGIES if state.peer_possible() else tuple(s for s in STRATEGIES if s != Strategy.PEER)
 
 
 def _target_text(target) -> str:
@@ -47,7 +47,7 @@ class PlacementExplorer(w.VBox):
             placeholder="cuda:0 or delegate_0=cuda:0, delegate_1=cuda:1",
         )
         if s.strategy not in _strategies(s):  # peer asked for with one target device: it would equal executorch
-            s.strategy = "executorch"
+            s.strategy = Strategy.EXECUTORCH
         self.strategy = w.Dropdown(options=_strategies(s), value=s.strategy, description="strategy")
         self.skip_h2d = w.Checkbox(value=s.skip_h2d_for_method_inputs, description="skip H2D for method inputs")
         self.skip_d2h = w.Checkbox(value=s.skip_d2h_for_method_outputs, description="skip D2H for method outputs")

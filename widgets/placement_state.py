@@ -14,6 +14,7 @@ from typing import Any
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_program, lower, models, overload_name, place_devices
 from devcopy_lib import reference as executorch_reference
 from devcopy_lib.bench.cost_model import default_model
+from devcopy_lib.names import Partition, Strategy
 
 __all__ = ["PlacementState", "parse_target", "target_devices"]
 
@@ -54,8 +55,8 @@ class PlacementState:
     model: str = "add"
     delegate_ops: tuple[str, ...] | None = None  # None: DEFAULT_DELEGATE_OPS
     target_device: Any = "cuda:0"  # one device, or {delegate name or op overload: device}
-    partition: str = "capability"
-    strategy: str = "executorch"
+    partition: str = Partition.CAPABILITY
+    strategy: str = Strategy.EXECUTORCH
     skip_h2d_for_method_inputs: bool = False
     skip_d2h_for_method_outputs: bool = False
     hoist_constants: bool = False  # constant-derived CPU values and their H2D copies run once at load
@@ -176,6 +177,6 @@ class PlacementState:
             self.skip_d2h_for_method_outputs,
         )
         return self._cached(
-            ("executorch", self.model, self.ticked_ops(), self._target_key(), *options[1:]),
+            ("executorch_counts", self.model, self.ticked_ops(), self._target_key(), *options[1:]),
             lambda: executorch_reference.executorch_counts(*self.module_and_inputs(), self.ticked_ops(), *options),
         )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from devcopy_lib.bench.sizes import format_bytes
+from devcopy_lib.names import Direction, Strategy, format_bytes
 
+H2D, D2H = Direction.H2D, Direction.D2H
 TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
 
 
@@ -25,8 +26,8 @@ def totals_line(report) -> str:
     """`delegates 1 · H2D 2 (128 B) · D2H 1 (64 B)` plus the predicted copy time when a cost model priced them."""
     line = (
         f"strategy {report.strategy} · delegates {report.delegates} · "
-        f"H2D {report.copies['h2d']} ({format_bytes(report.copy_bytes['h2d'])}) · "
-        f"D2H {report.copies['d2h']} ({format_bytes(report.copy_bytes['d2h'])}) · "
+        f"H2D {report.copies[H2D]} ({format_bytes(report.copy_bytes[H2D])}) · "
+        f"D2H {report.copies[D2H]} ({format_bytes(report.copy_bytes[D2H])}) · "
         f"constants {format_bytes(report.constant_bytes)}"
     )
     if report.predicted_copy_s is not None:
@@ -53,16 +54,16 @@ def dedupe_line(report) -> str:
     """What dedupe saves against ExecuTorch's strategy (copies, bytes per execution) and the device memory it
     costs, whichever strategy the report placed with."""
     table = _by_strategy(report)
-    (ex_copies, ex_bytes, ex_peak), (de_copies, de_bytes, de_peak) = table["executorch"], table["dedupe"]
+    (ex_copies, ex_bytes, ex_peak), (de_copies, de_bytes, de_peak) = table[Strategy.EXECUTORCH], table[Strategy.DEDUPE]
     saved = {k: ex_copies[k] - de_copies[k] for k in ex_copies}
     saved_bytes = {k: ex_bytes[k] - de_bytes[k] for k in ex_bytes}
     return (
-        f"dedupe vs executorch: saves {saved['h2d']} H2D ({format_bytes(saved_bytes['h2d'])}) and "
-        f"{saved['d2h']} D2H ({format_bytes(saved_bytes['d2h'])}) per execution; holds "
+        f"dedupe vs executorch: saves {saved[H2D]} H2D ({format_bytes(saved_bytes[H2D])}) and "
+        f"{saved[D2H]} D2H ({format_bytes(saved_bytes[D2H])}) per execution; holds "
         f"{format_bytes(de_peak - ex_peak)} more device memory at peak"
     )
 
 
 def executorch_line(counts: dict) -> str:
     """ExecuTorch's own counts for the same partition, as one line."""
-    return f"ExecuTorch 1.5.1: delegates {counts['delegates']} · H2D {counts['h2d']} · D2H {counts['d2h']}"
+    return f"ExecuTorch 1.5.1: delegates {counts['delegates']} · H2D {counts[H2D]} · D2H {counts[D2H]}"

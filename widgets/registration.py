@@ -5,11 +5,11 @@ from __future__ import annotations
 import ipywidgets as w
 
 from devcopy_lib import MissingOperatorError
-from devcopy_lib.names import LIB_NAMES
+from devcopy_lib.names import LIB_NAMES, MODES
 
 from . import html
 from .guard import shown_errors
-from .registration_state import MODES, RegistrationState
+from .registration_state import RegistrationState
 
 
 class RegistrationPanel(w.VBox):

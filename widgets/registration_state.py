@@ -11,11 +11,9 @@ import torch
 import torch.utils._pytree as pytree
 
 from devcopy_lib import compare_outputs, emit, load_method, make_allocator, registration_status, scoped_allocators
-from devcopy_lib.names import DEFAULT_LIBS, LIB_NAMES
+from devcopy_lib.names import AUTO_BACKEND, DEFAULT_LIBS, LIB_NAMES, MODES, Direction, Mode
 
 from .placement_state import PlacementState
-
-MODES = tuple(DEFAULT_LIBS)
 
 
 @dataclass
@@ -32,8 +30,8 @@ class RunResult:
         shapes = ", ".join(str(list(o.shape)) for o in self.outputs)
         return (
             f"loaded and ran on the {self.backend} backend: outputs {shapes}; matches eager: {self.ok} "
-            f"(max abs err {self.max_abs_err:.3g}); copies executed H2D {self.copies_executed['h2d']}, "
-            f"D2H {self.copies_executed['d2h']}"
+            f"(max abs err {self.max_abs_err:.3g}); copies executed H2D {self.copies_executed[Direction.H2D]}, "
+            f"D2H {self.copies_executed[Direction.D2H]}"
         )
 
 
@@ -41,9 +39,9 @@ class RunResult:
 class RegistrationState:
     """Which mode, which libs are linked, and the placed program (from a PlacementState) that Load runs."""
 
-    mode: str = "portable"
+    mode: str = Mode.PORTABLE
     libs: tuple[str, ...] | None = None  # None: the mode's default libs
-    backend: str = "auto"
+    backend: str = AUTO_BACKEND
     placement: PlacementState = field(default_factory=PlacementState)
     _libs_by_mode: dict[str, tuple[str, ...] | None] = field(default_factory=dict, repr=False)
 

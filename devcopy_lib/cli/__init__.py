@@ -2,7 +2,7 @@
 
 `main` keeps the contract of docs/reliability.md: with `--json` (anywhere in argv) exactly one JSON object on stdout
 whatever happens, interrupts and `sys.exit` from the user's model code included (anything the command itself would
-print on stdout goes to stderr meanwhile); exit codes from `common.ERROR_KINDS`.
+print on stdout goes to stderr meanwhile); exit codes from `common.KIND_EXITS`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import contextlib
 import importlib
 import sys
 import warnings
+from collections.abc import Iterator
+from types import ModuleType
 
 from .common import EXIT_OK, Outcome, Parser, failure, to_json
 
@@ -27,7 +29,8 @@ COMMANDS = {
 QUIET_WARNINGS = ((FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),)
 
 
-def _available():
+def _available() -> Iterator[tuple[str, ModuleType]]:
+    """Each subcommand's (name, module); a subcommand whose module this install lacks is skipped."""
     for name, module in COMMANDS.items():
         try:
             yield name, importlib.import_module(f".{module}", __name__)
@@ -48,7 +51,8 @@ def _outcome(argv: list[str]) -> Outcome | int:
     """The command's Outcome, a failure's Outcome, or the exit code of `--help`."""
     try:
         args = build_parser().parse_args(argv)
-        return args.handler(args)
+        outcome: Outcome = args.handler(args)
+        return outcome
     except SystemExit as exc:  # --help (argparse's errors raise UsageError; the user's exits are UserCodeErrors)
         if exc.code in (None, 0):
             return EXIT_OK

@@ -4,7 +4,10 @@ rows measured so far, in the JSON and the CSV (exit 130)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..bench.harness import Policy, TextProgress
 from ..bench.sizes import format_size, parse_sizes
@@ -12,6 +15,7 @@ from ..bench.sweep import DIRECTIONS, MEMORIES, SweepInterrupted, plan, run_plan
 from .common import (
     EXIT_INTERRUPTED,
     Outcome,
+    Parser,
     UsageError,
     add_backend,
     add_json,
@@ -19,6 +23,10 @@ from .common import (
     check_output_path,
     error_payload,
 )
+
+if TYPE_CHECKING:
+    from ..bench.methods_cuda import CudaBench
+    from ..bench.methods_sim import SimulatedBench
 
 MAX_SIZE = 1 << 40  # 1 TiB: more than any device or host here holds; a larger size is a typo
 
@@ -48,7 +56,9 @@ def _plot_suffixes() -> tuple[str, ...]:
     return tuple(f".{ext}" for ext in FigureCanvasAgg.get_supported_filetypes())
 
 
-def _refuse_empty(name: str, bench, sizes, directions, memories) -> None:
+def _refuse_empty(
+    name: str, bench: CudaBench | SimulatedBench, sizes: list[int], directions: Sequence[str], memories: Sequence[str]
+) -> NoReturn:
     """What the backend can time, named, when none of the requested directions and memories is among it."""
     can = sorted({f"{c.direction}/{c.memory}" for c in bench.cases(sizes[0], DIRECTIONS, MEMORIES)})
     bench.alloc.close()
@@ -59,7 +69,7 @@ def _refuse_empty(name: str, bench, sizes, directions, memories) -> None:
     )
 
 
-def run(args) -> Outcome:
+def run(args: argparse.Namespace) -> Outcome:
     sizes = _sizes(args.sizes)
     check_output_path(args.csv, "--csv")
     if args.plot is not None:
@@ -81,14 +91,19 @@ def run(args) -> Outcome:
         from ..bench.plots import plot_bandwidth
 
         plot_bandwidth(result, args.plot)
-    payload = {"ok": interrupted is None, "backend": result.backend, "device": result.device, "rows": result.rows()}
+    payload: dict[str, Any] = {
+        "ok": interrupted is None,
+        "backend": result.backend,
+        "device": result.device,
+        "rows": result.rows(),
+    }
     if interrupted:
         payload["error"] = error_payload(interrupted)
         return Outcome(payload, _render, EXIT_INTERRUPTED, [f"interrupted: kept {len(payload['rows'])} row(s)"])
     return Outcome(payload, _render, 0, [f"warning: {w}" for w in result.warnings])
 
 
-def _render(payload: dict) -> str:
+def _render(payload: dict[str, Any]) -> str:
     lines = [
         f"backend: {payload['backend']}  device: {payload['device']}",
         f"{'method':<20} {'dir':<5} {'memory':<9} {'bytes':>6} {'clock':<6} {'median':>11} {'GB/s':>8}",
@@ -101,11 +116,11 @@ def _render(payload: dict) -> str:
     return "\n".join(lines)
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser("bench", help="time host<->device copies (both clocks, baselines, devcopy)")
     add_backend(parser)
     parser.add_argument("--sizes", help="e.g. 4K,1M,64M or 4K..1G (binary K/M/G; A..B: every power of two between)")
-    parser.add_argument("--direction", default="all", choices=["h2d", "d2h", "both", "all"])
+    parser.add_argument("--direction", default="all", choices=[*DIRECTIONS, "all"])
     parser.add_argument("--memory", default="all", choices=["pageable", "pinned", "all"])
     parser.add_argument("--csv", metavar="FILE", help="write every measurement with its raw samples as CSV")
     parser.add_argument("--plot", metavar="FILE", help="write a bandwidth-vs-size plot (PNG; needs matplotlib)")

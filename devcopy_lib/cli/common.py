@@ -12,44 +12,47 @@ import difflib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..names import BACKEND_CHOICES
+from ..names import BACKEND_CHOICES, ERROR_KINDS, DeviceRule, ErrorKind
+
+if TYPE_CHECKING:
+    from ..runtime.registry import KernelLib
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-# The one vocabulary of `error.kind` in the CLI's JSON (docs/reliability.md lists it with the exit codes).
-ERROR_KINDS = {
-    "usage": (EXIT_USAGE, "an argument (or DEVCOPY_BACKEND, or what MODEL names) is invalid; nothing ran"),
-    "user_code": (EXIT_REFUSED, "the model file or its factory raised or exited; `file` and `factory` name it"),
-    "unsupported_model": (
+# Each error kind's exit code and what it means (docs/reliability.md lists them); the kinds are names.ErrorKind.
+KIND_EXITS: dict[ErrorKind, tuple[int, str]] = {
+    ErrorKind.USAGE: (EXIT_USAGE, "an argument (or DEVCOPY_BACKEND, or what MODEL names) is invalid; nothing ran"),
+    ErrorKind.USER_CODE: (EXIT_REFUSED, "the model file or its factory raised or exited; `file` and `factory` name it"),
+    ErrorKind.UNSUPPORTED_MODEL: (
         EXIT_REFUSED,
         "the model exports, but devcopy cannot place or run it (non-tensor outputs, data-dependent output sizes)",
     ),
-    "placement": (EXIT_REFUSED, "the device-placement pass refused the program under the options"),
-    "missing_operator": (
+    ErrorKind.PLACEMENT: (EXIT_REFUSED, "the device-placement pass refused the program under the options"),
+    ErrorKind.MISSING_OPERATOR: (
         EXIT_REFUSED,
         "the linked libs do not register an operator the program calls; `missing` lists them",
     ),
-    "registration": (EXIT_REFUSED, "a kernel was registered twice"),
-    "load": (EXIT_REFUSED, "loading the method failed; `error_code` is ExecuTorch's Error name"),
-    "execution": (EXIT_REFUSED, "running the method failed; `error_code` is ExecuTorch's Error name"),
-    "device": (EXIT_REFUSED, "the device backend failed (a CUDA error, out of device memory)"),
-    "executorch_refused": (
+    ErrorKind.REGISTRATION: (EXIT_REFUSED, "a kernel was registered twice"),
+    ErrorKind.LOAD: (EXIT_REFUSED, "loading the method failed; `error_code` is ExecuTorch's Error name"),
+    ErrorKind.EXECUTION: (EXIT_REFUSED, "running the method failed; `error_code` is ExecuTorch's Error name"),
+    ErrorKind.DEVICE: (EXIT_REFUSED, "the device backend failed (a CUDA error, out of device memory)"),
+    ErrorKind.EXECUTORCH_REFUSED: (
         EXIT_REFUSED,
         "ExecuTorch itself refused the program (the reference run); not a devcopy error",
     ),
-    "interrupted": (EXIT_INTERRUPTED, "interrupted (Ctrl-C); a bench keeps the rows measured so far"),
-    "internal": (EXIT_REFUSED, "a devcopy bug: anything else; the message says what was raised"),
+    ErrorKind.INTERRUPTED: (EXIT_INTERRUPTED, "interrupted (Ctrl-C); a bench keeps the rows measured so far"),
+    ErrorKind.INTERNAL: (EXIT_REFUSED, "a devcopy bug: anything else; the message says what was raised"),
 }
 
 
 class CliError(Exception):
-    """A failure with its `kind` (one of ERROR_KINDS) and extra JSON fields for the error object."""
+    """A failure with its `kind` and extra JSON fields for the error object."""
 
-    kind = "internal"
+    kind = ErrorKind.INTERNAL
 
     def __init__(self, message: str, **fields: Any) -> None:
         super().__init__(message)
@@ -59,19 +62,19 @@ class CliError(Exception):
 class UsageError(CliError):
     """A bad argument: exit 2, the message says what was wrong and what is valid."""
 
-    kind = "usage"
+    kind = ErrorKind.USAGE
 
 
 class UserCodeError(CliError):
     """The user's model file or factory raised or exited: exit 1, naming the file and the factory."""
 
-    kind = "user_code"
+    kind = ErrorKind.USER_CODE
 
 
 class UnsupportedModel(CliError):
     """The model loads and exports, but devcopy cannot place or run it."""
 
-    kind = "unsupported_model"
+    kind = ErrorKind.UNSUPPORTED_MODEL
 
 
 @dataclass
@@ -89,9 +92,10 @@ class Parser(argparse.ArgumentParser):
     abbreviations (`--js` is an error, not `--json`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, allow_abbrev=False, **kwargs)
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
 
 
@@ -141,7 +145,9 @@ def check_choices(values: Iterable[str], valid: Iterable[str], what: str) -> lis
     return values
 
 
-def linked_libs(names: list[str], valid: Iterable[str], mode: str, option: str, device_rule: str = "seed") -> list:
+def linked_libs(
+    names: Sequence[str], valid: Iterable[str], mode: str, option: str, device_rule: str = DeviceRule.SEED
+) -> list[KernelLib]:
     """The KernelLibs `names` link, each one known and of `mode`; anything else is a UsageError."""
     from ..runtime.libs import lib_by_name, libs_of_mode
 
@@ -175,13 +181,13 @@ def check_output_path(path: str | None, option: str, suffixes: Iterable[str] = (
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
-    """The `error` object of a failed command: kind (ERROR_KINDS), message, missing operators and extra fields."""
+    """The `error` object of a failed command: kind (an ErrorKind), message, missing operators and extra fields."""
     kind, extra = classify(exc)
     missing = [{"index": int(i), "name": str(n)} for i, n in getattr(exc, "missing", [])]
     message = str(exc) or type(exc).__name__
-    if kind == "interrupted" and not str(exc):
+    if kind is ErrorKind.INTERRUPTED and not str(exc):
         message = "interrupted (Ctrl-C / KeyboardInterrupt)"
-    if kind == "internal":
+    if kind is ErrorKind.INTERNAL:
         message = (
             f"devcopy failed unexpectedly ({type(exc).__name__}: {message}). This is a devcopy bug: please "
             "report it with the command line."
@@ -189,22 +195,22 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     return {"kind": kind, "message": message, "missing": missing, **extra}
 
 
-def classify(exc: BaseException) -> tuple[str, dict[str, Any]]:
-    """The ERROR_KINDS name of an exception - the `kind` it carries (docs/design.md §8) - and the fields it adds
+def classify(exc: BaseException) -> tuple[ErrorKind, dict[str, Any]]:
+    """The ErrorKind of an exception - the `kind` it carries (docs/design.md §8) - and the fields it adds
     (`error_code`, `file`, ...)."""
     if isinstance(exc, CliError):
-        return exc.kind, exc.fields
+        return ErrorKind(exc.kind), exc.fields
     if isinstance(exc, KeyboardInterrupt):
-        return "interrupted", {}
-    kind = "device" if isinstance(exc, MemoryError) else getattr(exc, "kind", None)
+        return ErrorKind.INTERRUPTED, {}
+    kind = ErrorKind.DEVICE if isinstance(exc, MemoryError) else getattr(exc, "kind", None)
     if kind in ERROR_KINDS:
         code = getattr(getattr(exc, "error", None), "name", None)  # an ExecuTorch Error code, where there is one
-        return kind, ({"error_code": code} if isinstance(code, str) else {})
-    return "internal", {"exception": type(exc).__name__}
+        return ErrorKind(kind), ({"error_code": code} if isinstance(code, str) else {})
+    return ErrorKind.INTERNAL, {"exception": type(exc).__name__}
 
 
 def exit_code(exc: BaseException) -> int:
-    return ERROR_KINDS[classify(exc)[0]][0]
+    return KIND_EXITS[classify(exc)[0]][0]
 
 
 def finite(value: Any, notes: list[str], where: str = "") -> Any:

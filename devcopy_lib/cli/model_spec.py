@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import UnsupportedModel, UsageError, UserCodeError
+
+if TYPE_CHECKING:
+    import torch
+    from torch.export import ExportedProgram
 
 
 def user_file(spec: str) -> tuple[str, str] | None:
@@ -42,7 +46,7 @@ def user_code(spec: str, stage: str) -> Iterator[None]:
         ) from None
 
 
-def load(spec: str) -> tuple[Any, tuple]:
+def load(spec: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     """The model's `(module, example_inputs)`; every input must be a tensor."""
     import torch
 
@@ -79,7 +83,7 @@ def _raised_by_user(exc: BaseException) -> bool:
     return False
 
 
-def check_exported(spec: str, exported) -> None:
+def check_exported(spec: str, exported: ExportedProgram) -> None:
     """Refuse what placement cannot handle: outputs that are not tensors, sizes known only at run time."""
     import torch
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols

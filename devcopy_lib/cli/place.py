@@ -4,11 +4,20 @@ ExecuTorch's own counts). The placement options are shared with `devcopy run` th
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..names import PARTITIONS, STRATEGIES
+from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy
 from . import model_spec
-from .common import Outcome, UsageError, add_json, split_list
+from .common import Outcome, Parser, UsageError, add_json, split_list
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..passes.lower import LoweredProgram
+    from ..passes.placement import PlacedProgram
+
+EXECUTORCH_FIELD = "executorch"  # names: the JSON field of ExecuTorch's own counts (--compare-executorch)
 
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:
@@ -35,16 +44,16 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--strategy",
-        default="executorch",
+        default=Strategy.EXECUTORCH,
         choices=STRATEGIES,
         help="executorch: PropagateDevicePass; dedupe: one H2D per value and device; peer: a direct "
         "device-to-device copy instead of a host hop where peer access exists",
     )
     parser.add_argument(
         "--partition",
-        default="capability",
+        default=Partition.CAPABILITY,
         choices=PARTITIONS,
-        help="capability: group ops as torch.fx's partitioner does (near-linear); "
+        help="capability: the partitions torch.fx's partitioner makes, found with reachability bitsets; "
         "fx: torch.fx's own; per_node: one delegate per op",
     )
     parser.add_argument(
@@ -70,7 +79,8 @@ def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
     OP given two different devices, is a UsageError."""
     from ..devices import Device
 
-    default, per_key = None, {}
+    default: str | None = None
+    per_key: dict[str, str] = {}
     for value in values or ():
         key, sep, device = value.rpartition("=")
         key = key.strip()
@@ -97,7 +107,7 @@ def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
     return default or "cuda:0", per_key
 
 
-def _target_device(default: str, per_key: dict[str, str], ops) -> Any:
+def _target_device(default: str, per_key: dict[str, str], ops: Sequence[str] | None) -> str | dict[str, str]:
     """A single device, or a mapping covering every delegate op (the default for ops without their own target);
     an OP target for an op that is not delegated is a UsageError."""
     from ..passes.lower import DEFAULT_DELEGATE_OPS
@@ -120,10 +130,10 @@ def lower_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """`lower` keyword arguments from parsed options; a bad op or device is a UsageError."""
     from ..passes.ops import validate_overloads
 
-    ops = split_list(args.delegate, "--delegate") if args.delegate is not None else None
+    given = split_list(args.delegate, "--delegate") if args.delegate is not None else None
     default, per_key = parse_targets(args.target)
     try:
-        ops = validate_overloads(ops) if ops is not None else None
+        ops = validate_overloads(given) if given is not None else None
         target = _target_device(default, per_key, ops)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -140,7 +150,7 @@ def placement_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _check_delegate_targets(per_key: dict[str, str], lowered) -> None:
+def _check_delegate_targets(per_key: dict[str, str], lowered: LoweredProgram) -> None:
     """Every `--target NAME=DEVICE` that is not an op must name a delegate the lowering made."""
     unknown = [key for key in per_key if "." not in key and key not in lowered.delegates]
     if unknown:
@@ -150,7 +160,7 @@ def _check_delegate_targets(per_key: dict[str, str], lowered) -> None:
         )
 
 
-def lower_and_place(args: argparse.Namespace):
+def lower_and_place(args: argparse.Namespace) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], PlacedProgram]:
     """`(module, example_inputs, placed)` for the parsed placement options."""
     from ..passes.lower import export_program, lower
     from ..passes.placement import place_devices
@@ -168,7 +178,9 @@ def lower_and_place(args: argparse.Namespace):
     return module, inputs, place_devices(lowered, **placement_kwargs(args))
 
 
-def _executorch(args, module, inputs, placed) -> dict[str, Any]:
+def _executorch(
+    args: argparse.Namespace, module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], placed: PlacedProgram
+) -> dict[str, Any]:
     """ExecuTorch's own counts for the same ops, partitioning and targets, or ExecuTorch's refusal."""
     from ..passes import executorch_reference
 
@@ -176,9 +188,10 @@ def _executorch(args, module, inputs, placed) -> dict[str, Any]:
         return {"available": False, "error": "ExecuTorch is not installed: pip install -e '.[reference]'"}
     note = (
         None
-        if args.strategy == "executorch" and not args.hoist_constants
+        if args.strategy == Strategy.EXECUTORCH and not args.hoist_constants
         else (
-            "ExecuTorch has only its own placement (no dedupe, peer or hoisting): these are PropagateDevicePass's counts"
+            "ExecuTorch has only its own placement (no dedupe, peer or hoisting): "
+            "these are PropagateDevicePass's counts"
         )
     )
     try:
@@ -196,7 +209,7 @@ def _executorch(args, module, inputs, placed) -> dict[str, Any]:
     return {
         "available": True,
         "delegates": counts["delegates"],
-        "copies": {"h2d": counts["h2d"], "d2h": counts["d2h"]},
+        "copies": {Direction.H2D: counts[Direction.H2D], Direction.D2H: counts[Direction.D2H]},
         **({"note": note} if note else {}),
     }
 
@@ -205,6 +218,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     module, inputs, placed = lower_and_place(args)
     default, per_key = parse_targets(args.target)
     devices = {name: str(d.target_device or "cpu") for name, d in placed.delegates.items()}
+    assert placed.report is not None  # place_devices always reports
     result = {
         "ok": True,
         "model": args.model,
@@ -214,7 +228,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         **placed.report.to_dict(),
     }
     if args.compare_executorch:
-        result["executorch"] = _executorch(args, module, inputs, placed)
+        result[EXECUTORCH_FIELD] = _executorch(args, module, inputs, placed)
     return result
 
 
@@ -230,9 +244,11 @@ def _render(result: dict[str, Any]) -> str:
             f"  {node['name']:<{width}}  {node['kind']:<8} {node['device']:<7} {node['bytes']:>8} B  {node['reason']}"
         )
     copies, nbytes = result["copies"], result["copy_bytes"]
-    direct = f", {copies['d2d']} D2D ({nbytes['d2d']} B device to device)" if "d2d" in copies else ""
+    d2d = Direction.D2D
+    direct = f", {copies[d2d]} D2D ({nbytes[d2d]} B device to device)" if d2d in copies else ""
     lines.append(
-        f"copies: {copies['h2d']} H2D ({nbytes['h2d']} B), {copies['d2h']} D2H ({nbytes['d2h']} B) per "
+        f"copies: {copies[Direction.H2D]} H2D ({nbytes[Direction.H2D]} B), {copies[Direction.D2H]} D2H "
+        f"({nbytes[Direction.D2H]} B) per "
         f"run{direct}; constants {result['constant_bytes']} B loaded once; device peak "
         f"{result['device_peak_bytes']} B"
     )
@@ -249,17 +265,18 @@ def _render(result: dict[str, Any]) -> str:
             continue
         saved = other["copies_saved"]
         lines.append(
-            f"vs {other['strategy']}: {saved['h2d']} H2D / {saved['d2h']} D2H saved, "
-            f"{other['bytes_saved']['h2d'] + other['bytes_saved']['d2h']} B over PCIe saved, "
+            f"vs {other['strategy']}: {saved[Direction.H2D]} H2D / {saved[Direction.D2H]} D2H saved, "
+            f"{other['bytes_saved'][Direction.H2D] + other['bytes_saved'][Direction.D2H]} B over PCIe saved, "
             f"{other['extra_device_bytes']} B more device peak"
         )
     lines.extend(f"suggestion: {text}" for text in result["suggestions"])
-    if "executorch" in result:
-        et = result["executorch"]
+    if EXECUTORCH_FIELD in result:
+        et = result[EXECUTORCH_FIELD]
         lines.append(
             f"ExecuTorch: {et['error']}"
             if "error" in et
-            else f"ExecuTorch: {et['delegates']} delegate(s), {et['copies']['h2d']} H2D, {et['copies']['d2h']} D2H"
+            else f"ExecuTorch: {et['delegates']} delegate(s), {et['copies'][Direction.H2D]} H2D, "
+            f"{et['copies'][Direction.D2H]} D2H"
         )
     return "\n".join(lines)
 
@@ -268,7 +285,7 @@ def run(args: argparse.Namespace) -> Outcome:
     return Outcome(collect(args), _render)
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser("place", help="lower a model and place devices: delegates, copies, bytes")
     add_placement_args(parser)
     parser.add_argument(

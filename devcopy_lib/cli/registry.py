@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from ..names import COPY_OPS, DEFAULT_LIBS, LIB_NAMES, MODES
-from .common import Outcome, add_json, linked_libs, split_list
+import argparse
+from collections.abc import Sequence
+from typing import Any
 
-DEFAULT_OPS = ",".join((COPY_OPS["h2d"], COPY_OPS["d2h"]))
+from ..names import COPY_OP, DEFAULT_LIBS, LIB_NAMES, MODES, Direction, Mode
+from .common import Outcome, Parser, add_json, linked_libs, split_list
+
+DEFAULT_OPS = ",".join((COPY_OP[Direction.H2D].name, COPY_OP[Direction.D2H].name))
 
 
-def collect(mode: str, libs: list[str], ops: list[str]) -> dict:
+def collect(mode: str, libs: Sequence[str], ops: list[str]) -> dict[str, Any]:
     from ..runtime.libs import registration_status
 
     linked = linked_libs(libs, LIB_NAMES, mode, "--libs")
@@ -22,8 +26,10 @@ def collect(mode: str, libs: list[str], ops: list[str]) -> dict:
     }
 
 
-def _render(result: dict) -> str:
-    lines = [f"mode: {result['mode']}; libs: " + ", ".join(f"{l['name']} ({l['ops']} ops)" for l in result["libs"])]
+def _render(result: dict[str, Any]) -> str:
+    lines = [
+        f"mode: {result['mode']}; libs: " + ", ".join(f"{lib['name']} ({lib['ops']} ops)" for lib in result["libs"])
+    ]
     for row in result["rows"]:
         state = (
             f"registered, key {row['kernel_key'] or 'fallback'}, {row['kernel_name']}"
@@ -36,14 +42,14 @@ def _render(result: dict) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> Outcome:
-    libs = split_list(args.libs, "--libs") if args.libs is not None else list(DEFAULT_LIBS[args.mode])
+def run(args: argparse.Namespace) -> Outcome:
+    libs = split_list(args.libs, "--libs") if args.libs is not None else DEFAULT_LIBS[args.mode]
     return Outcome(collect(args.mode, libs, split_list(args.ops, "--ops")), _render)
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser("registry", help="which ops the libs of a mode register")
-    parser.add_argument("--mode", default="portable", choices=MODES, help="runtime mode")
+    parser.add_argument("--mode", default=Mode.PORTABLE, choices=MODES, help="runtime mode")
     parser.add_argument(
         "--libs", default=None, help="comma list of libs (portable; native,device_copy_ops_aten_lib); default per mode"
     )

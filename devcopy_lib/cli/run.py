@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..names import DEFAULT_LIBS, DEVICE_RULES, LINKABLE_LIBS, MODES, PEER_COPY_LIB
+from ..names import (
+    DEFAULT_LIBS,
+    DEVICE_RULES,
+    LINKABLE_LIBS,
+    MODES,
+    PEER_COPY_LIB,
+    DeviceRule,
+    Direction,
+    Mode,
+    Strategy,
+    device_string,
+)
 from . import model_spec
-from .common import Outcome, UsageError, add_backend, add_json, backend_name, linked_libs, split_list
+from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_name, linked_libs, split_list
 from .place import add_placement_args, lower_and_place
 
-DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS["aten"])
+if TYPE_CHECKING:
+    import torch
+
+    from ..devices import DeviceAllocator
+    from ..passes.placement import PlacedProgram
+    from ..runtime.method import Method
+    from ..runtime.registry import KernelLib
+
+DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS[Mode.ATEN])
 
 
-def _libs(args: argparse.Namespace) -> list | None:
+def _libs(args: argparse.Namespace) -> list[KernelLib] | None:
     """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode; the
     ATen options in portable mode, or a lib of the other mode, are UsageErrors."""
-    if args.mode != "aten":
+    if args.mode != Mode.ATEN:
         given = [
             option
             for option, value in (("--aten-libs", args.aten_libs), ("--aten-device-rule", args.aten_device_rule))
@@ -25,31 +44,33 @@ def _libs(args: argparse.Namespace) -> list | None:
         if given:
             raise UsageError(
                 f"{' and '.join(given)} only apply in ATen mode (--mode aten); portable mode links "
-                f"{','.join(DEFAULT_LIBS['portable'])}. Drop {' and '.join(given)} or add --mode aten."
+                f"{','.join(DEFAULT_LIBS[Mode.PORTABLE])}. Drop {' and '.join(given)} or add --mode aten."
             )
         return None
     aten_libs = DEFAULT_ATEN_LIBS if args.aten_libs is None else args.aten_libs
     names = split_list(aten_libs, "--aten-libs")
-    if args.strategy == "peer" and args.aten_libs is None:  # the default links what the strategy needs
+    if args.strategy == Strategy.PEER and args.aten_libs is None:  # the default links what the strategy needs
         names.append(PEER_COPY_LIB)
-    return linked_libs(names, LINKABLE_LIBS, "aten", "--aten-libs", args.aten_device_rule or "seed")
+    return linked_libs(names, LINKABLE_LIBS, Mode.ATEN, "--aten-libs", args.aten_device_rule or DeviceRule.SEED)
 
 
-def _on_existing_devices(placed, allocator):
+def _on_existing_devices(placed: PlacedProgram, allocator: DeviceAllocator) -> PlacedProgram:
     """`placed`, once every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a
     UsageError, found before loading)."""
     count = allocator.device_count()
+    if count is None:  # any index exists (the simulated accelerator)
+        return placed
     missing = sorted(
         {
             str(d.target_device)
             for d in placed.delegates.values()
-            if d.target_device is not None and count is not None and d.target_device.index >= count
+            if d.target_device is not None and d.target_device.index >= count
         }
     )
     if missing:
         raise UsageError(
             f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
-            f"(cuda:0..cuda:{count - 1}); target one of those"
+            f"({device_string(0)}..{device_string(count - 1)}); target one of those"
         )
     return placed
 
@@ -94,7 +115,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _profile(method, inputs, repeat: int) -> dict[str, Any]:
+def _profile(method: Method, inputs: tuple[torch.Tensor, ...], repeat: int) -> dict[str, Any]:
     """Per-instruction times of `repeat` profiled calls, copies priced by the default cost model."""
     from ..bench.cost_model import default_model
 
@@ -120,7 +141,8 @@ def _render(result: dict[str, Any]) -> str:
             f"  max |devcopy - eager| = {result['max_abs_err']:.3g}"
             if result["max_abs_err"] is not None
             else "  max |devcopy - eager|: not a number (NaN where eager has none)",
-            f"  copies executed: {copies['h2d']} H2D, {copies['d2h']} D2H; by the caller: {result['caller_copies']}",
+            f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
+            f"by the caller: {result['caller_copies']}",
             "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
             *profile,
         ]
@@ -132,10 +154,10 @@ def run(args: argparse.Namespace) -> Outcome:
     return Outcome(result, _render, 0 if result["ok"] else 1)
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser("run", help="place, load and run a model in a runtime mode; compare with eager")
     add_placement_args(parser)
-    parser.add_argument("--mode", default="portable", choices=MODES, help="runtime mode (default portable)")
+    parser.add_argument("--mode", default=Mode.PORTABLE, choices=MODES, help="runtime mode (default portable)")
     parser.add_argument(
         "--aten-libs",
         default=None,

@@ -16,6 +16,7 @@ import os
 import sys
 import warnings
 from types import ModuleType
+from typing import Literal, overload
 
 import torch
 
@@ -50,6 +51,10 @@ def require(package: str, model: str) -> ModuleType:
         ) from exc
 
 
+@overload
+def import_torchvision(model: str, required: Literal[True] = ...) -> ModuleType: ...
+@overload
+def import_torchvision(model: str, required: bool) -> ModuleType | None: ...
 def import_torchvision(model: str, required: bool = True) -> ModuleType | None:
     """`import torchvision`; if its compiled ops failed to load, define the schemas its import needs and warn once."""
     try:
@@ -83,8 +88,8 @@ def import_torchvision(model: str, required: bool = True) -> ModuleType | None:
 
 def _define_import_schemas() -> None:
     """Define torchvision's import-time op schemas (no kernels) that are not defined yet."""
-    library = torch.library.Library("torchvision", "FRAGMENT")
+    library = torch.library.Library("torchvision", "FRAGMENT")  # type: ignore[no-untyped-call]  # unannotated in torch
     for name, schema in _IMPORT_SCHEMAS.items():
         if not hasattr(torch.ops.torchvision, name):
-            library.define(schema)
+            library.define(schema)  # type: ignore[no-untyped-call]  # unannotated in torch
     _schema_library.append(library)

@@ -10,13 +10,14 @@ the ops a device backend delegates, as when exporting for ExecuTorch.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
 
 from ..passes.lower import DEFAULT_DELEGATE_OPS
 from .extras import require
-from .samples import seeded
+from .samples import Sample, seeded
 
 MATRIX_OPS = ("mm.default", "addmm.default", "bmm.default")  # what nn.Linear and attention decompose to
 VIEW_OPS = (
@@ -47,13 +48,13 @@ DELEGATE_SETS: dict[str, tuple[str, ...]] = {
 class HuggingFaceOutputs(nn.Module):
     """A transformers model returning the named fields of its output as a tuple of tensors (one field: the tensor)."""
 
-    def __init__(self, model: nn.Module, fields: tuple[str, ...], **call_options):
+    def __init__(self, model: nn.Module, fields: tuple[str, ...], **call_options: Any) -> None:
         super().__init__()
         self.model, self.fields, self.call_options = model, fields, call_options
 
-    def forward(self, *inputs: torch.Tensor):
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         names = ("input_ids", "attention_mask")[: len(inputs)]
-        output = self.model(**dict(zip(names, inputs)), **self.call_options)
+        output = self.model(**dict(zip(names, inputs, strict=True)), **self.call_options)
         values = tuple(getattr(output, field) for field in self.fields)
         return values[0] if len(values) == 1 else values
 
@@ -62,7 +63,7 @@ def _token_ids(vocab_size: int, seq_len: int) -> torch.Tensor:
     return torch.randint(0, vocab_size, (1, seq_len))
 
 
-def _causal_lm(config_name: str, model_name: str, seq_len: int, **config) -> tuple[nn.Module, tuple]:
+def _causal_lm(config_name: str, model_name: str, seq_len: int, **config: Any) -> Sample:
     transformers = require("transformers", model_name)
     cfg = getattr(transformers, config_name)(use_cache=False, attn_implementation="eager", **config)
     model_class = {"GPT2Config": "GPT2LMHeadModel", "LlamaConfig": "LlamaForCausalLM"}[config_name]
@@ -71,33 +72,34 @@ def _causal_lm(config_name: str, model_name: str, seq_len: int, **config) -> tup
 
 
 @seeded
-def resnet18(image_size: int = 224):
+def resnet18(image_size: int = 224) -> Sample:
     """torchvision's ResNet-18 (11.7 M parameters), batch 1: convolutions, batch norms, max pool, residual adds."""
     torchvision = require("torchvision", "resnet18")
     return torchvision.models.resnet18(weights=None).eval(), (torch.randn(1, 3, image_size, image_size),)
 
 
 @seeded
-def mobilenet_v3_small(image_size: int = 224):
-    """torchvision's MobileNetV3-small (2.5 M parameters), batch 1: depthwise convolutions, hardswish, squeeze-excite."""
+def mobilenet_v3_small(image_size: int = 224) -> Sample:
+    """torchvision's MobileNetV3-small (2.5 M parameters), batch 1: depthwise convolutions, hardswish,
+    squeeze-excite."""
     torchvision = require("torchvision", "mobilenet_v3_small")
     return torchvision.models.mobilenet_v3_small(weights=None).eval(), (torch.randn(1, 3, image_size, image_size),)
 
 
 @seeded
-def gpt2_2l(seq_len: int = 32):
+def gpt2_2l(seq_len: int = 32) -> Sample:
     """GPT-2 (768 wide, vocabulary 50,257, tied lm_head) with 2 layers; logits for 32 tokens, no KV cache."""
     return _causal_lm("GPT2Config", "gpt2_2l", seq_len, n_layer=2)
 
 
 @seeded
-def gpt2_12l(seq_len: int = 32):
+def gpt2_12l(seq_len: int = 32) -> Sample:
     """GPT-2 small's full 12 layers (124 M parameters); logits for 32 tokens, no KV cache."""
     return _causal_lm("GPT2Config", "gpt2_12l", seq_len, n_layer=12)
 
 
 @seeded
-def bert_small(seq_len: int = 32):
+def bert_small(seq_len: int = 32) -> Sample:
     """BERT-small (4 layers, 512 wide, 8 heads) encoder with an attention mask; last hidden states and pooled output."""
     transformers = require("transformers", "bert_small")
     cfg = transformers.BertConfig(
@@ -110,7 +112,7 @@ def bert_small(seq_len: int = 32):
 
 
 @seeded
-def llama_tiny(seq_len: int = 32):
+def llama_tiny(seq_len: int = 32) -> Sample:
     """A tiny Llama (2 layers, 64 wide, 4 heads sharing 2 key/value heads, vocabulary 1,024): RMSNorm, rotary, SiLU."""
     return _causal_lm(
         "LlamaConfig",
@@ -126,6 +128,6 @@ def llama_tiny(seq_len: int = 32):
     )
 
 
-REAL_MODELS: dict[str, Callable[..., tuple]] = {
+REAL_MODELS: dict[str, Callable[..., Sample]] = {
     f.__name__: f for f in (resnet18, mobilenet_v3_small, gpt2_2l, gpt2_12l, bert_small, llama_tiny)
 }

@@ -25,18 +25,25 @@ import sys
 
 import torch
 
+from ..names import COPY_OP, CopyOp, Direction
+
 NAMESPACE = "et_copy"
-SCHEMAS = {
-    "_h2d_copy": "_h2d_copy(Tensor self) -> Tensor",
-    "_h2d_copy.out": "_h2d_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-    "_d2h_copy": "_d2h_copy(Tensor self) -> Tensor",
-    "_d2h_copy.out": "_d2h_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-}
-PEER_SCHEMAS = {  # devcopy's addition, defined in a FRAGMENT (ExecuTorch's DEF does not have it)
-    "_d2d_copy": "_d2d_copy(Tensor self) -> Tensor",
-    "_d2d_copy.out": "_d2d_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-}
-EXECUTORCH_REGISTRY = "executorch.exir.passes._device_copy_ops_registry"
+
+
+def _schemas(op: CopyOp) -> dict[str, str]:
+    """The functional op and its `.out` overload, name -> schema: `_h2d_copy(Tensor self) -> Tensor`, ..."""
+    functional = op.schema_name.partition(".")[0]
+    return {
+        functional: f"{functional}(Tensor self) -> Tensor",
+        op.schema_name: f"{op.schema_name}(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    }
+
+
+SCHEMAS = {**_schemas(COPY_OP[Direction.H2D]), **_schemas(COPY_OP[Direction.D2H])}
+# devcopy's addition, defined in a FRAGMENT (ExecuTorch's DEF does not have it)
+PEER_SCHEMAS = _schemas(COPY_OP[Direction.D2D])
+EXECUTORCH_PACKAGE = "executorch"  # names: the package's import name, not the strategy
+EXECUTORCH_REGISTRY = f"{EXECUTORCH_PACKAGE}.exir.passes._device_copy_ops_registry"
 
 _own_library = None  # kept alive: dropping a torch.library.Library unregisters its definitions
 
@@ -61,16 +68,18 @@ def _out_variant(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
 
 def _define(lib: torch.library.Library, schemas: dict[str, str]) -> None:
     """Define `schemas` in `lib` with their trace-time meaning (functional: clone; `.out`: `out.copy_(self)`)."""
+    # torch.library.Library's methods are unannotated in torch
     for schema in schemas.values():
-        lib.define(schema)
+        lib.define(schema)  # type: ignore[no-untyped-call]
     for name in schemas:
-        lib.impl(name, _out_variant if name.endswith(".out") else _functional, "CompositeImplicitAutograd")
+        kernel = _out_variant if name.endswith(".out") else _functional
+        lib.impl(name, kernel, "CompositeImplicitAutograd")  # type: ignore[no-untyped-call]
 
 
 def _define_own() -> None:
     """devcopy's own definitions, identical to ExecuTorch's (used when ExecuTorch is not installed)."""
     global _own_library
-    _own_library = torch.library.Library(NAMESPACE, "DEF")
+    _own_library = torch.library.Library(NAMESPACE, "DEF")  # type: ignore[no-untyped-call]  # unannotated in torch
     _define(_own_library, SCHEMAS)
 
 
@@ -79,6 +88,8 @@ def _load_executorch_registry(package_dir: str) -> None:
     `import executorch.exir` later finds it in sys.modules instead of defining the namespace a second time."""
     path = os.path.join(package_dir, "exir", "passes", "_device_copy_ops_registry.py")
     spec = importlib.util.spec_from_file_location(EXECUTORCH_REGISTRY, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"ExecuTorch's op registry {path} cannot be imported", name=EXECUTORCH_REGISTRY, path=path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[EXECUTORCH_REGISTRY] = module
     try:
@@ -92,10 +103,10 @@ def ensure_defined() -> str:
     """Make sure `torch.ops.et_copy` exists; returns who defined it: 'existing', 'executorch' or 'devcopy'."""
     if _defined():
         return "existing"
-    executorch = importlib.util.find_spec("executorch")
+    executorch = importlib.util.find_spec(EXECUTORCH_PACKAGE)
     if executorch is not None and executorch.submodule_search_locations:
         _load_executorch_registry(executorch.submodule_search_locations[0])
-        return "executorch"
+        return EXECUTORCH_PACKAGE
     _define_own()
     return "devcopy"
 
@@ -107,7 +118,7 @@ d2h_copy = torch.ops.et_copy._d2h_copy
 
 def _define_peer() -> torch.library.Library:
     """devcopy's `_d2d_copy` in a FRAGMENT, whoever DEF'd the namespace (ExecuTorch's DEF does not have it)."""
-    lib = torch.library.Library(NAMESPACE, "FRAGMENT")
+    lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # type: ignore[no-untyped-call]  # unannotated in torch
     if not hasattr(torch.ops.et_copy, "_d2d_copy"):
         _define(lib, PEER_SCHEMAS)
     return lib

@@ -13,13 +13,20 @@ import torchgen
 import yaml
 from torchgen.model import FunctionSchema
 
+from ..names import ErrorKind
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ET_COPY_OPS_YAML = os.path.join(HERE, "et_copy_ops.yaml")
 FUNCTIONS_YAML = os.path.join(HERE, "functions.yaml")
 PEER_COPY_OPS_YAML = os.path.join(HERE, "peer_copy_ops.yaml")  # devcopy's et_copy::_d2d_copy.out for ATen mode
 NATIVE_FUNCTIONS_YAML = os.path.join(
-    os.path.dirname(torchgen.__file__), "packaged", "ATen", "native", "native_functions.yaml"
+    os.path.dirname(torchgen.__file__),
+    "packaged",
+    "ATen",
+    "native",  # names: torchgen's folder, not the lib
+    "native_functions.yaml",
 )
+ATEN_NAMESPACE = "aten"  # names: the namespace of ATen's ops (`aten::add.out`), not the runtime mode
 
 ENTRY_KEYS = ("func", "op", "kernels", "type_alias", "dim_order_alias")
 # An op YAML is a short list (functions.yaml is 21 KiB): anything far larger is refused before it is read.
@@ -30,7 +37,7 @@ KERNEL_KEYS = ("arg_meta", "kernel_name")
 class OpYamlError(ValueError):
     """A malformed op YAML entry; the message names the file, the entry index and the key."""
 
-    kind = "usage"
+    kind = ErrorKind.USAGE
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ def split_namespace(text: str) -> tuple[str, str]:
     if "::" in head:
         namespace, rest = text.split("::", 1)
         return namespace.strip(), rest.strip()
-    return "aten", text.strip()
+    return ATEN_NAMESPACE, text.strip()
 
 
 def runtime_name(namespace: str, func: str) -> str:
@@ -81,7 +88,7 @@ def native_functions() -> dict[str, str | None]:
         entries = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     found: dict[str, str | None] = {}
     for entry in entries:
-        found[runtime_name("aten", entry["func"])] = entry["func"]
+        found[runtime_name(ATEN_NAMESPACE, entry["func"])] = entry["func"]
         for generated in str(entry.get("autogen", "")).split(","):
             if generated.strip():
                 found.setdefault(f"aten::{generated.strip()}", None)
@@ -193,7 +200,7 @@ def _refuse_duplicates(path: str, entries: tuple[OpEntry, ...], lines: list[int]
                 )
 
 
-def _kernel_entries(where: str, index: int, kernels) -> tuple[KernelEntry, ...]:
+def _kernel_entries(where: str, index: int, kernels: object) -> tuple[KernelEntry, ...]:
     if not isinstance(kernels, list) or not kernels:
         raise _bad(where, index, f"'kernels' must be a non-empty list of {{arg_meta, kernel_name}}, got {kernels!r}")
     found = []
@@ -217,7 +224,7 @@ def _kernel_entries(where: str, index: int, kernels) -> tuple[KernelEntry, ...]:
     return tuple(found)
 
 
-def _entry(path: str, index: int, raw, line: int) -> OpEntry:
+def _entry(path: str, index: int, raw: object, line: int) -> OpEntry:
     where = f"{path}:{line}"
     if not isinstance(raw, dict):
         raise _bad(where, index, f"expected a mapping with keys {', '.join(ENTRY_KEYS)}, got {raw!r}")

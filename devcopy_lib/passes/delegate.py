@@ -48,9 +48,10 @@ class Delegate(torch.nn.Module):
 
 def delegate_of(node: fx.Node) -> Delegate | None:
     """The Delegate a node calls, or None when the node is not a delegate call."""
-    if node.op != "call_module":
+    owner = node.graph.owning_module
+    if node.op != "call_module" or owner is None or not isinstance(node.target, str):
         return None
-    module = node.graph.owning_module.get_submodule(node.target)
+    module = owner.get_submodule(node.target)
     return module if isinstance(module, Delegate) else None
 
 

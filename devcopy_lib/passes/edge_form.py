@@ -62,7 +62,7 @@ class EdgeForm:
 def edge_form(exported: ExportedProgram) -> EdgeForm:
     """The graph of `exported` (read, never changed) after to_edge's copy-relevant rewrites."""
     gm = fx.GraphModule(exported.graph_module, copy.deepcopy(exported.graph_module.graph))
-    for original, node in zip(exported.graph_module.graph.nodes, gm.graph.nodes):
+    for original, node in zip(exported.graph_module.graph.nodes, gm.graph.nodes, strict=True):
         node.name = (
             original.name
         )  # copying renames a placeholder that shadows a builtin (`input`); keep the signature's
@@ -101,8 +101,10 @@ def _write_back(
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     buffer_placeholder = {target: name for name, target in signature.inputs_to_buffers.items()}
     output = graph.output_node()
+    if not isinstance(output.args[0], (tuple, list)):
+        raise TypeError(f"the exported graph's outputs {output.args[0]!r} are not a tuple")
     values, kept, mutable, written_back = list(output.args[0]), [], [], []
-    for spec, value in zip(signature.output_specs, values):
+    for spec, value in zip(signature.output_specs, values, strict=True):
         if spec.kind is OutputKind.USER_OUTPUT:
             kept.append(value)
             continue
@@ -141,14 +143,18 @@ def _lift_scalars(graph: fx.Graph, constants: dict[str, torch.Tensor]) -> None:
             continue
         args, kwargs = list(node.args), dict(node.kwargs)
         for index, arg in enumerate(node.target._schema.arguments):
-            holder, key = (args, index) if index < len(args) else (kwargs, arg.name)
-            if not isinstance(arg.type, torch.TensorType) or (holder is kwargs and key not in kwargs):
+            positional = index < len(args)
+            if not isinstance(arg.type, torch.TensorType) or not (positional or arg.name in kwargs):
                 continue
-            if isinstance(holder[key], (bool, int, float)):
+            value = args[index] if positional else kwargs[arg.name]
+            if isinstance(value, (bool, int, float)):
                 with graph.inserting_before(first):
                     placeholder = graph.placeholder("_lifted_tensor_constant")  # fx suffixes _1, _2, ...
-                constants[placeholder.name] = placeholder.meta["val"] = torch.tensor(holder[key])
-                holder[key] = placeholder
+                constants[placeholder.name] = placeholder.meta["val"] = torch.tensor(value)
+                if positional:
+                    args[index] = placeholder
+                else:
+                    kwargs[arg.name] = placeholder
         node.args, node.kwargs = tuple(args), kwargs
 
 
@@ -188,7 +194,7 @@ def _cast_mixed_types(graph: fx.Graph) -> None:
             continue
         dtype = elementwise_dtypes(*vals, type_promotion_kind=kind)[1]
         args = list(node.args)
-        for index, (arg, val) in enumerate(zip(args, vals)):
+        for index, (arg, val) in enumerate(zip(args, vals, strict=True)):
             if isinstance(arg, fx.Node) and isinstance(val, torch.Tensor) and val.dtype != dtype:
                 with graph.inserting_before(node):
                     cast = graph.call_function(aten._to_copy.default, (arg,), {"dtype": dtype})

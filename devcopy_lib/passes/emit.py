@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import fx
@@ -26,11 +26,19 @@ from ..runtime.program import (
     TensorListValue,
     TensorSpec,
     TensorValue,
+    Value,
 )
 from .delegate import delegate_of
 from .edge_form import WRITE_BACK
 from .hoist import HOISTED
+from .nodes import node_arg
 from .out_variant import operator_name, out_variant
+
+if TYPE_CHECKING:
+    from .lower import LoweredProgram
+
+# What a node emits as: one value index, or a tuple of them (a delegate call's or a multi-output op's results)
+NodeValue = int | tuple[int, ...]
 
 # Graph assertions carry no data; ExecuTorch removes them before emitting too.
 _SKIPPED = {
@@ -49,7 +57,7 @@ def _static_int(value: Any, where: str) -> int:
                 f"{where}: a symbolic size ({value}) is a CPU-op argument; devcopy emits symbolic sizes only in "
                 "tensor metadata. Delegate that op, or export with static shapes."
             )
-        return hint
+        return int(hint)
     return int(value)
 
 
@@ -91,9 +99,18 @@ class _Emitter:
         self.device_planning = device_planning
         self.program = Program(values=[], instructions=[], operators=[], inputs=[], outputs=[])
         self.op_index: dict[str, int] = {}
-        self.node_value: dict[fx.Node, Any] = {}
+        self.node_value: dict[fx.Node, NodeValue] = {}
 
-    def add(self, value) -> int:
+    def index(self, arg: object) -> int:
+        """The value index a node argument emitted as (a single tensor, not a tuple of results)."""
+        if not isinstance(arg, fx.Node):
+            raise TypeError(f"expected a node argument, got {arg!r}")
+        value = self.node_value[arg]
+        if not isinstance(value, int):
+            raise TypeError(f"{arg.name} emitted as several values {value}, not one")
+        return value
+
+    def add(self, value: Value) -> int:
         self.program.values.append(value)
         return len(self.program.values) - 1
 
@@ -121,6 +138,8 @@ class _Emitter:
         self.program.inputs.append(index)
 
     def _get_attr(self, node: fx.Node) -> None:
+        if not isinstance(node.target, str):
+            raise TypeError(f"{node.name}: get_attr target {node.target!r} is not an attribute path")
         attr = operator.attrgetter(node.target)(self.gm)
         if isinstance(attr, torch.Tensor):  # a mutated buffer's initial state is a copy of the model's value
             mutable = any(u.target is WRITE_BACK and u.args[0] is node for u in node.users)
@@ -131,7 +150,7 @@ class _Emitter:
         if delegate is None:
             raise NotImplementedError(f"{node.name}: call_module {node.target!r} is not a delegate call")
         device = delegate.target_device or CPU
-        args = tuple(self.node_value[arg] for arg in node.args)
+        args = tuple(self.index(arg) for arg in node.args)
         constants = tuple(
             self.constant(t, device if self.device_planning else CPU) for t in delegate.constants.values()
         )
@@ -142,7 +161,10 @@ class _Emitter:
 
     def _call_function(self, node: fx.Node) -> None:
         if node.target is operator.getitem:
-            self.node_value[node] = self.node_value[node.args[0]][node.args[1]]
+            results, item = self.node_value[node_arg(node)], node.args[1]
+            if not isinstance(results, tuple) or not isinstance(item, int):
+                raise TypeError(f"{node.name}: getitem of {results!r} at {item!r}")
+            self.node_value[node] = results[item]
             return
         if not isinstance(node.target, torch._ops.OpOverload):
             raise NotImplementedError(
@@ -153,16 +175,18 @@ class _Emitter:
         if node.target is WRITE_BACK:
             self.write_back(node)
             return
-        self.kernel_call(node)
+        self.kernel_call(node, node.target)
 
-    def kernel_call(self, node: fx.Node) -> None:
+    def kernel_call(self, node: fx.Node, target: torch._ops.OpOverload) -> None:
         """`op(args)` -> `op.out(args, out=planned)`; arguments in schema order with the outs last (boxed order)."""
-        op = out_variant(node.target)
-        bound = dict(zip((a.name for a in node.target._schema.arguments), node.args))
+        op = out_variant(target)
+        bound = dict(zip((a.name for a in target._schema.arguments), node.args, strict=False))  # trailing defaults
         bound.update(node.kwargs)
         vals = node.meta["val"]
         outs = iter(vals if isinstance(vals, (tuple, list)) else (vals,))
-        args, out_args, results = [], [], []
+        args: list[int] = []
+        out_args: list[int] = []
+        results: list[int] = []
         for arg in op._schema.arguments:
             if arg.alias_info is not None and arg.alias_info.is_write and arg.kwarg_only:
                 if isinstance(arg.type, torch.ListType):  # `Tensor(a!)[] out`: one planned tensor per item
@@ -191,7 +215,7 @@ class _Emitter:
     def write_back(self, node: fx.Node) -> None:
         """`copy_(target, value)` of a mutated buffer or input: `aten::copy.out(target, value, out=target)` writes
         the new value into the target's own memory, where the next run (a buffer) or the caller (an input) reads it."""
-        target, value = (self.node_value[arg] for arg in node.args)
+        target, value = (self.index(arg) for arg in node.args)
         self.program.instructions.append(
             KernelCall(self.operator("aten::copy.out"), (target, value, self.add(ScalarValue(False)), target))
         )
@@ -203,13 +227,13 @@ class _Emitter:
         if isinstance(kind, torch.OptionalType):
             kind = kind.getElementType()
         if isinstance(value, fx.Node):
-            return self.node_value[value]
+            return self.index(value)
         if isinstance(kind, torch.TensorType) and isinstance(value, (bool, int, float)):
             return self.constant(torch.tensor(value))
         if isinstance(kind, torch.ListType) and isinstance(
             kind.getElementType(), (torch.TensorType, torch.OptionalType)
         ):
-            return self.add(TensorListValue(tuple(None if v is None else self.node_value[v] for v in value)))
+            return self.add(TensorListValue(tuple(None if v is None else self.index(v) for v in value)))
         if isinstance(value, (list, tuple)):
             return self.add(
                 ScalarValue(tuple(_static_int(v, node.name) if isinstance(v, torch.SymInt) else v for v in value))
@@ -219,9 +243,12 @@ class _Emitter:
         return self.add(ScalarValue(value))
 
     def _output(self, node: fx.Node) -> None:
-        for item in node.args[0]:
+        items = node.args[0]
+        if not isinstance(items, (tuple, list)):
+            raise TypeError(f"{node.name}: graph outputs {items!r} are not a tuple")
+        for item in items:
             if isinstance(item, fx.Node):
-                self.program.outputs.append(self.node_value[item])
+                self.program.outputs.append(self.index(item))
             else:
                 self.program.outputs.append(self.add(ScalarValue(item)))
 
@@ -234,7 +261,7 @@ def _unplanned(program: Program, indices: list[int]) -> None:
             program.values[index] = dataclasses.replace(value, planned=False)
 
 
-def emit(placed: Any) -> Program:
+def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
     """Emit a placed program (a `PlacedProgram`, or a bare GraphModule) as a runtime `Program`.
 
     Its placement options decide what is planned where: with a skip switch the graph inputs (outputs) are left to

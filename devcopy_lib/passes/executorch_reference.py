@@ -14,12 +14,21 @@ from __future__ import annotations
 import functools
 import importlib.util
 import operator
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.export import ExportedProgram
 
+from ..names import Direction, ErrorKind, Partition
+from ..ops.aot import EXECUTORCH_PACKAGE
 from .ops import overload_name
+
+if TYPE_CHECKING:
+    from .lower import TargetDevice
+
+# The device of partition `index` with devcopy op names `names`: a device string, or None for no device
+PartitionDevice = Callable[[int, tuple[str, ...]], str | None]
 
 _ORIGIN = "devcopy_op"  # node.meta["custom"] key: the devcopy op a node came from (torch keeps "custom" when tracing)
 # Ops to_edge respells other than as a view's `_copy` variant.
@@ -35,7 +44,7 @@ _FROM_EDGE = {edge: ours for ours, edge in _EDGE_RESPELLED.items() if ours != "_
 class ExecuTorchRefusal(RuntimeError):
     """ExecuTorch 1.5.1 itself refused to lower the program (not a devcopy error); the message is ExecuTorch's."""
 
-    kind = "executorch_refused"
+    kind = ErrorKind.EXECUTORCH_REFUSED
 
     def __init__(self, stage: str, error: BaseException):
         super().__init__(f"ExecuTorch 1.5.1 refused the program in {stage}: {type(error).__name__}: {error}")
@@ -45,7 +54,7 @@ class ExecuTorchRefusal(RuntimeError):
 
 def available() -> bool:
     """Whether ExecuTorch (the `reference` extra) is installed."""
-    return importlib.util.find_spec("executorch") is not None
+    return importlib.util.find_spec(EXECUTORCH_PACKAGE) is not None
 
 
 def edge_spelling(op: str) -> str:
@@ -55,7 +64,8 @@ def edge_spelling(op: str) -> str:
         return _EDGE_RESPELLED[op]
     name, _, overload = op.partition(".")
     packet = getattr(torch.ops.aten, name, None)
-    if isinstance(packet, torch._ops.OpOverloadPacket) and overload in packet.overloads():
+    # OpOverloadPacket.overloads is unannotated in torch
+    if isinstance(packet, torch._ops.OpOverloadPacket) and overload in packet.overloads():  # type: ignore[no-untyped-call]
         arguments = getattr(packet, overload)._schema.arguments
         alias = arguments[0].alias_info if arguments else None
         if alias is not None and not alias.is_write and hasattr(torch.ops.aten, f"{name}_copy"):
@@ -70,7 +80,7 @@ def devcopy_spelling(node: torch.fx.Node) -> str | None:
         return None
     edge = overload_name(getattr(node.target, "_op", node.target))
     origin = node.meta.get("custom", {}).get(_ORIGIN)
-    if origin is not None and edge_spelling(origin) == edge:
+    if isinstance(origin, str) and edge_spelling(origin) == edge:
         return origin
     if edge in _FROM_EDGE:
         return _FROM_EDGE[edge]
@@ -85,11 +95,11 @@ def _backend() -> type:
     """devcopy's pass-through ExecuTorch backend (found by ExecuTorch by its class name): accepts every op."""
     from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 
-    class DevcopyPassThroughBackend(BackendDetails):
+    class DevcopyPassThroughBackend(BackendDetails):  # type: ignore[misc]  # executorch has no type information
         """Compiles nothing: the partition's device placement is all the reference measures."""
 
         @staticmethod
-        def preprocess(edge_program, compile_specs) -> PreprocessResult:
+        def preprocess(edge_program: ExportedProgram, compile_specs: list[Any]) -> PreprocessResult:
             return PreprocessResult(processed_bytes=b"devcopy-pass-through")
 
     return DevcopyPassThroughBackend
@@ -102,21 +112,22 @@ def _groups(gm: torch.fx.GraphModule, wanted: frozenset[str], partition: str) ->
     from torch.fx.passes.operator_support import OperatorSupportBase
 
     class Support(OperatorSupportBase):
-        def is_node_supported(self, submodules, node):
+        def is_node_supported(self, submodules: Mapping[str, torch.nn.Module], node: torch.fx.Node) -> bool:
             return devcopy_spelling(node) in wanted
 
-    if partition == "per_node":  # a multi-output op keeps its getitems, as lowering and the capability groups do
+    # a multi-output op keeps its getitems, as lowering and the capability groups do
+    if partition == Partition.PER_NODE:
         return [
             [n, *(u for u in n.users if u.target is operator.getitem)]
             for n in gm.graph.nodes
-            if Support().is_node_supported(None, n)
+            if Support().is_node_supported({}, n)
         ]
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = [sorted(p.nodes, key=order.__getitem__) for p in generate_pattern_op_partitions(gm, op_support=Support())]
     return sorted(groups, key=lambda g: order[g[0]])
 
 
-def partitioner(ops: Sequence[str], target_device: Any, partition: str):
+def partitioner(ops: Sequence[str], target_device: str | PartitionDevice | None, partition: str) -> Any:
     """An ExecuTorch Partitioner delegating `ops` (capability groups or one node each) to the pass-through backend.
     `target_device`: one device string for every partition, None for none, or a callable (group index, its devcopy
     op names) -> device string or None."""
@@ -126,26 +137,27 @@ def partitioner(ops: Sequence[str], target_device: Any, partition: str):
     from executorch.exir.passes.propagate_device_pass import TARGET_DEVICE_COMPILE_SPEC_KEY
 
     wanted, backend = frozenset(ops), _backend().__name__
-    device_of = target_device if callable(target_device) else (lambda index, names: target_device)
+    device_of: PartitionDevice = target_device if callable(target_device) else (lambda index, names: target_device)
 
     def spec(device: str | None) -> DelegationSpec:
         specs = [] if device is None else [CompileSpec(TARGET_DEVICE_COMPILE_SPEC_KEY, str(device).encode("utf-8"))]
         return DelegationSpec(backend, specs)
 
-    class DevcopyReferencePartitioner(Partitioner):
-        def partition(self, exported_program) -> PartitionResult:
+    class DevcopyReferencePartitioner(Partitioner):  # type: ignore[misc]  # executorch has no type information
+        def partition(self, exported_program: ExportedProgram) -> PartitionResult:
             tags = {}
             for index, nodes in enumerate(_groups(exported_program.graph_module, wanted, partition)):
                 for node in nodes:
                     node.meta["delegation_tag"] = f"tag{index}"
-                tags[f"tag{index}"] = spec(device_of(index, tuple(devcopy_spelling(n) for n in nodes)))
+                names = tuple(name for n in nodes if (name := devcopy_spelling(n)) is not None)  # getitems have none
+                tags[f"tag{index}"] = spec(device_of(index, names))
             tag_constant_data(exported_program)
             return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
 
     return DevcopyReferencePartitioner()
 
 
-def _device_rule(target_device: Any) -> Any:
+def _device_rule(target_device: TargetDevice) -> str | PartitionDevice | None:
     """devcopy's `target_device` forms as the partitioner's rule: a mapping from delegate name (`delegate_0`, in
     devcopy's numbering: graph order of each partition's first node) or op name to a device string."""
     if not isinstance(target_device, Mapping):
@@ -159,7 +171,7 @@ def _device_rule(target_device: Any) -> Any:
     return rule
 
 
-def _tag_origins(exported) -> None:
+def _tag_origins(exported: ExportedProgram) -> None:
     """Mark every node with the devcopy op it is, so the edge graph can be matched in devcopy's spelling."""
     for node in exported.graph.nodes:
         name = overload_name(node.target) if node.op == "call_function" else None
@@ -171,12 +183,12 @@ def executorch_program(
     model: torch.nn.Module,
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str],
-    target_device: Any = "cuda:0",
-    partition: str = "capability",
+    target_device: TargetDevice = "cuda:0",
+    partition: str = Partition.CAPABILITY,
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
-):
+) -> Any:  # executorch's ExecutorchProgramManager
     """ExecuTorch's ExecutorchProgramManager for the model lowered with `delegate_ops` on `target_device` (a device
     string, None, or devcopy's mapping by delegate or op name). Raises ExecuTorchRefusal when ExecuTorch refuses."""
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
@@ -211,8 +223,8 @@ def executorch_counts(
     model: torch.nn.Module,
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str],
-    target_device: Any = "cuda:0",
-    partition: str = "capability",
+    target_device: TargetDevice = "cuda:0",
+    partition: str = Partition.CAPABILITY,
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
@@ -240,8 +252,8 @@ def executorch_counts(
         .graph_module
     )
     kinds = {
-        torch.ops.et_copy._h2d_copy.out: "h2d",
-        torch.ops.et_copy._d2h_copy.out: "d2h",
+        torch.ops.et_copy._h2d_copy.out: Direction.H2D,
+        torch.ops.et_copy._d2h_copy.out: Direction.D2H,
         executorch_call_delegate: "delegate",
     }
     order, devices, ops = [], [], []
@@ -265,8 +277,8 @@ def executorch_counts(
                 )
     return {
         "delegates": order.count("delegate"),
-        "h2d": order.count("h2d"),
-        "d2h": order.count("d2h"),
+        Direction.H2D: order.count(Direction.H2D),
+        Direction.D2H: order.count(Direction.D2H),
         "order": order,
         "delegate_devices": devices,
         "delegate_ops": ops,

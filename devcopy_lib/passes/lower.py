@@ -29,8 +29,9 @@ inputs the program mutates.
 
 `capability` (the default) takes the partitions torch.fx's
 `CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()` proposes, from
-`partition.propose_partitions`, which makes the same decisions in near-linear time (torch.fx's grows superlinearly:
-minutes at 4,000 nodes); `fx` calls torch.fx's itself (the oracle the tests compare with); `per_node` makes every
+`partition.propose_partitions`, which makes the same decisions with reachability bitsets: linear in nodes and edges
+plus about N(N+E)/64 machine words of bitset work (torch.fx's walks every downstream node: minutes at 4,000 nodes);
+`fx` calls torch.fx's itself (the oracle the tests compare with); `per_node` makes every
 supported node its own partition. A constant read by a
 delegate is owned by it; a constant read by several delegates is owned by each (a copy per delegate, no H2D), and a
 CPU reader keeps a CPU-side copy too.
@@ -54,11 +55,16 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..devices import Device
-from ..names import PARTITIONS
+from ..names import PARTITIONS, Partition
 from .delegate import Delegate
 from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
 from .partition import propose_partitions
+
+# One device for every delegate (None: no device), or delegate name / op overload -> device
+TargetDevice = str | Device | Mapping[str, str | Device] | None
+# What _Builder orders: a partition (its index in `groups`) or a node left on CPU
+_Unit = int | fx.Node
 
 # What the device backend runs: ATen overloads as they appear after run_decompositions().
 DEFAULT_DELEGATE_OPS: tuple[str, ...] = (
@@ -112,10 +118,10 @@ class LoweredProgram:
     example_inputs: tuple[Any, ...]
     exported_program: ExportedProgram
     delegate_ops: tuple[str, ...]
-    partition: str = "capability"
+    partition: str = Partition.CAPABILITY
     written_back_inputs: tuple[int, ...] = ()  # user inputs the program mutates: the caller's tensor gets the value
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs: Any) -> Any:
         """Run the graph eagerly on CPU tensors (copies are clones), outputs structured like the model's."""
         flat = self.graph_module(*inputs)
         return pytree.tree_unflatten(list(flat), self.exported_program.call_spec.out_spec)
@@ -133,7 +139,7 @@ class OverloadSupport(OperatorSupportBase):
     def __init__(self, ops: Sequence[str]):
         self.ops = frozenset(ops)
 
-    def is_node_supported(self, submodules, node: fx.Node) -> bool:
+    def is_node_supported(self, submodules: Mapping[str, torch.nn.Module], node: fx.Node) -> bool:
         return node.op == "call_function" and overload_name(node.target) in self.ops
 
 
@@ -172,14 +178,16 @@ def export_program(
     model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None
 ) -> ExportedProgram:
     """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set."""
-    return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes).run_decompositions()
+    exported = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
+    decomposed: ExportedProgram = exported.run_decompositions()  # untyped in torch (behind a decorator)
+    return decomposed
 
 
 def lower(
     exported: ExportedProgram,
     delegate_ops: Sequence[str] | None = None,
-    target_device: Any = "cuda:0",
-    partition: str = "capability",
+    target_device: TargetDevice = "cuda:0",
+    partition: str = Partition.CAPABILITY,
 ) -> LoweredProgram:
     """Make each proposed partition of `delegate_ops` in a decomposed program a delegate on `target_device`.
 
@@ -192,13 +200,13 @@ def lower(
     edge = edge_form(exported)
     gm = edge.graph_module
     support = OverloadSupport(ops)
-    if partition == "capability":
+    if partition == Partition.CAPABILITY:
         groups = propose_partitions(gm, support)
-    elif partition == "fx":
+    elif partition == Partition.FX:
         proposed = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()
         groups = [set(p.nodes) for p in proposed]
     else:
-        groups = [{n} for n in gm.graph.nodes if support.is_node_supported(None, n)]
+        groups = [{n} for n in gm.graph.nodes if support.is_node_supported({}, n)]
     example_inputs = tuple(exported.example_inputs[0]) if exported.example_inputs else ()
     return _Builder(exported, edge, groups, target_device).build(example_inputs, ops, partition)
 
@@ -207,16 +215,16 @@ def export_and_lower(
     model: torch.nn.Module,
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str] | None = None,
-    target_device: Any = "cuda:0",
+    target_device: TargetDevice = "cuda:0",
     dynamic_shapes: Any = None,
-    partition: str = "capability",
+    partition: str = Partition.CAPABILITY,
 ) -> LoweredProgram:
     """`export_program` then `lower`: export `model`, decompose, and delegate the partitions of `delegate_ops`."""
     _checked_options(delegate_ops, partition)  # refuse bad options before the expensive export
     return lower(export_program(model, example_inputs, dynamic_shapes), delegate_ops, target_device, partition)
 
 
-def _resolve_device(target_device: Any, name: str, ops: tuple[str, ...]) -> Device | None:
+def _resolve_device(target_device: TargetDevice, name: str, ops: tuple[str, ...]) -> Device | None:
     """The device of one delegate: from a single target, or from a mapping by delegate name, then by its ops."""
     if target_device is None:
         return None
@@ -236,7 +244,9 @@ def _resolve_device(target_device: Any, name: str, ops: tuple[str, ...]) -> Devi
 class _Builder:
     """Builds the top-level graph: CPU nodes copied, each partition replaced by a delegate call and getitems."""
 
-    def __init__(self, exported: ExportedProgram, edge: EdgeForm, groups: list[set[fx.Node]], target_device: Any):
+    def __init__(
+        self, exported: ExportedProgram, edge: EdgeForm, groups: list[set[fx.Node]], target_device: TargetDevice
+    ):
         self.exported = exported
         self.edge = edge
         self.graph = edge.graph_module.graph
@@ -251,7 +261,7 @@ class _Builder:
         self.delegates: dict[str, Delegate] = {}
         self.cpu_constants: dict[str, torch.Tensor] = {}
 
-    def build(self, example_inputs, ops, partition) -> LoweredProgram:
+    def build(self, example_inputs: tuple[Any, ...], ops: Sequence[str], partition: str) -> LoweredProgram:
         placeholders = {n.name: n for n in self.graph.nodes if n.op == "placeholder"}
         for name in self.user_inputs:
             self.env[placeholders[name]] = self._copy(placeholders[name])
@@ -289,9 +299,10 @@ class _Builder:
         new.meta = copy.copy(node.meta)
         return new
 
-    def _units_in_order(self) -> list:
-        """Compute nodes and partitions (by index) in a topological order, each as early as the original order allows."""
-        units: dict[Any, list[fx.Node]] = {}
+    def _units_in_order(self) -> list[_Unit]:
+        """Compute nodes and partitions (by index) in a topological order, each as early as the original order
+        allows."""
+        units: dict[_Unit, list[fx.Node]] = {}
         for node in self.graph.nodes:
             if node.op in ("call_function", "call_method", "call_module", "get_attr"):
                 units.setdefault(self.group_of.get(node, node), []).append(node)
@@ -300,7 +311,7 @@ class _Builder:
             u: {unit_of[i] for n in ns for i in n.all_input_nodes if i in unit_of and unit_of[i] != u}
             for u, ns in units.items()
         }
-        users: dict[Any, set] = {u: set() for u in units}
+        users: dict[_Unit, set[_Unit]] = {u: set() for u in units}
         for u, ds in deps.items():
             for d in ds:
                 users[d].add(u)
@@ -321,7 +332,8 @@ class _Builder:
     def _add_delegate(self, nodes: list[fx.Node]) -> None:
         """Replace one partition by a delegate call: distinct inputs in first-use order, owned constants inside."""
         members = set(nodes)
-        inputs, owned = {}, {}  # ordered sets: a delegate may read hundreds of distinct values
+        inputs: dict[fx.Node, None] = {}  # ordered sets: a delegate may read hundreds of distinct values
+        owned: dict[fx.Node, None] = {}
         for node in nodes:
             for arg in node.all_input_nodes:
                 if arg not in members:
@@ -337,7 +349,7 @@ class _Builder:
             sub_env[node] = sub.node_copy(node, sub_env.__getitem__)
         sub.output(tuple(sub_env[n] for n in outputs))
         name = f"delegate_{len(self.delegates)}"
-        ops = tuple(overload_name(n.target) for n in nodes if n.target is not operator.getitem)
+        ops = tuple(op for n in nodes if (op := overload_name(n.target)) is not None)  # getitems have none
         delegate = Delegate(
             name,
             _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
@@ -362,8 +374,8 @@ def _with_getitems(group: set[fx.Node]) -> set[fx.Node]:
     return set(group) | {u for n in group for u in n.users if u.op == "call_function" and u.target is operator.getitem}
 
 
-def _names(value) -> list[str]:
+def _names(value: fx.node.Argument) -> list[str]:
     """Names of the nodes in an output structure, flattened in order."""
-    names = []
+    names: list[str] = []
     fx.map_arg(value, lambda n: names.append(n.name))
     return names

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import operator
 
+import torch
 from torch import fx
 
 from ..devices import CPU, Device
+from ..names import DIRECTIONS, Direction
 from ..ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
 from .delegate import delegate_of
 
 H2D, D2H, D2D = aot.h2d_copy.default, aot.d2h_copy.default, aot.d2d_copy.default
-KINDS = ("input", "output", "cpu_op", "delegate", "getitem", "h2d", "d2h", "d2d")
-COPY_KINDS = {H2D: "h2d", D2H: "d2h", D2D: "d2d"}
+KINDS = ("input", "output", "cpu_op", "delegate", "getitem", *DIRECTIONS)
+COPY_KINDS = {H2D: Direction.H2D, D2H: Direction.D2H, D2D: Direction.D2D}
 
 
 def is_h2d(node: fx.Node) -> bool:
@@ -29,7 +31,18 @@ def is_d2d(node: fx.Node) -> bool:
 
 def device_of(node: fx.Node) -> Device:
     """The node's `meta["device"]`; CPU before placement."""
-    return node.meta.get("device", CPU)
+    device = node.meta.get("device", CPU)
+    if not isinstance(device, Device):
+        raise TypeError(f"node {node.name!r} has meta['device'] {device!r}, not a Device")
+    return device
+
+
+def node_arg(node: fx.Node, index: int = 0) -> fx.Node:
+    """`node.args[index]` where it must be a node: a copy's source, a getitem's container."""
+    arg = node.args[index]
+    if not isinstance(arg, fx.Node):
+        raise TypeError(f"argument {index} of node {node.name!r} is {arg!r}, not a node")
+    return arg
 
 
 def call_device(node: fx.Node) -> Device | None:
@@ -49,4 +62,6 @@ def node_kind(node: fx.Node) -> str:
         return "delegate"
     if node.op == "call_function" and node.target is operator.getitem:  # of a delegate call or a multi-output op
         return "getitem"
-    return COPY_KINDS.get(node.target, "cpu_op") if node.op == "call_function" else "cpu_op"
+    if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+        return COPY_KINDS.get(node.target, "cpu_op")
+    return "cpu_op"

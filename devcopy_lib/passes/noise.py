@@ -20,12 +20,16 @@ LOG_NOISE = {
 }
 
 
-def _drop(fragment: str):
-    def keep(record: logging.LogRecord) -> bool:
-        return fragment not in record.getMessage()
+class _DropNoise(logging.Filter):
+    """Drops the records whose message contains `fragment`; its type marks devcopy's own filter, so installing
+    twice adds nothing."""
 
-    keep.devcopy_noise = fragment  # marks devcopy's own filter, so installing twice adds nothing
-    return keep
+    def __init__(self, fragment: str) -> None:
+        super().__init__()
+        self.devcopy_noise = fragment
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.devcopy_noise not in record.getMessage()
 
 
 def quiet_known_noise() -> None:
@@ -33,5 +37,5 @@ def quiet_known_noise() -> None:
     warnings.filterwarnings("ignore", message=LEAFSPEC_WARNING, category=FutureWarning)
     for name, fragment in LOG_NOISE.items():
         logger = logging.getLogger(name)
-        if not any(getattr(f, "devcopy_noise", None) == fragment for f in logger.filters):
-            logger.addFilter(_drop(fragment))
+        if not any(isinstance(f, _DropNoise) and f.devcopy_noise == fragment for f in logger.filters):
+            logger.addFilter(_DropNoise(fragment))

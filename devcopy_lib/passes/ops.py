@@ -8,31 +8,36 @@ from collections.abc import Iterable
 
 import torch
 
+from ..ops.schema import ATEN_NAMESPACE
 
-def overload_name(target) -> str | None:
+
+def overload_name(target: object) -> str | None:
     """`add.Tensor` for `torch.ops.aten.add.Tensor`, `ns::op.overload` outside aten, None for non-op targets."""
     if not isinstance(target, torch._ops.OpOverload):
         return None
     namespace = target.namespace
     name = f"{target._opname}.{target._overloadname}"
-    return name if namespace == "aten" else f"{namespace}::{name}"
+    return name if namespace == ATEN_NAMESPACE else f"{namespace}::{name}"
 
 
 @functools.lru_cache(maxsize=1)
 def all_aten_overloads() -> tuple[str, ...]:
     """Every `op.overload` name under torch.ops.aten (cached: listing them takes a moment)."""
-    names = []
+    names: list[str] = []
     for op in dir(torch.ops.aten):
         packet = getattr(torch.ops.aten, op, None)
         if isinstance(packet, torch._ops.OpOverloadPacket):
-            names.extend(f"{op}.{overload}" for overload in packet.overloads())
+            overloads = packet.overloads()  # type: ignore[no-untyped-call]  # unannotated in torch
+            names.extend(f"{op}.{overload}" for overload in overloads)
     return tuple(sorted(names))
 
 
 def _is_aten_overload(name: str) -> bool:
     op, _, overload = name.partition(".")
     packet = getattr(torch.ops.aten, op, None) if op and overload else None
-    return isinstance(packet, torch._ops.OpOverloadPacket) and overload in packet.overloads()
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return False
+    return overload in packet.overloads()  # type: ignore[no-untyped-call]  # unannotated in torch
 
 
 def validate_overloads(names: Iterable[str], what: str = "delegate op") -> tuple[str, ...]:

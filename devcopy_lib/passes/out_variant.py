@@ -30,12 +30,15 @@ def _copy_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
     namespace, name = op._schema.name.split("::")
     overload = op._overloadname
     try:
-        return getattr(getattr(getattr(torch.ops, namespace), f"{name}_copy"), overload)
+        variant = getattr(getattr(getattr(torch.ops, namespace), f"{name}_copy"), overload)
     except (AttributeError, RuntimeError):
+        variant = None
+    if not isinstance(variant, torch._ops.OpOverload):
         raise NotImplementedError(
             f"View op {op} has no `{name}_copy.{overload}` variant, so it cannot be emitted as a copy. "
             "Decompose it before emitting, or keep it inside a delegate."
-        ) from None
+        )
+    return variant
 
 
 @functools.cache
@@ -51,7 +54,8 @@ def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
         candidate = getattr(packet, name)
         schema = _parse(candidate)
         if (
-            schema is not None
+            isinstance(candidate, torch._ops.OpOverload)
+            and schema is not None
             and functional is not None
             and schema.kind() is SchemaKind.out
             and schema.signature() == functional.signature()

@@ -209,7 +209,7 @@ def _getitems_follow_producers(
     while True:
         moves: dict[fx.Node, int | None] = {}
         for node in nodes:
-            if all(u.op == "call_function" and _get_qualified_name(u.target) == _GETITEM for u in node.users):
+            if all(_function_name(u) == _GETITEM for u in node.users):
                 pid = assignment.get(node)
                 for user in node.users:
                     if assignment.get(user) != pid:
@@ -226,4 +226,11 @@ def _getitems_follow_producers(
 
 def _compute_nodes(group: set[fx.Node]) -> int:
     """torch.fx's count for dropping single-node partitions: call_functions other than view and getitem."""
-    return sum(1 for n in group if n.op == "call_function" and _get_qualified_name(n.target) not in _NON_COMPUTE)
+    return sum(1 for n in group if n.op == "call_function" and _function_name(n) not in _NON_COMPUTE)
+
+
+def _function_name(node: fx.Node) -> str | None:
+    """torch.fx's qualified name of a call_function's target (`_operator.getitem`); None for other nodes."""
+    if node.op != "call_function" or isinstance(node.target, str):
+        return None
+    return _get_qualified_name(node.target)

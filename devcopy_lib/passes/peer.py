@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..devices import Device, DeviceType, get_device_allocator
-from .report import predict_seconds
+from ..names import Direction
+from .report import CostModel, predict_seconds
 
-PeerAccess = Union[None, bool, Callable[[Device, Device], bool], Iterable[tuple[Any, Any]]]
+PeerAccess = bool | Callable[[Device, Device], bool] | Iterable[tuple[Any, Any]] | None
 
 
 def _as_device(value: Any) -> Device:
@@ -37,10 +38,12 @@ def _ask_allocator(src: Device, dst: Device) -> bool:
 def peer_rule(peer_access: PeerAccess = None) -> Callable[[Device, Device], bool]:
     """`peer_access` as a predicate `(src, dst) -> bool`: None asks the registered allocator (no allocator: yes); a
     bool answers for every pair; a callable is used as is; pairs `{("cuda:0", "cuda:1")}` grant both directions."""
+    rule: Callable[[Device, Device], bool]
     if peer_access is None:
         rule = _ask_allocator
     elif isinstance(peer_access, bool):
-        return lambda src, dst, _answer=peer_access: _answer and src.type == dst.type
+        answer = peer_access
+        return lambda src, dst: answer and src.type == dst.type
     elif callable(peer_access):
         rule = peer_access
     else:
@@ -70,20 +73,14 @@ class CrossDevicePair:
     chosen: str  # "direct" or "host_hop"
     d2h_shared: bool
 
-    def to_dict(self, cost_model: Any = None) -> dict[str, Any]:
+    def to_dict(self, cost_model: CostModel | None = None) -> dict[str, Any]:
         """Both options (copies, bytes over PCIe, predicted seconds with a cost model) and what direct saves."""
         hop_copies = 1 if self.d2h_shared else 2
-        host_hop = {
-            "copies": hop_copies,
-            "host_bytes": hop_copies * self.bytes,
-            "predicted_s": _hop_seconds(cost_model, self.bytes, self.d2h_shared),
-        }
-        direct = {"copies": 1, "host_bytes": 0, "predicted_s": predict_seconds(cost_model, "d2d", self.bytes)}
-        saved_s = (
-            None
-            if None in (host_hop["predicted_s"], direct["predicted_s"])
-            else host_hop["predicted_s"] - direct["predicted_s"]
-        )
+        hop_s = _hop_seconds(cost_model, self.bytes, self.d2h_shared)
+        direct_s = predict_seconds(cost_model, Direction.D2D, self.bytes)
+        host_hop = {"copies": hop_copies, "host_bytes": hop_copies * self.bytes, "predicted_s": hop_s}
+        direct = {"copies": 1, "host_bytes": 0, "predicted_s": direct_s}
+        saved_s = None if hop_s is None or direct_s is None else hop_s - direct_s
         return {
             "value": self.value,
             "src": self.src,
@@ -98,7 +95,7 @@ class CrossDevicePair:
         }
 
 
-def _hop_seconds(cost_model: Any, nbytes: int, d2h_shared: bool) -> float | None:
-    h2d = predict_seconds(cost_model, "h2d", nbytes)
-    d2h = 0.0 if d2h_shared else predict_seconds(cost_model, "d2h", nbytes)
+def _hop_seconds(cost_model: CostModel | None, nbytes: int, d2h_shared: bool) -> float | None:
+    h2d = predict_seconds(cost_model, Direction.H2D, nbytes)
+    d2h = 0.0 if d2h_shared else predict_seconds(cost_model, Direction.D2H, nbytes)
     return None if h2d is None or d2h is None else h2d + d2h

@@ -4,8 +4,9 @@
 After the pass every node has `meta["device"]` (a `Device`). Copy nodes call `torch.ops.et_copy._h2d_copy.default`
 (tagged with the delegate's device) and `_d2h_copy.default` (tagged CPU); both are clones at trace time, so the placed
 graph still runs eagerly on CPU. `peer` places ExecuTorch's copies, then turns each cross-device host hop (a D2H
-on cuda:0 feeding an H2D to cuda:1) into one direct `_d2d_copy` where the two devices have peer access. A delegate whose `target_device` is None or CPU is left untouched (a deliberate
-difference for CPU: ExecuTorch would insert CPU->CPU copies for a `cpu` target).
+on cuda:0 feeding an H2D to cuda:1) into one direct `_d2d_copy` where the two devices have peer access. A delegate
+whose `target_device` is None or CPU is left untouched (a deliberate difference for CPU: ExecuTorch would insert
+CPU->CPU copies for a `cpu` target).
 """
 
 from __future__ import annotations
@@ -16,22 +17,23 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..devices import CPU, Device
-from ..names import STRATEGIES
+from ..names import STRATEGIES, ErrorKind, Strategy
 from . import hoist
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from .peer import CrossDevicePair, PeerAccess, peer_rule
-from .report import PlacementReport, build_report, value_bytes
+from .report import CostModel, PlacementReport, build_report, value_bytes
 
 
 class PlacementError(RuntimeError):
     """The pass refuses the program under the requested options (the message says which option and how to fix)."""
 
-    kind = "placement"
+    kind = ErrorKind.PLACEMENT
 
 
 class PlaceDevicesPass(PassBase):
@@ -39,7 +41,7 @@ class PlaceDevicesPass(PassBase):
 
     def __init__(
         self,
-        strategy: str = "executorch",
+        strategy: str = Strategy.EXECUTORCH,
         skip_h2d_for_method_inputs: bool = False,
         skip_d2h_for_method_outputs: bool = False,
         non_cpu_memory_planning: bool = True,
@@ -100,7 +102,8 @@ class PlaceDevicesPass(PassBase):
     def insert_h2d(self, graph: fx.Graph, calls: dict[fx.Node, Device]) -> bool:
         """Per device delegate, per distinct input value not already on its device: an H2D right before the call,
         rewiring only that argument. `executorch`: one copy per (delegate, value); `dedupe`: one per (value,
-        device), reused by every delegate on that device. Graph inputs skip the copy under skip_h2d_for_method_inputs."""
+        device), reused by every delegate on that device. Graph inputs skip the copy under
+        skip_h2d_for_method_inputs."""
         changed = False
         shared: dict[tuple[fx.Node, Device], fx.Node] = {}
         for call, device in calls.items():
@@ -113,7 +116,7 @@ class PlaceDevicesPass(PassBase):
                     arg.meta["device"] = device  # re-tagged in place: the caller provides it on the device
                     changed = True
                     continue
-                copy_node = shared.get((arg, device)) if self.strategy == "dedupe" else None
+                copy_node = shared.get((arg, device)) if self.strategy == Strategy.DEDUPE else None
                 if copy_node is None:
                     with graph.inserting_before(call):
                         copy_node = _copy_node(graph, H2D, arg, device)
@@ -172,7 +175,7 @@ class PlaceDevicesPass(PassBase):
             if src.is_cpu or src.type != dst.type:
                 continue
             access = self.peer_access(src, dst)
-            direct = access and self.strategy == "peer"
+            direct = access and self.strategy == Strategy.PEER
             self.cross_device.append(
                 CrossDevicePair(
                     source.name,
@@ -196,11 +199,15 @@ class PlaceDevicesPass(PassBase):
         """skip_h2d_for_method_inputs re-tags a graph input in place, so no other reader may need it elsewhere:
         `executorch` requires exactly one user; `dedupe` allows several delegates, all on this one device."""
         users = list(node.users)
-        if self.strategy == "dedupe" and all(call_device(u) == device for u in users):
+        if self.strategy == Strategy.DEDUPE and all(call_device(u) == device for u in users):
             return
         if len(users) != 1:
             names = ", ".join(u.name for u in users)
-            extra = "" if self.strategy == "dedupe" else " or use strategy='dedupe' (several delegates on one device)"
+            extra = (
+                ""
+                if self.strategy == Strategy.DEDUPE
+                else " or use strategy='dedupe' (several delegates on one device)"
+            )
             raise PlacementError(
                 f"skip_h2d_for_method_inputs=True requires graph input {node.name!r} to have exactly one user, but "
                 f"it has {len(users)} ({names}): a shared input cannot be re-tagged as {device} in place. Disable "
@@ -224,7 +231,7 @@ def _tag(node: fx.Node, device: Device) -> bool:
     return True
 
 
-def _copy_node(graph: fx.Graph, op, source: fx.Node, device: Device) -> fx.Node:
+def _copy_node(graph: fx.Graph, op: torch._ops.OpOverload, source: fx.Node, device: Device) -> fx.Node:
     """A copy of `source` named after it (`a_h2d`, `add_d2h`, `add_d2d`), with its value and the device it lands on."""
     node = graph.create_node("call_function", op, (source,), name=f"{source.name}_{COPY_KINDS[op]}")
     node.meta["val"] = source.meta.get("val")
@@ -236,7 +243,7 @@ def _copy_node(graph: fx.Graph, op, source: fx.Node, device: Device) -> fx.Node:
 class PlacedProgram(LoweredProgram):
     """A LoweredProgram whose graph has passed device placement, with the options used and the PlacementReport."""
 
-    strategy: str = "executorch"
+    strategy: str = Strategy.EXECUTORCH
     options: dict[str, Any] = field(default_factory=dict)
     report: PlacementReport | None = None
 
@@ -254,11 +261,11 @@ def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
 
 def place_devices(
     lowered: LoweredProgram,
-    strategy: str = "executorch",
+    strategy: str = Strategy.EXECUTORCH,
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
-    cost_model: Any = None,
+    cost_model: CostModel | None = None,
     peer_access: PeerAccess = None,
     hoist_constants: bool = False,
 ) -> PlacedProgram:
@@ -280,11 +287,12 @@ def place_devices(
     others: dict[str, fx.GraphModule | Exception] = {}
     for name in STRATEGIES:
         if name != strategy:
-            others[name] = copy_graph_module(lowered.graph_module)
+            other = copy_graph_module(lowered.graph_module)
             try:
-                PlaceDevicesPass(name, **options, peer_access=peer_access)(others[name])
+                PlaceDevicesPass(name, **options, peer_access=peer_access)(other)
                 if hoist_constants:
-                    hoist.hoist_constants(others[name])
+                    hoist.hoist_constants(other)
+                others[name] = other
             except PlacementError as exc:  # the other strategy refusing is part of the comparison
                 others[name] = exc
     base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}

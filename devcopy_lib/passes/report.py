@@ -9,16 +9,22 @@ apart (`constant_bytes`, loaded once). A cost model, when given, is any object w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import fx
 
+from ..names import DIRECTIONS, Direction
 from .delegate import delegate_of
 from .hoist import HOISTED, hoistable_copies
-from .nodes import device_of, node_kind
+from .nodes import device_of, node_arg, node_kind
 from .ops import overload_name
+
+if TYPE_CHECKING:
+    from .peer import CrossDevicePair
+    from .placement import PlacedProgram
 
 
 class CostModel(Protocol):
@@ -64,12 +70,14 @@ class PlacementReport:
         return result
 
 
-def value_bytes(value) -> int:
+def value_bytes(value: object) -> int:
     """numel x itemsize of a (fake) tensor at its example shape; 0 for non-tensors and tuples."""
     if not isinstance(value, torch.Tensor):
         return 0
     numel = 1
-    for size in value.shape:
+    # torch.Size is typed tuple[int, ...], but a symbolic trace's fake tensors hold SymInts in it
+    sizes: tuple[int | torch.SymInt, ...] = tuple(value.shape)
+    for size in sizes:
         numel *= size.node.hint if isinstance(size, torch.SymInt) else int(size)
     return int(numel) * value.element_size()
 
@@ -77,10 +85,11 @@ def value_bytes(value) -> int:
 def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
     """(copies, bytes) per direction over the copy nodes of a placed graph made on every call (hoisted ones, made
     once at load, are left out); `d2d` only when there are direct ones."""
-    copies, nbytes = {"h2d": 0, "d2h": 0}, {"h2d": 0, "d2h": 0}
+    copies: dict[str, int] = {Direction.H2D: 0, Direction.D2H: 0}
+    nbytes: dict[str, int] = {Direction.H2D: 0, Direction.D2H: 0}
     for node in gm.graph.nodes:
         kind = node_kind(node)
-        if kind in ("h2d", "d2h", "d2d") and not node.meta.get(HOISTED):
+        if kind in DIRECTIONS and not node.meta.get(HOISTED):
             copies[kind] = copies.get(kind, 0) + 1
             nbytes[kind] = nbytes.get(kind, 0) + value_bytes(node.meta.get("val"))
     return copies, nbytes
@@ -114,8 +123,7 @@ def _reason(node: fx.Node, kind: str) -> str:
         )
     if kind == "output":
         return "graph outputs"
-    if kind == "delegate":
-        delegate = delegate_of(node)
+    if kind == "delegate" and (delegate := delegate_of(node)) is not None:
         ops = ", ".join(dict.fromkeys(delegate.ops))
         where = f"on {delegate.target_device}" if delegate.target_device else "with no target_device: stays on CPU"
         count = len(delegate.ops)
@@ -126,20 +134,21 @@ def _reason(node: fx.Node, kind: str) -> str:
             if (not device.is_cpu and all(u.op == "output" for u in node.users))
             else ""
         )
-        return f"output {node.args[1]} of {node.args[0].name}{stays}"
-    if kind == "h2d":
-        return f"{node.args[0].name} to {device} for {users}"
-    if kind == "d2h":
-        return f"{node.args[0].name} to cpu for {users}"
-    if kind == "d2d":
-        return f"{node.args[0].name} from {device_of(node.args[0])} to {device} directly (peer copy) for {users}"
+        return f"output {node.args[1]} of {node_arg(node).name}{stays}"
+    if kind == Direction.H2D:
+        return f"{node_arg(node).name} to {device} for {users}"
+    if kind == Direction.D2H:
+        return f"{node_arg(node).name} to cpu for {users}"
+    if kind == Direction.D2D:
+        source = node_arg(node)
+        return f"{source.name} from {device_of(source)} to {device} directly (peer copy) for {users}"
     return f"{overload_name(node.target) or node.target} is not delegated"
 
 
 def predict_seconds(cost_model: CostModel | None, direction: str, nbytes: int) -> float | None:
     """A copy's seconds by `cost_model`; None without a model, for a node that is no copy, or for a direction the
     model has no line for (a measured model has no d2d line)."""
-    if cost_model is None or direction not in ("h2d", "d2h", "d2d"):
+    if cost_model is None or direction not in DIRECTIONS:
         return None
     try:
         return float(cost_model.predict(direction, nbytes))
@@ -152,10 +161,10 @@ def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
 
 
 def build_report(
-    placed,
+    placed: PlacedProgram,
     cost_model: CostModel | None = None,
     others: dict[str, fx.GraphModule | Exception] | None = None,
-    cross_device: list | None = None,
+    cross_device: Sequence[CrossDevicePair] | None = None,
 ) -> PlacementReport:
     """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with;
     `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
@@ -164,7 +173,7 @@ def build_report(
     rows = []
     for node in gm.graph.nodes:
         kind = node_kind(node)
-        nbytes = value_bytes(node.meta.get("val"))
+        value_nbytes = value_bytes(node.meta.get("val"))
         reason = _reason(node, kind)
         if node in hoistable:
             reason += (
@@ -178,8 +187,8 @@ def build_report(
                 kind,
                 str(device_of(node)),
                 reason,
-                nbytes,
-                None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, nbytes),
+                value_nbytes,
+                None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, value_nbytes),
             )
         )
     copies, nbytes = copy_counts(gm)
@@ -187,7 +196,7 @@ def build_report(
     hoisted_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable if n.meta.get(HOISTED))
     without = sum(nbytes.values()) + hoisted_bytes
     peak = device_peak_bytes(gm)
-    comparison = []
+    comparison: list[dict[str, Any]] = []
     for name, other in (others or {}).items():
         if isinstance(other, Exception):
             comparison.append({"strategy": name, "error": str(other)})

@@ -26,5 +26,5 @@ def device_view(allocator: DeviceAllocator, ptr: DevicePtr, dtype: torch.dtype, 
     """A torch tensor over `ptr` with `dtype` and `sizes` (zero-copy), for device code only."""
     np_dtype, reinterpret = _numpy_dtype(dtype)
     array = allocator.device_array(ptr, np_dtype, sizes)
-    tensor = torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.from_dlpack(array)
+    tensor = torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.utils.dlpack.from_dlpack(array)
     return tensor.view(dtype) if reinterpret else tensor

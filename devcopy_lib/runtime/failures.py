@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from ..names import ErrorKind
 from ..tensors.error import Error
 
 
 class MethodError(RuntimeError):
     """A method failed with ExecuTorch error `error` (the JSON error object's `error_code` is its name)."""
 
-    kind = "execution"
+    kind = ErrorKind.EXECUTION
 
     def __init__(self, error: Error, message: str) -> None:
         super().__init__(message)
@@ -19,7 +20,7 @@ class MethodError(RuntimeError):
 class LoadError(MethodError):
     """Loading a method failed: no allocator (NotFound), no memory (MemoryAllocationFailed), a bad program."""
 
-    kind = "load"
+    kind = ErrorKind.LOAD
 
 
 class ExecutionError(MethodError):

@@ -15,12 +15,26 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
+
+from torchgen.model import FunctionSchema
 
 from ..kernels import device_copy, portable_cpu
 from ..kernels.portable_cpu import boxed_aten_kernel
-from ..names import DEFAULT_LIBS, DEVICE_COPY_LIB, DEVICE_RULES, FALLBACK_KEY, LIB_NAMES, LINKABLE_LIBS, PEER_COPY_LIB
+from ..names import (
+    DEFAULT_LIBS,
+    DEVICE_COPY_LIB,
+    DEVICE_RULES,
+    FALLBACK_KEY,
+    LIB_NAMES,
+    LINKABLE_LIBS,
+    PEER_COPY_LIB,
+    DeviceRule,
+    Lib,
+    Mode,
+)
 from ..ops.schema import (
     ET_COPY_OPS_YAML,
     FUNCTIONS_YAML,
@@ -31,33 +45,47 @@ from ..ops.schema import (
     native_schema,
     parse_schema,
 )
-from .registry import KernelLib
+from .registry import BoxedKernel, KernelLib
+
+# Libs given as KernelLibs, lib names, or (nested) iterables of them
+Libs = KernelLib | str | Iterable["Libs"]
 
 
-def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):
-    """kernel_name -> boxed kernel: `devcopy::portable::<fn>` / `devcopy::aten::<fn>` / `devcopy::portable::aten_out`."""
+@dataclass(frozen=True)
+class _AtenCopyKernel:
+    """A boxed ATen-mode et_copy kernel; a loaded method's planned copies follow its `device_rule`
+    (runtime/plan.py)."""
+
+    kernel: Callable[..., Any]
+    device_rule: str
+
+    def __call__(self, ctx: Any, args: list[Any]) -> Any:
+        return self.kernel(*args)
+
+
+def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, device_rule: str) -> BoxedKernel:
+    """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`."""
     namespace, _, fn = kernel_name.rpartition("::")
     if kernel_name == "devcopy::portable::aten_out":
-        return portable_cpu.boxed_aten_kernel(name, schema, portable=True)
+        boxed: BoxedKernel = portable_cpu.boxed_aten_kernel(name, schema, portable=True)
+        return boxed
     if namespace == "devcopy::portable" and fn in device_copy.PORTABLE_KERNELS:
         kernel = device_copy.PORTABLE_KERNELS[fn]
         return lambda ctx, args: kernel(ctx, *args)
     if namespace == "devcopy::aten" and fn in device_copy.PORTABLE_KERNELS:  # same kernel names in both modes
-        kernel = device_copy.aten_kernel_for(name, device_rule)
-        boxed = lambda ctx, args: kernel(*args)  # noqa: E731
-        boxed.device_rule = device_rule  # a loaded method's planned copies follow the same rule (runtime/plan.py)
-        return boxed
+        return _AtenCopyKernel(device_copy.aten_kernel_for(name, device_rule), device_rule)
     raise LookupError(
         f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
-        f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, devcopy::aten::{{{','.join(device_copy.PORTABLE_KERNELS)}}}"
+        f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, "
+        f"devcopy::aten::{{{','.join(device_copy.PORTABLE_KERNELS)}}}"
     )
 
 
-def _yaml_lib(name: str, mode: str, path: str, device_rule: str = "seed") -> KernelLib:
-    def entries():
+def _yaml_lib(name: str, mode: str, path: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
+    def entries() -> dict[tuple[str, str], str]:
         return {(e.name, k.key): k.kernel_name for e in load_ops_yaml(path) for k in e.kernels}
 
-    def schema_of(op: str):
+    def schema_of(op: str) -> FunctionSchema:
         return next(e.schema for e in load_ops_yaml(path) if e.name == op)
 
     return KernelLib(
@@ -73,47 +101,58 @@ def _yaml_lib(name: str, mode: str, path: str, device_rule: str = "seed") -> Ker
 @functools.cache
 def portable_lib() -> KernelLib:
     """The portable-mode lib generated from ops/functions.yaml."""
-    return _yaml_lib("portable", "portable", FUNCTIONS_YAML)
+    return _yaml_lib(Lib.PORTABLE, Mode.PORTABLE, FUNCTIONS_YAML)
 
 
 @functools.cache
 def native_lib() -> KernelLib:
     """ATen's native lib: every op of native_functions.yaml, executed by PyTorch's kernels (torch.ops.aten)."""
 
-    def schema_of(op: str):
-        return parse_schema(native_schema(op))
+    def schema_of(op: str) -> FunctionSchema:
+        schema = native_schema(op)
+        if schema is None:  # an autogen variant in torchgen's YAML that this PyTorch does not register
+            raise LookupError(
+                f"{op}: native_functions.yaml lists it (autogen), but this PyTorch has no schema for it, "
+                "so the native lib cannot build its kernel"
+            )
+        return parse_schema(schema)
 
     return KernelLib(
-        "native",
-        "aten",
+        Lib.NATIVE,
+        Mode.ATEN,
         NATIVE_FUNCTIONS_YAML,
         lambda: {(op, FALLBACK_KEY): "torch.ops." + op.replace("::", ".") for op in native_functions()},
         schema_of,
-        lambda op, kernel_name, schema: boxed_aten_kernel(op, schema, portable=False),
+        _native_kernel,
     )
 
 
+def _native_kernel(op: str, kernel_name: str, schema: FunctionSchema) -> BoxedKernel:
+    kernel: BoxedKernel = boxed_aten_kernel(op, schema, portable=False)
+    return kernel
+
+
 @functools.cache
-def custom_ops_lib(path: str, device_rule: str = "seed") -> KernelLib:
+def custom_ops_lib(path: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
     """An ATen-mode lib from a custom-op YAML (ExecuTorch's custom-op path); et_copy_ops.yaml gives
     `device_copy_ops_aten_lib`."""
     if device_rule not in DEVICE_RULES:
-        raise ValueError(f"device_rule must be one of {DEVICE_RULES}, got {device_rule!r}")
+        raise ValueError(f"device_rule must be one of {', '.join(DEVICE_RULES)}, got {device_rule!r}")
     path = os.path.abspath(path)
     name = DEVICE_COPY_LIB if path == ET_COPY_OPS_YAML else os.path.splitext(os.path.basename(path))[0] + "_aten_lib"
-    return _yaml_lib(name, "aten", path, device_rule)
+    return _yaml_lib(name, Mode.ATEN, path, device_rule)
 
 
-def aten_lib(custom_ops: Sequence[str] = (), device_rule: str = "seed") -> list[KernelLib]:
+def aten_lib(custom_ops: Sequence[str] = (), device_rule: str = DeviceRule.SEED) -> list[KernelLib]:
     """The ATen-mode libs: `native` plus one lib per custom-op YAML (pass ET_COPY_OPS_YAML for the et_copy ops)."""
     return [native_lib(), *(custom_ops_lib(path, device_rule) for path in custom_ops)]
 
 
-def lib_by_name(name: str, device_rule: str = "seed") -> KernelLib:
+def lib_by_name(name: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
     """`portable`, `native`, `device_copy_ops_aten_lib` or `peer_copy_ops_aten_lib`."""
-    if name == "portable":
+    if name == Lib.PORTABLE:
         return portable_lib()
-    if name == "native":
+    if name == Lib.NATIVE:
         return native_lib()
     if name == DEVICE_COPY_LIB:
         return custom_ops_lib(ET_COPY_OPS_YAML, device_rule)
@@ -122,7 +161,7 @@ def lib_by_name(name: str, device_rule: str = "seed") -> KernelLib:
     raise ValueError(f"Unknown lib {name!r}. Valid libs: {', '.join(LINKABLE_LIBS)}")
 
 
-def as_libs(libs: Iterable | KernelLib | str, device_rule: str = "seed") -> list[KernelLib]:
+def as_libs(libs: Libs, device_rule: str = DeviceRule.SEED) -> list[KernelLib]:
     """Libs given as KernelLibs, names, or (nested) lists of them -> a flat list of KernelLibs."""
     if isinstance(libs, (KernelLib, str)):
         libs = [libs]
@@ -137,15 +176,16 @@ def as_libs(libs: Iterable | KernelLib | str, device_rule: str = "seed") -> list
     return flat
 
 
-def libs_of_mode(mode: str, libs: Iterable | KernelLib | str | None = None) -> list[KernelLib]:
+def libs_of_mode(mode: str, libs: Libs | None = None) -> list[KernelLib]:
     """The libs a `mode` method links (KernelLibs or names; None -> the mode's default); ValueError when one is of
     another mode, since a method resolves against one mode's kernels (docs/design.md §5)."""
-    linked = as_libs(DEFAULT_LIBS[mode] if libs is None else libs)
+    defaults = DEFAULT_LIBS[Mode(mode)]
+    linked = as_libs(defaults if libs is None else libs)
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:
         raise ValueError(
             f"{', '.join(wrong)}: not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
-            f"(default: {','.join(DEFAULT_LIBS[mode])})"
+            f"(default: {','.join(defaults)})"
         )
     return linked
 
@@ -162,7 +202,7 @@ class RegistrationRow:
     kernel_name: str | None
     source: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -177,28 +217,28 @@ def _matching(ops: Iterable[str] | str, known: Sequence[str]) -> list[str]:
     return list(found)
 
 
-def registration_status(libs=None, ops=None) -> list[RegistrationRow]:
+def registration_status(libs: Libs | None = None, ops: Iterable[str] | str | None = None) -> list[RegistrationRow]:
     """One row per (op, lib): registered or not, kernel key and name, source file. `libs`: names or libs (default:
     all three); `ops`: names or glob patterns (default: every op any of the libs holds)."""
-    libs = as_libs(LIB_NAMES if libs is None else libs)
-    known = sorted({op for lib in libs for op in lib.ops})
+    linked = as_libs(LIB_NAMES if libs is None else libs)
+    known = sorted({op for lib in linked for op in lib.ops})
     names = known if ops is None else _matching(ops, known)
     keys: dict[tuple[str, str], list[str]] = {}
-    for lib in libs:
+    for lib in linked:
         for name, key in lib.entries:
             keys.setdefault((lib.name, name), []).append(key)
     rows = []
     for op in names:
-        for lib in libs:
-            for key in keys.get((lib.name, op)) or [None]:
+        for lib in linked:
+            for kernel_key in keys.get((lib.name, op)) or (None,):
                 rows.append(
                     RegistrationRow(
                         op,
                         lib.mode,
                         lib.name,
-                        key is not None,
-                        key,
-                        lib.entries.get((op, key)) if key is not None else None,
+                        kernel_key is not None,
+                        kernel_key,
+                        lib.entries.get((op, kernel_key)) if kernel_key is not None else None,
                         lib.source,
                     )
                 )

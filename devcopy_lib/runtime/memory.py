@@ -6,6 +6,9 @@ run at the hardware limit), device memory from the allocator registered for the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
@@ -15,6 +18,7 @@ from ..tensors.error import Error
 from .failures import LoadError
 
 ALIGNMENT = 64
+_T = TypeVar("_T")
 
 
 def allocator_for(device: Device) -> DeviceAllocator:
@@ -39,9 +43,10 @@ class OwnedMemory:
 
     def host(self, nbytes: int) -> np.ndarray:
         """A host buffer (a uint8 array), pinned when a CUDA allocator can pin it."""
-        if self._host_allocator is None:  # a CPU-only program with nothing registered: plain host memory
+        allocator = self._host_allocator
+        if allocator is None:  # a CPU-only program with nothing registered: plain host memory
             return np.empty(nbytes, dtype=np.uint8)
-        return self._guarded(lambda: self._host_allocator.allocate_host(nbytes, ALIGNMENT), nbytes, "host")
+        return self._guarded(lambda: allocator.allocate_host(nbytes, ALIGNMENT), nbytes, "host")
 
     def device(self, device: Device, nbytes: int) -> DevicePtr:
         """`nbytes` on `device` through its registered allocator."""
@@ -51,7 +56,7 @@ class OwnedMemory:
         return ptr
 
     @staticmethod
-    def _guarded(allocate, nbytes: int, where: str):
+    def _guarded(allocate: Callable[[], _T], nbytes: int, where: str) -> _T:
         try:
             return allocate()
         except (MemoryError, ValueError, RuntimeError) as exc:

@@ -46,7 +46,7 @@ class MemoryPlan:
     """Buffers (index 0: constants) and where each planned key lives."""
 
     buffers: tuple[Buffer, ...]
-    allocations: dict
+    allocations: dict[Hashable, Allocation]
     requests: tuple[Request, ...] = ()
 
     def arena_sizes(self) -> dict[str, int]:
@@ -155,5 +155,6 @@ def plan_program(program: Program, alignment: int = DEFAULT_ALIGNMENT) -> Memory
         for index, span in sorted(lifetimes(program).items())
         if isinstance(value := program.values[index], TensorValue) and value.planned and not value.is_constant
     ]
-    program.memory_plan = plan(requests, alignment)
-    return program.memory_plan
+    memory_plan = plan(requests, alignment)
+    program.memory_plan = memory_plan
+    return memory_plan

@@ -7,7 +7,7 @@ names its operator by index into the operator table (the `[i]` of `Missing opera
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import torch
 
@@ -71,7 +71,7 @@ class TensorListValue:
     items: tuple[int | None, ...]
 
 
-Value = Union[TensorValue, ScalarValue, TensorListValue]
+Value = TensorValue | ScalarValue | TensorListValue
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class DelegateCall:
     outputs: tuple[int, ...]
 
 
-Instruction = Union[KernelCall, DelegateCall]
+Instruction = KernelCall | DelegateCall
 
 
 @dataclass(frozen=True)

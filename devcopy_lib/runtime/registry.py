@@ -26,10 +26,10 @@ from typing import Any
 import torch
 from torchgen.model import FunctionSchema
 
-from ..names import FALLBACK_KEY, MODES
+from ..names import FALLBACK_KEY, MODES, ErrorKind
 from ..tensors.error import Error
 
-BoxedKernel = Callable[[Any, list], Any]
+BoxedKernel = Callable[[Any, list[Any]], Any]  # (ctx, args) -> out; ATen-mode kernels ignore ctx
 
 # ExecuTorch's ScalarType codes, used in kernel keys.
 SCALAR_TYPE_CODES = {
@@ -57,7 +57,7 @@ def kernel_key(tensors: Iterable[tuple[torch.dtype, Sequence[int]]]) -> str:
 class RegistrationError(ValueError):
     """A (name, key) registered twice; ExecuTorch's Error::RegistrationAlreadyRegistered."""
 
-    kind = "registration"
+    kind = ErrorKind.REGISTRATION
     error = Error.RegistrationAlreadyRegistered
 
 
@@ -74,7 +74,7 @@ class Kernel:
     kernel_name: str
     source: str
 
-    def __call__(self, ctx, args: list):
+    def __call__(self, ctx: Any, args: list[Any]) -> Any:
         return self.fn(ctx, args)
 
 
@@ -94,7 +94,7 @@ class KernelLib:
         make: Callable[[str, str, FunctionSchema], BoxedKernel],
     ) -> None:
         if mode not in MODES:
-            raise ValueError(f"lib mode must be one of {MODES}, got {mode!r}")
+            raise ValueError(f"lib mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.name, self.mode, self.source = name, mode, source
         self._entries, self._schema_of, self._make = entries, schema_of, make
 
@@ -151,7 +151,7 @@ class OperatorRegistry:
         if self.mode is not None and lib.mode != self.mode:
             raise ValueError(
                 f"cannot link {lib.mode}-mode lib {lib.name!r} into a {self.mode}-mode registry "
-                f"({', '.join(l.name for l in self.libs)}); a runtime links libs of one mode"
+                f"({', '.join(linked.name for linked in self.libs)}); a runtime links libs of one mode"
             )
         for pair in lib.entries:
             if pair in self._index:

@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
-from ..names import DEVICE_COPY_LIB, FALLBACK_KEY, PEER_COPY_LIB
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from ..names import (
+    COPY_OP,
+    DEVICE_COPY_LIB,
+    FALLBACK_KEY,
+    NATIVE_LIB,
+    PEER_COPY_LIB,
+    DeviceRule,
+    Direction,
+    ErrorKind,
+    Mode,
+)
 from ..tensors.error import Error
-from .libs import as_libs
+from .libs import Libs, as_libs
 from .registry import Kernel, OperatorRegistry
+
+
+class _HasOperators(Protocol):
+    """A program's operator table (`Program.operators`)."""
+
+    @property
+    def operators(self) -> Sequence[str]: ...
 
 
 class MissingOperatorError(RuntimeError):
     """Operators of the program that no linked lib registers; raised at load time, before anything runs."""
 
-    kind = "missing_operator"
+    kind = ErrorKind.MISSING_OPERATOR
     error = Error.OperatorMissing
 
     def __init__(self, message: str, missing: list[tuple[int, str]]) -> None:
@@ -19,7 +39,7 @@ class MissingOperatorError(RuntimeError):
         self.missing = missing
 
 
-def _instruction_count(program, missing_indices: set[int]) -> int:
+def _instruction_count(program: _HasOperators | Iterable[str], missing_indices: set[int]) -> int:
     """How many instructions call a missing operator (ExecuTorch counts instructions, not operators)."""
     instructions = getattr(program, "instructions", None)
     if instructions is None:
@@ -30,16 +50,16 @@ def _instruction_count(program, missing_indices: set[int]) -> int:
 def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]]) -> str:
     linked = ", ".join(f"{lib.name} ({len(lib.ops)} ops, {lib.mode} mode)" for lib in registry.libs) or "none"
     lines = [f"Linked libs: {linked}."]
-    if any(name == "et_copy::_d2d_copy.out" for _, name in missing) and registry.mode == "aten":
+    if any(name == COPY_OP[Direction.D2D].name for _, name in missing) and registry.mode == Mode.ATEN:
         lines.append(
             f"To fix: link {PEER_COPY_LIB} too (devcopy's peer copy; --aten-libs "
-            f"native,{DEVICE_COPY_LIB},{PEER_COPY_LIB}), or place with another strategy."
+            f"{NATIVE_LIB},{DEVICE_COPY_LIB},{PEER_COPY_LIB}), or place with another strategy."
         )
     elif any(name.startswith("et_copy::") for _, name in missing):
-        if registry.mode == "aten":
+        if registry.mode == Mode.ATEN:
             lines.append(
                 f"To fix: link {DEVICE_COPY_LIB} next to native (aten_lib(custom_ops=[ET_COPY_OPS_YAML]) "
-                f"or --aten-libs native,{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml."
+                f"or --aten-libs {NATIVE_LIB},{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml."
             )
         else:
             lines.append("To fix: link the portable lib, whose functions.yaml registers the et_copy ops.")
@@ -48,17 +68,25 @@ def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]]) -> str
     return "\n".join(lines)
 
 
-def resolve_operators(program, libs, *, device_rule: str = "seed", key: str = FALLBACK_KEY) -> list[Kernel]:
+def resolve_operators(
+    program: _HasOperators | Iterable[str],
+    libs: OperatorRegistry | Libs,
+    *,
+    device_rule: str = DeviceRule.SEED,
+    key: str = FALLBACK_KEY,
+) -> list[Kernel]:
     """The kernel of each operator-table entry, in table order. `program`: a list of operator names or any object
     with `operators`; `libs`: KernelLibs or lib names. Raises MissingOperatorError listing every unresolved entry."""
-    names: list[str] = list(getattr(program, "operators", program))
+    names = list(program) if isinstance(program, Iterable) else list(program.operators)
     registry = libs if isinstance(libs, OperatorRegistry) else OperatorRegistry(as_libs(libs, device_rule))
-    kernels, missing = [], []
+    kernels: list[Kernel] = []
+    missing: list[tuple[int, str]] = []
     for index, name in enumerate(names):
         kernel = registry.lookup(name, key)
         if kernel is None:
             missing.append((index, name))
-        kernels.append(kernel)
+        else:
+            kernels.append(kernel)
     if missing:
         count = _instruction_count(program, {i for i, _ in missing})
         lines = [f"Missing operator: [{i}] {name}" for i, name in missing]

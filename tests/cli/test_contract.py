@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from devcopy_lib.cli import main
-from devcopy_lib.cli.common import ERROR_KINDS, to_json
+from devcopy_lib.cli.common import KIND_EXITS, to_json
 
 MODEL_FILE = """
 import sys
@@ -97,8 +97,8 @@ def test_a_failing_model_file_gives_one_json_object_naming_it(
 
 
 def test_every_kind_has_a_documented_exit_code():
-    assert {code for code, _ in ERROR_KINDS.values()} == {1, 2, 130}
-    assert ERROR_KINDS["usage"][0] == 2 and ERROR_KINDS["interrupted"][0] == 130
+    assert {code for code, _ in KIND_EXITS.values()} == {1, 2, 130}
+    assert KIND_EXITS["usage"][0] == 2 and KIND_EXITS["interrupted"][0] == 130
 
 
 def test_a_model_file_printing_on_stdout_keeps_the_single_object(capsys, model_file):

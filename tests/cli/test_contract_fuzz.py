@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from devcopy_lib.cli import build_parser, main
-from devcopy_lib.cli.common import ERROR_KINDS
+from devcopy_lib.cli.common import KIND_EXITS
 
 # Free-text options: (valid values, invalid values); {tmp} is a fresh folder per example.
 VALUES = {
@@ -90,7 +90,7 @@ def test_every_argument_list_keeps_the_contract(argv):
         event(f"{argv[0] if argv[0] != '--json' else argv[1]} exit {code}")
         assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
         if "error" in result:
-            assert ERROR_KINDS[result["error"]["kind"]][0] == code, (argv, result)
+            assert KIND_EXITS[result["error"]["kind"]][0] == code, (argv, result)
             assert result["error"]["kind"] != "internal", (argv, result)
         if code == 2:
             assert os.listdir(tmp) == [], (argv, os.listdir(tmp))

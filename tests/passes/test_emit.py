@@ -1,4 +1,5 @@
-"""Emit (docs/semantics.md §5b): out variants with planned outs, lifted scalars, delegate instructions, operator-table order."""
+"""Emit (docs/semantics.md §5b): out variants with planned outs, lifted scalars, delegate instructions,
+operator-table order."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ def test_the_leafspec_future_warning_is_silenced_and_other_future_warnings_are_n
         warnings.resetwarnings()
         warnings.simplefilter("always")
         quiet_known_noise()
-        warnings.warn("`isinstance(treespec, LeafSpec)` is deprecated, use ...", FutureWarning)
-        warnings.warn("a real deprecation", FutureWarning)
+        warnings.warn("`isinstance(treespec, LeafSpec)` is deprecated, use ...", FutureWarning, stacklevel=1)
+        warnings.warn("a real deprecation", FutureWarning, stacklevel=1)
     assert [str(w.message) for w in caught] == ["a real deprecation"]
 
 

@@ -1,4 +1,5 @@
-"""docs/semantics.md §6 / §6b: ExecuTorch's PropagateDevicePass behaviours, each with counts and node order; then dedupe."""
+"""docs/semantics.md §6 / §6b: ExecuTorch's PropagateDevicePass behaviours, each with counts and node order; then
+dedupe."""
 
 import pytest
 import torch

@@ -27,7 +27,7 @@ def run_like_eager(placed, module, args, calls=2):
                 got, want = method(*ours), eager(*theirs)
                 for g, w in zip(got, want if isinstance(want, tuple) else (want,), strict=True):
                     torch.testing.assert_close(g, w)
-                for o, t in zip(ours, theirs):  # a mutated input reaches the caller as in eager
+                for o, t in zip(ours, theirs, strict=True):  # a mutated input reaches the caller as in eager
                     torch.testing.assert_close(o, t)
 
 

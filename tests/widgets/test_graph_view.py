@@ -10,6 +10,8 @@ from devcopy_widgets.graph_view import GraphView
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from devcopy_lib.names import DIRECTIONS
+
 # matmuls, views and softmax delegated; layer norms and the qkv split stay on CPU, so copies cross module borders
 BLOCK_OPS = (
     "view.default",
@@ -63,7 +65,7 @@ def test_nodes_sit_in_their_innermost_module_and_copies_in_the_module_of_what_th
     assert nodes["native_layer_norm"]["module"] == "norm1"
     assert nodes["delegate_0"]["module"] == "qkv"  # all its ops are qkv's Linear
     assert nodes["p_norm2_weight"]["module"] == "norm2"  # a constant sits with its only reader
-    copies = [n for n in nodes.values() if n["kind"] in data.COPY_KINDS]
+    copies = [n for n in nodes.values() if n["kind"] in DIRECTIONS]
     assert len(copies) == 9
     for copy in copies:
         assert copy["module"] == nodes[copy["inputs"][0]]["module"], copy["id"]
@@ -76,13 +78,6 @@ def test_copies_carry_bytes_with_units_and_their_predicted_time(block):
     assert (copy["bytes"], copy["bytes_text"]) == (768, "768 B")
     assert copy["predicted_text"].endswith(" us") and copy["predicted_s"] > 0
     assert copy["label"] == "D2H view_1_d2h\n768 B"
-
-
-@pytest.mark.parametrize(
-    "nbytes, text", [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"), (156552192, "149.3 MiB"), (3 << 30, "3.0 GiB")]
-)
-def test_sizes_read_in_binary_units(nbytes, text):
-    assert data.size_text(nbytes) == text
 
 
 def test_groups_nest_by_module_path_and_count_every_node_below_them():
