@@ -50,7 +50,8 @@ class MemoryPlan:
     requests: tuple[Request, ...] = ()
 
     def arena_sizes(self) -> dict[str, int]:
-        """Planned bytes per device, `{"cpu": n, "cuda:0": m}` (the constants buffer excluded)."""
+        """Planned bytes per device, `{"cpu": n, "cuda:0": m}` (the constants buffer excluded); devcopy plans one
+        buffer a device, a plan read from ExecuTorch's program may hold several."""
         sizes: dict[str, int] = {}
         for buffer in self.buffers[CONSTANT_BUFFER + 1 :]:
             sizes[str(buffer.device)] = sizes.get(str(buffer.device), 0) + buffer.nbytes

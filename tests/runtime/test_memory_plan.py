@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from devcopy_lib.devices import CPU, Device
-from devcopy_lib.runtime.memory_plan import Request, lifetimes, plan, plan_program
+from devcopy_lib.runtime.memory_plan import Buffer, MemoryPlan, Request, lifetimes, plan, plan_program
 from devcopy_lib.runtime.program import KernelCall, Program, TensorSpec, TensorValue
 
 CUDA0, CUDA1 = Device.parse("cuda:0"), Device.parse("cuda:1")
@@ -52,6 +52,34 @@ def test_program_lifetimes_span_inputs_to_outputs():
     memory = plan_program(program)
     assert set(memory.allocations) == {0, 1, 2}
     assert program.memory_plan is memory
+
+
+def test_an_unread_input_and_a_forwarded_output_still_get_lifetimes():
+    """An input no instruction reads is live at the start; an output no instruction writes lives to the end."""
+    spec = TensorSpec(torch.float32, (4,))
+    program = Program(
+        values=[TensorValue(spec)] * 4,
+        operators=["aten::relu.out"],
+        instructions=[KernelCall(0, (0, 1))],
+        inputs=[0, 2],
+        outputs=[1, 3],
+    )
+    assert lifetimes(program) == {0: (0, 0), 1: (0, 1), 2: (0, 0), 3: (1, 1)}
+
+
+def test_arena_sizes_add_up_the_buffers_of_one_device():
+    buffers = (Buffer(CPU, 0), Buffer(CPU, 64), Buffer(CUDA0, 128), Buffer(CPU, 32))
+    assert MemoryPlan(buffers, {}).arena_sizes() == {"cpu": 96, "cuda:0": 128}
+
+
+def test_plan_program_aligns_offsets_as_asked():
+    spec = TensorSpec(torch.float32, (3,))  # 12 bytes: 16 apart at alignment 16, 64 apart by default
+    values = [TensorValue(spec)] * 2
+    program = Program(
+        values=values, operators=["aten::relu.out"], instructions=[KernelCall(0, (0, 1))], inputs=[0], outputs=[1]
+    )
+    assert sorted(a.offset for a in plan_program(program, alignment=16).allocations.values()) == [0, 16]
+    assert sorted(a.offset for a in plan_program(program).allocations.values()) == [0, 64]
 
 
 def test_constants_and_unplanned_tensors_get_no_arena_memory():
