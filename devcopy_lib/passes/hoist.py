@@ -61,10 +61,8 @@ def hoist_constants(gm: fx.GraphModule) -> list[fx.Node]:
             needed.add(node)
             stack.extend(node.all_input_nodes)
     moved = [node for node in gm.graph.nodes if node in needed]
-    anchor = next(
-        (n for n in gm.graph.nodes if n.op not in ("placeholder", "get_attr") and n not in needed),
-        gm.graph.output_node(),
-    )
+    # the first node that stays where it is; the output node always does, so one is always found
+    anchor = next(n for n in gm.graph.nodes if n.op not in ("placeholder", "get_attr") and n not in needed)
     for node in moved:
         node.meta[HOISTED] = True
         anchor.prepend(node)
