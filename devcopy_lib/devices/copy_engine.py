@@ -2,8 +2,8 @@
 
 Pinned host memory goes straight to the DMA engine (one async copy on the stream). Pageable host memory goes through a
 pipeline of pinned staging buffers: host memcpy threads work on several chunks at once while the DMA engine moves
-earlier ones, and a buffer is written again only after the event recorded behind its last copy has completed. Small copies take one
-direct copy (the driver stages them itself), the cheapest path.
+earlier ones, and a buffer is written again only after the event recorded behind its last copy has completed. Small
+copies take one direct copy (the driver stages them itself), the cheapest path.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one place CUDA statuses become exceptions: every CuPy/CUDA call of the backend runs inside `cuda_status(what)`."""
+"""The one place CUDA statuses become exceptions: every CuPy/CUDA call of the backend runs in `cuda_status(what)`."""
 
 from __future__ import annotations
 

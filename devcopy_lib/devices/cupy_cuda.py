@@ -10,11 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from .allocator import Capabilities, DeviceAllocator, DeviceBlock, DevicePtr, DeviceTimer, _check_count, host_address
+from .allocator import DeviceAllocator
+from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
 from .cuda_status import cuda_status
-from .device import DeviceType
+from .host_buffers import check_count, host_address
 from .pinned import PinnedRegistry, tracked_array
+from .planned_copy import Transfer
+from .pointers import DeviceBlock, DevicePtr
 
 _MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: direction from the unified address space
 _HOST_MEMORY = 1  # cudaMemoryTypeHost in cudaPointerAttributes.type
@@ -128,7 +131,7 @@ class CupyCudaAllocator(DeviceAllocator):
     """Real CUDA memory through CuPy. Copies go through `self.engine` (pinned: direct DMA; pageable: staged)."""
 
     backend = "cupy"  # type: ignore[assignment]
-    capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True)
+    capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True, peer_copy=True)
 
     def __init__(self, config: EngineConfig | None = None) -> None:
         super().__init__()
@@ -139,13 +142,12 @@ class CupyCudaAllocator(DeviceAllocator):
         with cuda_status("count CUDA devices"):
             self._count = self._rt.getDeviceCount()
 
-    def device_type(self) -> DeviceType:
-        return DeviceType.CUDA
-
     def device_count(self) -> int:
+        """The CUDA devices CuPy sees (counted once, when the allocator was made)."""
         return self._count
 
     def current_index(self) -> int:
+        """cudaGetDevice (no call on a one-GPU machine)."""
         if self._count == 1:
             return 0
         with cuda_status("read the current CUDA device"):
@@ -188,7 +190,7 @@ class CupyCudaAllocator(DeviceAllocator):
         with _OnDevice(self._rt, index):
             self.engine.d2h(dst_address, src.address, nbytes)
 
-    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int) -> Transfer:
         """A planned copy with pinned host memory on a one-GPU machine: cudaMemcpyAsync + synchronize on the current
         stream directly, skipping the engine's per-call decisions (small copies are latency-bound)."""
         if self._count != 1 or not self.transport.is_pinned(address, capacity):
@@ -217,7 +219,7 @@ class CupyCudaAllocator(DeviceAllocator):
 
     def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
         """Pinned host memory (a uint8 array), registered so copies from/to it take the direct DMA path."""
-        _check_count("nbytes", nbytes)
+        check_count("nbytes", nbytes)
         return self.transport.host_alloc(nbytes, alignment)
 
     def is_pinned(self, host: Any, nbytes: int | None = None) -> bool:
@@ -235,29 +237,19 @@ class CupyCudaAllocator(DeviceAllocator):
     def event_timer(self) -> DeviceTimer:
         return _EventTimer(self._cupy)
 
-    def copy_host_to_device_async(self, dst: DevicePtr, src: Any, nbytes: int, stream: Any = None) -> CopyTicket:
-        """Enqueue H2D on `stream` (default: current); pinned `src` must stay unchanged until the ticket is done."""
-        nbytes = _check_count("nbytes", nbytes)
-        self._check_span(dst, nbytes, "copy_host_to_device_async")
-        address = host_address(src, nbytes, writable=False, what="copy_host_to_device_async")
+    def _copy_in_async(self, dst: DevicePtr, src_address: int, nbytes: int, stream: Any) -> CopyTicket:
+        """The engine's stream-ordered H2D on `dst`'s device (pinned: one DMA; pageable: staged, done on return)."""
         with _OnDevice(self._rt, dst.index):
-            return self.engine.h2d_async(dst.address, address, nbytes, stream)
+            return self.engine.h2d_async(dst.address, src_address, nbytes, stream)
 
-    def copy_device_to_host_async(self, dst: Any, src: DevicePtr, nbytes: int, stream: Any = None) -> CopyTicket:
-        """Enqueue D2H on `stream`; read pinned `dst` only once the ticket is done (pageable: done on return)."""
-        nbytes = _check_count("nbytes", nbytes)
-        self._check_span(src, nbytes, "copy_device_to_host_async")
-        address = host_address(dst, nbytes, writable=True, what="copy_device_to_host_async")
+    def _copy_out_async(self, dst_address: int, src: DevicePtr, nbytes: int, stream: Any) -> CopyTicket:
+        """The engine's stream-ordered D2H on `src`'s device (pageable `dst`: done on return)."""
         with _OnDevice(self._rt, src.index):
-            return self.engine.d2h_async(address, src.address, nbytes, stream)
+            return self.engine.d2h_async(dst_address, src.address, nbytes, stream)
 
-    def device_array(self, ptr: DevicePtr, dtype, shape, index: int | None = None) -> Any:
-        """A CuPy array over device memory (device code's view; the block stays alive with the array)."""
-        dtype = np.dtype(dtype)
+    def _device_view(self, ptr: DevicePtr, dtype: np.dtype[Any], shape: tuple[int, ...]) -> Any:
+        """A CuPy array over device memory (device code's view; the CuPy memory stays alive with the array)."""
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        self._check_span(ptr, nbytes, "device_array")
-        if index is not None:
-            self._check_index(ptr, index, "device_array")
         memory = self._cupy.cuda.UnownedMemory(ptr.address, nbytes, ptr.block.handle, ptr.index)
         return self._cupy.ndarray(shape, dtype, self._cupy.cuda.MemoryPointer(memory, 0))
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import ctypes
 import itertools
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from .allocator import DeviceAllocator, DeviceBlock, DevicePtr
-from .device import DeviceType
+from .allocator import DeviceAllocator
+from .capabilities import Capabilities
+from .planned_copy import Transfer
+from .pointers import DeviceBlock, DevicePtr
 
 # Fake device addresses: index i owns [(i + 1) * _ADDRESS_SPACE, (i + 2) * _ADDRESS_SPACE), so addresses never
 # collide across indices; never dereferenceable from the host.
@@ -45,14 +48,14 @@ class SimulatedCudaAllocator(DeviceAllocator):
         self._ids = itertools.count()
 
     backend = "simulated"  # type: ignore[assignment]
-
-    def device_type(self) -> DeviceType:
-        return DeviceType.CUDA
+    capabilities = Capabilities(real_device=False, device_clock=False, pinned_host=False, peer_copy=True)
 
     def device_count(self) -> None:
+        """Any number of indices: the simulated accelerator has as many devices as a test asks for."""
         return None
 
     def current_index(self) -> int:
+        """The index set by `set_current_index` (0 at first)."""
         return self._current
 
     def describe_devices(self) -> list[dict]:
@@ -85,7 +88,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _copy_out(self, dst_address: int, src: DevicePtr, nbytes: int, index: int) -> None:
         ctypes.memmove(dst_address, src.block.handle.ctypes.data + src.offset, nbytes)
 
-    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int) -> Transfer:
         """A planned copy on the buffer's own index: one memmove between addresses resolved now (the buffer stays
         alive with its method; PlannedCopy refuses it once freed)."""
         hooks = (
@@ -105,12 +108,8 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
         ctypes.memmove(dst.block.handle.ctypes.data + dst.offset, src.block.handle.ctypes.data + src.offset, nbytes)
 
-    def device_array(self, ptr: DevicePtr, dtype, shape, index: int | None = None) -> np.ndarray:
-        """Device code's view of device memory (a delegate kernel's input/output); never for host code."""
-        dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
-        self._check_span(ptr, count * dtype.itemsize, "device_array")
-        if index is not None:
-            self._check_index(ptr, index, "device_array")
-        raw = ptr.block.handle[ptr.offset : ptr.offset + count * dtype.itemsize]
+    def _device_view(self, ptr: DevicePtr, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
+        """A NumPy view of the block's bytes (a delegate kernel's input/output); never for host code."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        raw: np.ndarray = ptr.block.handle[ptr.offset : ptr.offset + nbytes]
         return raw.view(dtype).reshape(shape)

@@ -1,0 +1,32 @@
+"""How a device-to-device copy goes: directly between peers where the backend can, else through host memory."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from .host_buffers import HostBuffer
+from .pointers import DevicePtr
+
+
+class D2DRoutes(Protocol):
+    """The allocator calls a device-to-device copy is routed over (a `DeviceAllocator` has them all)."""
+
+    def can_access_peer(self, a: int, b: int) -> bool: ...
+    def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None: ...
+    def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray: ...
+    def copy_device_to_host(self, dst: HostBuffer, src: DevicePtr, nbytes: int, index: int = -1) -> None: ...
+    def copy_host_to_device(self, dst: DevicePtr, src: HostBuffer, nbytes: int, index: int = -1) -> None: ...
+
+
+def route_d2d(allocator: D2DRoutes, dst: DevicePtr, src: DevicePtr, nbytes: int) -> str:
+    """Copy `nbytes` (> 0, validated) from `src` to `dst` and say how: "peer" (one direct copy) or "host" (D2H into
+    staging host memory, then H2D, each counted as the public copies count)."""
+    if allocator.can_access_peer(src.index, dst.index):
+        allocator._copy_peer(dst, src, nbytes)
+        return "peer"
+    staging = allocator.allocate_host(nbytes)
+    allocator.copy_device_to_host(staging, src, nbytes, src.index)
+    allocator.copy_host_to_device(dst, staging, nbytes, dst.index)
+    return "host"
