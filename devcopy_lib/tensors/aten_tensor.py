@@ -1,9 +1,11 @@
 """ATen-mode device tensors: `torch.Tensor`s over device memory from the registered allocator.
 
-- Simulated backend: `SimulatedDeviceTensor`, a wrapper subclass labelled `cuda:i` (or `cpu` when it does not carry
-  its device, like ExecuTorch's planned ATen tensors before the device-metadata change) over a `DevicePtr`. Only
-  metadata queries work; any host read raises `DeviceMemoryAccessError` naming the missing D2H copy.
-- CUDA (CuPy backend): a real CUDA tensor sharing the allocation through DLPack, with its `DevicePtr` attached.
+- A backend without a real device (`capabilities.real_device` false): `SimulatedDeviceTensor`, a wrapper subclass
+  labelled `cuda:i` (or `cpu` when it does not carry its device, like ExecuTorch's planned ATen tensors before the
+  device-metadata change) over a `DevicePtr`. Only metadata queries work; any host read raises
+  `DeviceMemoryAccessError` naming the missing D2H copy.
+- A real device: a real CUDA tensor sharing the allocation through DLPack of the allocator's `device_array`, with
+  its `DevicePtr` attached.
 Resizing is metadata-only: the storage never grows (`resize_metadata`).
 """
 
@@ -13,9 +15,10 @@ import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
 import torch
 
-from ..devices.allocator import DevicePtr
+from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.errors import DeviceMemoryAccessError
 from .tensor import contiguous_strides
 
@@ -84,29 +87,31 @@ def describe(tensor) -> str:
 
 
 def device_tensor(
-    ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], *, carry_device: bool = True, backend: str = "simulated"
+    ptr: DevicePtr,
+    dtype: torch.dtype,
+    sizes: Sequence[int],
+    *,
+    carry_device: bool = True,
+    allocator: DeviceAllocator | None = None,
 ) -> torch.Tensor:
-    """An ATen-mode tensor over device memory `ptr`: simulated wrapper, or a real CUDA tensor for the CuPy backend.
-    `carry_device=False` labels a simulated one `cpu` (an ATen planned tensor that does not carry its device)."""
-    if backend == "simulated":
+    """An ATen-mode tensor over device memory `ptr` from `allocator`: a real CUDA tensor where the allocator's
+    `capabilities.real_device` says the memory is a real accelerator's, else a wrapper (also for `allocator=None`,
+    tests' hand-made tensors). `carry_device=False` labels a wrapper `cpu` (an ATen planned tensor that does not
+    carry its device); a real CUDA tensor always carries its device."""
+    if allocator is None or not allocator.capabilities.real_device:
         return SimulatedDeviceTensor(ptr, dtype, sizes, carry_device)
-    return cuda_tensor(ptr, dtype, sizes)
+    return cuda_tensor(ptr, dtype, sizes, allocator)
 
 
-def cuda_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int]) -> torch.Tensor:
-    """A real CUDA tensor sharing the device allocation behind `ptr` (CuPy -> DLPack, zero-copy)."""
-    import cupy
-
+def cuda_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], allocator: DeviceAllocator) -> torch.Tensor:
+    """A real CUDA tensor sharing the device allocation behind `ptr`: the allocator's device view of its bytes,
+    through DLPack (zero-copy)."""
     nbytes = ptr.nbytes
-    memory = cupy.cuda.UnownedMemory(ptr.address, nbytes, ptr.block, ptr.index)
-    raw = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(memory, 0))
-    flat = torch.from_dlpack(raw)
-    numel = math.prod(sizes)
-    tensor = (
-        flat[: numel * dtype.itemsize].view(dtype).view(tuple(sizes))
-        if nbytes
-        else torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
-    )
+    if nbytes:
+        flat = torch.from_dlpack(allocator.device_array(ptr, np.uint8, (nbytes,)))
+        tensor = flat[: math.prod(sizes) * dtype.itemsize].view(dtype).view(tuple(sizes))
+    else:
+        tensor = torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
     setattr(tensor, _PTR_ATTR, ptr)
     return tensor
 
