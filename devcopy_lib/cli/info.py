@@ -25,6 +25,7 @@ def collect(backend: str | None = None) -> dict:
     name = select_backend(backend)
     with make_allocator(name) as allocator:
         devices = allocator.describe_devices()
+        simulated = not allocator.capabilities.real_device
     versions = {}
     for package in _PACKAGES:
         try:
@@ -34,7 +35,7 @@ def collect(backend: str | None = None) -> dict:
     return {
         "ok": True,
         "backend": name,
-        "simulated": name == "simulated",
+        "simulated": simulated,
         "devices": devices,
         "python": platform.python_version(),
         "versions": versions,
