@@ -1,7 +1,8 @@
 """What is timed on CUDA: raw cudaMemcpy/cudaMemcpyAsync, torch, CuPy, devcopy's engine and allocator path.
 
 Buffers are made once per size (outside timing) and filled with a non-zero pattern; methods that allocate by nature
-(`.to('cuda')`, `.cpu()`, `cupy.asarray`, `.get()`) allocate inside the timed call, as a caller would see them.
+(`.to('cuda')`, `.cpu()`, `cupy.asarray`, `.get()`) allocate inside the timed call, as a caller would see them. The
+raw CUDA calls come from the devices layer (`devices/cupy_raw.py`), device time from the allocator's `event_timer`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .clocks import EventClock, WallClock
+from ..devices.capabilities import DeviceTimer
+from ..devices.cupy_raw import RawCuda
+from .clocks import WallClock
 from .harness import Case
-
-_DEFAULT = 4  # cudaMemcpyDefault
 
 
 class CudaBench:
@@ -25,18 +26,14 @@ class CudaBench:
     directions, memories, limits = ("h2d", "d2h", "both"), ("pageable", "pinned"), ""  # what it can time
 
     def __init__(self, allocator: Any) -> None:
-        import cupy
-
-        self.alloc, self.cupy, self.rt = allocator, cupy, cupy.cuda.runtime
+        self.alloc, self.raw = allocator, RawCuda()
         self.engine = allocator.engine
         self.torch = _cuda_torch()
         self.device = allocator.describe_devices()[allocator.current_index()]["name"]
-        self.side = cupy.cuda.Stream(non_blocking=True)
-        self._fork, self._join = (cupy.cuda.Event(disable_timing=True) for _ in range(2))
         self._size, self._bufs = None, None
 
     def clocks(self) -> dict:
-        return {"events": EventClock(self.cupy), "wall": WallClock(self.rt.deviceSynchronize)}
+        return {"events": _TimerClock(self.alloc.event_timer()), "wall": WallClock(self.raw.device_synchronize)}
 
     def cases(self, n: int, directions, memories) -> list[Case]:
         """Every applicable (method, direction, memory) at size n; `both` moves n each way (2n in all)."""
@@ -51,8 +48,7 @@ class CudaBench:
 
     def release(self) -> None:
         self._size, self._bufs = None, None
-        self.cupy.get_default_memory_pool().free_all_blocks()
-        self.cupy.get_default_pinned_memory_pool().free_all_blocks()
+        self.alloc.release_cached()
         if self.torch is not None:
             self.torch.cuda.empty_cache()
 
@@ -79,20 +75,6 @@ class CudaBench:
             return b.dev.address, src.ctypes.data, b
         return dst.ctypes.data, b.dev.address, b
 
-    def _fork_join(self, on_null: Callable[[], Any], on_side: Callable[[int], Any]) -> Callable[[], None]:
-        """Both directions at once: `on_null` on the legacy stream, `on_side` on a non-blocking stream, joined."""
-        null, side, fork, join = self.cupy.cuda.Stream.null, self.side, self._fork, self._join
-
-        def both() -> None:
-            fork.record(null)
-            side.wait_event(fork)
-            on_null()
-            on_side(side)
-            join.record(side)
-            null.wait_event(join)
-
-        return both
-
     # ---- methods: build(direction, memory, n, probe) -> the call, or with probe=True whether it applies ---------
     def _methods(self) -> list[tuple[str, Callable]]:
         methods = [
@@ -109,18 +91,18 @@ class CudaBench:
     def _memcpy(self, direction, memory, n, probe=False):
         if probe:
             return direction != "both"
-        return partial(self.rt.memcpy, *self._ends(direction, memory, n)[:2], n, _DEFAULT)
+        return partial(self.raw.memcpy, *self._ends(direction, memory, n)[:2], n)
 
     def _memcpy_async(self, direction, memory, n, probe=False):
         if probe:
             return memory == "pinned"
         if direction != "both":
-            return partial(self.rt.memcpyAsync, *self._ends(direction, memory, n)[:2], n, _DEFAULT, 0)
+            return partial(self.raw.memcpy_async, *self._ends(direction, memory, n)[:2], n)
         h2d_dst, h2d_src, b = self._ends("h2d", memory, n)
         d2h_dst = b.host[memory][1].ctypes.data
-        return self._fork_join(
-            partial(self.rt.memcpyAsync, h2d_dst, h2d_src, n, _DEFAULT, 0),
-            lambda s: self.rt.memcpyAsync(d2h_dst, b.dev2.address, n, _DEFAULT, s.ptr),
+        return self.raw.fork_join(
+            partial(self.raw.memcpy_async, h2d_dst, h2d_src, n),
+            lambda s: self.raw.memcpy_async(d2h_dst, b.dev2.address, n, s),
         )
 
     def _engine(self, direction, memory, n, probe=False):
@@ -131,9 +113,8 @@ class CudaBench:
             return partial(copy, *self._ends(direction, memory, n)[:2], n)
         h2d_dst, h2d_src, b = self._ends("h2d", memory, n)
         d2h_dst = b.host[memory][1].ctypes.data
-        null = self.cupy.cuda.Stream.null
-        return self._fork_join(
-            partial(self.engine.h2d_async, h2d_dst, h2d_src, n, null),
+        return self.raw.fork_join(
+            partial(self.engine.h2d_async, h2d_dst, h2d_src, n, self.raw.legacy_stream),
             lambda s: self.engine.d2h_async(d2h_dst, b.dev2.address, n, s),
         )
 
@@ -151,7 +132,7 @@ class CudaBench:
             return direction != "both" and memory == "pageable"
         b = self._buffers(n)
         if direction == "h2d":
-            return partial(self.cupy.asarray, b.host["pageable"][0])
+            return partial(self.raw.cupy_upload, b.host["pageable"][0])
         return self.alloc.device_array(b.dev, np.uint8, (n,)).get
 
     def _torch_alloc(self, direction, memory, n, probe=False):
@@ -169,6 +150,27 @@ class CudaBench:
         if direction == "h2d":
             return partial(b.t_dev.copy_, b.t_pinned, non_blocking=True)
         return partial(b.t_pinned.copy_, b.t_dev, non_blocking=True)
+
+
+class _TimerClock:
+    """The harness's device clock ("events") over the allocator's reusable device timer (CUDA events recorded on the
+    current stream, made once, outside the timed span)."""
+
+    name = "events"
+
+    def __init__(self, timer: DeviceTimer | None) -> None:
+        if timer is None:
+            raise RuntimeError("CudaBench needs an allocator with a device clock (capabilities.device_clock)")
+        self._timer = timer
+
+    def start(self) -> None:
+        """Record the start event."""
+        self._timer.__enter__()
+
+    def stop(self, token: None) -> float:
+        """Record the end event and return the device seconds between the two."""
+        self._timer.__exit__(None, None, None)
+        return self._timer.seconds()
 
 
 def _filled(array: np.ndarray, value: int = 0xA5) -> np.ndarray:

@@ -19,12 +19,13 @@ from .pinned import PinnedRegistry, tracked_array
 from .planned_copy import Transfer
 from .pointers import DeviceBlock, DevicePtr
 
-_MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: direction from the unified address space
+MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: direction from the unified address space
 _HOST_MEMORY = 1  # cudaMemoryTypeHost in cudaPointerAttributes.type
 _QUERY_BYTES = 1 << 20  # from this size, ask CUDA whether memory pinned elsewhere (torch, CuPy) is pinned
 
 
-def _import_cupy():
+def import_cupy() -> Any:
+    """The cupy module, or RuntimeError saying how to get it (or run without it)."""
     try:
         import cupy
     except ImportError as exc:
@@ -39,7 +40,7 @@ class CupyTransport:
     """The copy engine's primitives on CUDA: cudaMemcpyAsync on CuPy streams, CUDA events, pinned pool memory."""
 
     def __init__(self) -> None:
-        self._cupy = _import_cupy()
+        self._cupy = import_cupy()
         self._rt = self._cupy.cuda.runtime
         self.registry = PinnedRegistry()
 
@@ -52,11 +53,11 @@ class CupyTransport:
 
     def copy(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
         with cuda_status("cudaMemcpyAsync of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
-            self._rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream.ptr)
+            self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream.ptr)
 
     def copy_sync(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
         with cuda_status("cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
-            self._rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream.ptr)
+            self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream.ptr)
             self._rt.streamSynchronize(stream.ptr)
 
     def record(self, stream: Any) -> Any:
@@ -135,7 +136,7 @@ class CupyCudaAllocator(DeviceAllocator):
 
     def __init__(self, config: EngineConfig | None = None) -> None:
         super().__init__()
-        self._cupy = _import_cupy()
+        self._cupy = import_cupy()
         self._rt = self._cupy.cuda.runtime
         self.transport = CupyTransport()
         self.engine = CopyEngine(self.transport, config)
@@ -201,7 +202,7 @@ class CupyCudaAllocator(DeviceAllocator):
         def transfer(nbytes: int) -> None:
             stream = current_stream().ptr
             with cuda_status("planned cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
-                rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream)
+                rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream)
                 rt.streamSynchronize(stream)
 
         return transfer
