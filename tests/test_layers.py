@@ -221,3 +221,58 @@ def test_the_import_graph_resolves_relative_and_lazy_imports():
 def test_no_module_takes_part_in_an_import_cycle():
     """A circle of imports works only in some import orders (lazy imports hide it): every import points one way."""
     assert _cycles(_import_graph()) == []
+
+
+# docs/design.md §4: above devices/, code asks an allocator's `capabilities`, never which backend it is.
+BACKEND_NAMES = {"cupy", "simulated"}
+NAMING_ALLOWED = {PACKAGE / "names.py"}  # the table of the user's backend choices
+
+
+def _names_a_backend(tree: ast.AST) -> list[str]:
+    """Where a module tells backends apart by name: a comparison with "cupy" / "simulated" (== , !=, in, a tuple
+    of them), `import cupy` (any depth, lazy too) or `torch.cuda.synchronize`."""
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            literals = {
+                c.value
+                for operand in operands
+                for c in ([operand] if isinstance(operand, ast.Constant) else getattr(operand, "elts", []))
+                if isinstance(c, ast.Constant)
+            }
+            hits += [f"line {node.lineno}: compares with {name!r}" for name in sorted(literals & BACKEND_NAMES)]
+        elif isinstance(node, ast.Import):
+            hits += [f"line {node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] == "cupy"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "cupy":
+            hits.append(f"line {node.lineno}: from {node.module} import ...")
+        elif isinstance(node, ast.Attribute) and ast.unparse(node) == "torch.cuda.synchronize":
+            hits.append(f"line {node.lineno}: torch.cuda.synchronize")
+    return sorted(hits, key=lambda hit: int(hit.split()[1].rstrip(":")))
+
+
+def test_the_backend_name_finder_sees_each_form():
+    source = (
+        "import cupy.cuda\nfrom cupy import asarray\nif backend == 'cupy': pass\nok = name in ('x', 'simulated')\n"
+        "torch.cuda.synchronize()\nlabel = 'simulated'\n"
+    )
+    assert _names_a_backend(ast.parse(source)) == [
+        "line 1: import cupy.cuda",
+        "line 2: from cupy import ...",
+        "line 3: compares with 'cupy'",
+        "line 4: compares with 'simulated'",
+        "line 5: torch.cuda.synchronize",
+    ]
+
+
+def test_nothing_above_devices_names_a_backend():
+    """Backends are told apart by `allocator.capabilities` (and synchronized by `allocator.synchronize()`): only
+    devices/ knows them by name, and names.py lists the user's choices."""
+    paths = [p for p in [*PACKAGE.rglob("*.py"), *WIDGETS.rglob("*.py")] if p not in NAMING_ALLOWED]
+    offenders = {
+        str(p.relative_to(PACKAGE.parent)): hits
+        for p in sorted(paths)
+        if p.relative_to(PACKAGE.parent).parts[:2] != ("devcopy_lib", "devices")
+        and (hits := _names_a_backend(ast.parse(p.read_text())))
+    }
+    assert offenders == {}
