@@ -7,17 +7,22 @@ raw CUDA calls come from the devices layer (`devices/cupy_raw.py`), device time 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from ..devices.allocator import DeviceAllocator
 from ..devices.capabilities import DeviceTimer
+from ..devices.cupy_cuda import CupyCudaAllocator
 from ..devices.cupy_raw import RawCuda
-from .clocks import WallClock
+from .clocks import Clock, WallClock
 from .harness import Case
+
+# build(direction, memory, n, probe=False) -> the call to time, or with probe=True whether the method applies
+Build = Callable[..., Any]
 
 
 class CudaBench:
@@ -25,17 +30,24 @@ class CudaBench:
 
     directions, memories, limits = ("h2d", "d2h", "both"), ("pageable", "pinned"), ""  # what it can time
 
-    def __init__(self, allocator: Any) -> None:
+    def __init__(self, allocator: DeviceAllocator) -> None:
+        if not isinstance(allocator, CupyCudaAllocator):
+            raise TypeError(
+                f"CudaBench times CUDA through CuPy's copy engine, got a {allocator.backend} allocator; "
+                "time it with SimulatedBench (bench/methods_sim.py)"
+            )
         self.alloc, self.raw = allocator, RawCuda()
         self.engine = allocator.engine
         self.torch = _cuda_torch()
         self.device = allocator.describe_devices()[allocator.current_index()]["name"]
-        self._size, self._bufs = None, None
+        self._size: int | None = None
+        self._bufs: SimpleNamespace | None = None
 
-    def clocks(self) -> dict:
+    def clocks(self) -> dict[str, Clock]:
+        """The device clock (the allocator's event timer) and the wall clock around a device synchronize."""
         return {"events": _TimerClock(self.alloc.event_timer()), "wall": WallClock(self.raw.device_synchronize)}
 
-    def cases(self, n: int, directions, memories) -> list[Case]:
+    def cases(self, n: int, directions: Sequence[str], memories: Sequence[str]) -> list[Case]:
         """Every applicable (method, direction, memory) at size n; `both` moves n each way (2n in all)."""
         out = []
         for direction in directions:
@@ -47,6 +59,7 @@ class CudaBench:
         return out
 
     def release(self) -> None:
+        """Drop this size's buffers and give cached device and pinned memory back (CuPy's pools, torch's cache)."""
         self._size, self._bufs = None, None
         self.alloc.release_cached()
         if self.torch is not None:
@@ -54,7 +67,8 @@ class CudaBench:
 
     # ---- buffers ----------------------------------------------------------------------------------------------
     def _buffers(self, n: int) -> SimpleNamespace:
-        if self._size != n:
+        """Size n's buffers, made on first use (outside timing), replacing another size's."""
+        if self._bufs is None or self._size != n:
             self.release()
             b = SimpleNamespace(dev=self.alloc.allocate(n), dev2=self.alloc.allocate(n))
             b.host = {
@@ -65,6 +79,7 @@ class CudaBench:
                 b.t_dev = self.torch.empty(n, dtype=self.torch.uint8, device="cuda")
                 b.t_pinned = self.torch.empty(n, dtype=self.torch.uint8, pin_memory=True).fill_(0xA5)
             self._size, self._bufs = n, b
+            return b
         return self._bufs
 
     def _ends(self, direction: str, memory: str, n: int) -> tuple[int, int, SimpleNamespace]:
@@ -76,8 +91,9 @@ class CudaBench:
         return dst.ctypes.data, b.dev.address, b
 
     # ---- methods: build(direction, memory, n, probe) -> the call, or with probe=True whether it applies ---------
-    def _methods(self) -> list[tuple[str, Callable]]:
-        methods = [
+    def _methods(self) -> list[tuple[str, Build]]:
+        """(name, build) of every method timed on CUDA (torch's only where torch sees CUDA)."""
+        methods: list[tuple[str, Build]] = [
             ("cudaMemcpy", self._memcpy),
             ("cudaMemcpyAsync", self._memcpy_async),
             ("devcopy engine", self._engine),
@@ -88,12 +104,12 @@ class CudaBench:
             methods += [("torch .to/.cpu", self._torch_alloc), ("torch copy_", self._torch_copy)]
         return methods
 
-    def _memcpy(self, direction, memory, n, probe=False):
+    def _memcpy(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
         if probe:
             return direction != "both"
         return partial(self.raw.memcpy, *self._ends(direction, memory, n)[:2], n)
 
-    def _memcpy_async(self, direction, memory, n, probe=False):
+    def _memcpy_async(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
         if probe:
             return memory == "pinned"
         if direction != "both":
@@ -105,7 +121,7 @@ class CudaBench:
             lambda s: self.raw.memcpy_async(d2h_dst, b.dev2.address, n, s),
         )
 
-    def _engine(self, direction, memory, n, probe=False):
+    def _engine(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
         if probe:
             return direction != "both" or memory == "pinned"
         if direction != "both":
@@ -118,7 +134,7 @@ class CudaBench:
             lambda s: self.engine.d2h_async(d2h_dst, b.dev2.address, n, s),
         )
 
-    def _allocator(self, direction, memory, n, probe=False):
+    def _allocator(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
         if probe:
             return direction != "both"
         b = self._buffers(n)
@@ -127,7 +143,7 @@ class CudaBench:
             return partial(self.alloc.copy_host_to_device, b.dev, src, n)
         return partial(self.alloc.copy_device_to_host, dst, b.dev, n)
 
-    def _cupy(self, direction, memory, n, probe=False):
+    def _cupy(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
         if probe:
             return direction != "both" and memory == "pageable"
         b = self._buffers(n)
@@ -135,7 +151,7 @@ class CudaBench:
             return partial(self.raw.cupy_upload, b.host["pageable"][0])
         return self.alloc.device_array(b.dev, np.uint8, (n,)).get
 
-    def _torch_alloc(self, direction, memory, n, probe=False):
+    def _torch_alloc(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
         if probe:
             return direction != "both" and memory == "pageable"
         b = self._buffers(n)
@@ -143,7 +159,7 @@ class CudaBench:
             return partial(self.torch.from_numpy(b.host["pageable"][0]).to, "cuda")
         return b.t_dev.cpu
 
-    def _torch_copy(self, direction, memory, n, probe=False):
+    def _torch_copy(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
         if probe:
             return direction != "both" and memory == "pinned"
         b = self._buffers(n)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import platform
+from typing import Any
 
 from ..devices.backend import make_allocator, select_backend
 from .common import Outcome, add_backend, add_json, backend_name
@@ -21,7 +23,8 @@ _PACKAGES = (
 )
 
 
-def collect(backend: str | None = None) -> dict:
+def collect(backend: str | None = None) -> dict[str, Any]:
+    """What `devcopy info` reports: the backend, whether it is simulated, its devices, library versions."""
     name = select_backend(backend)
     with make_allocator(name) as allocator:
         devices = allocator.describe_devices()
@@ -42,7 +45,8 @@ def collect(backend: str | None = None) -> dict:
     }
 
 
-def _render(info: dict) -> str:
+def _render(info: dict[str, Any]) -> str:
+    """The text form of `collect()`."""
     lines = [
         f"backend: {info['backend']}" + ("  (simulated accelerator: host memory, no GPU)" if info["simulated"] else "")
     ]
@@ -51,11 +55,13 @@ def _render(info: dict) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> Outcome:
+def run(args: argparse.Namespace) -> Outcome:
+    """The `info` subcommand."""
     return Outcome(collect(backend_name(args)), _render)
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `devcopy info`."""
     parser = subparsers.add_parser("info", help="backend, devices and library versions")
     add_backend(parser)
     add_json(parser)

@@ -99,7 +99,7 @@ class _CupyEvent:
     @property
     def done(self) -> bool:
         with cuda_status("query a CUDA event"):
-            return self.event.done
+            return bool(self.event.done)
 
     def synchronize(self) -> None:
         with cuda_status("wait for a CUDA event"):
@@ -125,13 +125,14 @@ class _EventTimer(DeviceTimer):
 
 
 def _pointer(memory: Any) -> int:
-    return memory.ptr
+    """The address of CuPy pinned memory."""
+    return int(memory.ptr)
 
 
 class CupyCudaAllocator(DeviceAllocator):
     """Real CUDA memory through CuPy. Copies go through `self.engine` (pinned: direct DMA; pageable: staged)."""
 
-    backend = "cupy"  # type: ignore[assignment]
+    backend = "cupy"
     capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True, peer_copy=True)
 
     def __init__(self, config: EngineConfig | None = None) -> None:
@@ -141,7 +142,7 @@ class CupyCudaAllocator(DeviceAllocator):
         self.transport = CupyTransport()
         self.engine = CopyEngine(self.transport, config)
         with cuda_status("count CUDA devices"):
-            self._count = self._rt.getDeviceCount()
+            self._count: int = self._rt.getDeviceCount()
 
     def device_count(self) -> int:
         """The CUDA devices CuPy sees (counted once, when the allocator was made)."""
@@ -152,9 +153,9 @@ class CupyCudaAllocator(DeviceAllocator):
         if self._count == 1:
             return 0
         with cuda_status("read the current CUDA device"):
-            return self._rt.getDevice()
+            return int(self._rt.getDevice())
 
-    def describe_devices(self) -> list[dict]:
+    def describe_devices(self) -> list[dict[str, str]]:
         with cuda_status("read CUDA device properties"):
             names = [self._rt.getDeviceProperties(i)["name"] for i in range(self.device_count())]
         return [
@@ -269,7 +270,7 @@ class _OnDevice:
             if self.previous != self.index:
                 self.rt.setDevice(self.index)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.previous != self.index:
             with cuda_status("restore cuda:{}", self.previous):
                 self.rt.setDevice(self.previous)

@@ -33,7 +33,7 @@ def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> 
     ):
         return int(buf.__array_interface__["data"][0])  # fast path (small copies): the checks below all pass
     try:
-        view = memoryview(buf)
+        view = memoryview(buf)  # type: ignore[arg-type]  # numpy declares ndarray.__buffer__ for Python >= 3.12 only
     except TypeError:
         raise ValueError(
             f"{what}: host memory must be a buffer-protocol object (NumPy array, bytearray) or an int address, "

@@ -15,7 +15,7 @@ from .host_buffers import HostBuffer, host_address
 from .pointers import DevicePtr
 from .stats import CopyRecord
 
-Transfer = Callable[[int], None]
+Transfer = Callable[[int], object]  # `transfer(nbytes)` moves the bytes; what it returns is ignored
 
 
 class CopyPlanner(Protocol):

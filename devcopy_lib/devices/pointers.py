@@ -62,7 +62,7 @@ class DevicePtr:
 
     def __array__(self, *args: object, **kwargs: object) -> NoReturn:
         """Refuse NumPy's host read, as the block does."""
-        return self.block.__array__()
+        self.block.__array__()
 
     def __repr__(self) -> str:
         return f"DevicePtr(cuda:{self.index}, 0x{self.address:x}, {self.nbytes} bytes left)"

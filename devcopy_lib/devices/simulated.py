@@ -33,7 +33,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def __init__(self, peer_access: bool | Iterable[tuple[int, int]] = True) -> None:
         super().__init__()
         if isinstance(peer_access, bool):
-            self._peers: bool | frozenset = peer_access
+            self._peers: bool | frozenset[tuple[int, int]] = peer_access
         else:
             pairs = [tuple(p) for p in peer_access]
             bad = [p for p in pairs if len(p) != 2 or not all(isinstance(i, int) and i >= 0 for i in p)]
@@ -42,12 +42,12 @@ class SimulatedCudaAllocator(DeviceAllocator):
                     f"peer_access pairs must be (index, index) with indices >= 0, got {bad!r}. "
                     "Pass True, False, or pairs like {(0, 1)}."
                 )
-            self._peers = frozenset(pairs) | frozenset((b, a) for a, b in pairs)
+            self._peers = frozenset((a, b) for a, b in pairs) | frozenset((b, a) for a, b in pairs)
         self._current = 0
-        self._next_address = {}
+        self._next_address: dict[int, int] = {}
         self._ids = itertools.count()
 
-    backend = "simulated"  # type: ignore[assignment]
+    backend = "simulated"
     capabilities = Capabilities(real_device=False, device_clock=False, pinned_host=False, peer_copy=True)
 
     def device_count(self) -> None:
@@ -58,7 +58,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
         """The index set by `set_current_index` (0 at first)."""
         return self._current
 
-    def describe_devices(self) -> list[dict]:
+    def describe_devices(self) -> list[dict[str, str]]:
         used = sorted({0, self._current, *self._next_address})
         return [{"device": f"cuda:{i}", "name": "simulated accelerator (host memory, not a GPU)"} for i in used]
 
