@@ -230,7 +230,7 @@ def test_two_threads_freeing_one_pointer_free_it_once():
     for _ in range(20):
         ptr, outcomes = alloc.allocate(8), []
 
-        def free(seed):
+        def free(seed, ptr=ptr, outcomes=outcomes):
             try:
                 alloc.deallocate(ptr)
                 outcomes.append("freed")
