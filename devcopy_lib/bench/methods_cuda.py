@@ -18,6 +18,7 @@ from ..devices.allocator import DeviceAllocator
 from ..devices.capabilities import DeviceTimer
 from ..devices.cupy_cuda import CupyCudaAllocator
 from ..devices.cupy_raw import RawCuda
+from ..names import Direction
 from .clocks import Clock, WallClock
 from .harness import Case
 
@@ -28,7 +29,8 @@ Build = Callable[..., Any]
 class CudaBench:
     """One size's buffers at a time and the cases timed on them, for a `CupyCudaAllocator`."""
 
-    directions, memories, limits = ("h2d", "d2h", "both"), ("pageable", "pinned"), ""  # what it can time
+    # what it can time
+    directions, memories, limits = (Direction.H2D, Direction.D2H, "both"), ("pageable", "pinned"), ""
 
     def __init__(self, allocator: DeviceAllocator) -> None:
         if not isinstance(allocator, CupyCudaAllocator):
@@ -86,7 +88,7 @@ class CudaBench:
         """(dst, src) addresses of a one-way copy, and the buffers."""
         b = self._buffers(n)
         src, dst = b.host[memory]
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return b.dev.address, src.ctypes.data, b
         return dst.ctypes.data, b.dev.address, b
 
@@ -114,7 +116,7 @@ class CudaBench:
             return memory == "pinned"
         if direction != "both":
             return partial(self.raw.memcpy_async, *self._ends(direction, memory, n)[:2], n)
-        h2d_dst, h2d_src, b = self._ends("h2d", memory, n)
+        h2d_dst, h2d_src, b = self._ends(Direction.H2D, memory, n)
         d2h_dst = b.host[memory][1].ctypes.data
         return self.raw.fork_join(
             partial(self.raw.memcpy_async, h2d_dst, h2d_src, n),
@@ -125,9 +127,9 @@ class CudaBench:
         if probe:
             return direction != "both" or memory == "pinned"
         if direction != "both":
-            copy = self.engine.h2d if direction == "h2d" else self.engine.d2h
+            copy = self.engine.h2d if direction == Direction.H2D else self.engine.d2h
             return partial(copy, *self._ends(direction, memory, n)[:2], n)
-        h2d_dst, h2d_src, b = self._ends("h2d", memory, n)
+        h2d_dst, h2d_src, b = self._ends(Direction.H2D, memory, n)
         d2h_dst = b.host[memory][1].ctypes.data
         return self.raw.fork_join(
             partial(self.engine.h2d_async, h2d_dst, h2d_src, n, self.raw.legacy_stream),
@@ -139,7 +141,7 @@ class CudaBench:
             return direction != "both"
         b = self._buffers(n)
         src, dst = b.host[memory]
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return partial(self.alloc.copy_host_to_device, b.dev, src, n)
         return partial(self.alloc.copy_device_to_host, dst, b.dev, n)
 
@@ -147,7 +149,7 @@ class CudaBench:
         if probe:
             return direction != "both" and memory == "pageable"
         b = self._buffers(n)
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return partial(self.raw.cupy_upload, b.host["pageable"][0])
         return self.alloc.device_array(b.dev, np.uint8, (n,)).get
 
@@ -155,7 +157,7 @@ class CudaBench:
         if probe:
             return direction != "both" and memory == "pageable"
         b = self._buffers(n)
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return partial(self.torch.from_numpy(b.host["pageable"][0]).to, "cuda")
         return b.t_dev.cpu
 
@@ -163,7 +165,7 @@ class CudaBench:
         if probe:
             return direction != "both" and memory == "pinned"
         b = self._buffers(n)
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return partial(b.t_dev.copy_, b.t_pinned, non_blocking=True)
         return partial(b.t_pinned.copy_, b.t_dev, non_blocking=True)
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..devices.allocator import DeviceAllocator
 from ..devices.pointers import DevicePtr
+from ..names import Direction
 from .clocks import Clock, WallClock
 from .harness import Case
 
@@ -18,7 +19,7 @@ class SimulatedBench:
     """One size's buffers at a time for a `SimulatedCudaAllocator`; host memory is pageable only."""
 
     device = "simulated accelerator (host memory, not a GPU)"
-    directions, memories = ("h2d", "d2h"), ("pageable",)  # what it can time, and why not the rest
+    directions, memories = (Direction.H2D, Direction.D2H), ("pageable",)  # what it can time, and why not the rest
     limits = "the simulated accelerator copies pageable host memory one way at a time: pinned and both need CUDA"
 
     def __init__(self, allocator: DeviceAllocator) -> None:
@@ -61,6 +62,6 @@ class SimulatedBench:
     def _allocator(self, direction: str, n: int) -> Callable[[], object]:
         """devcopy's public copy, every check and counter included."""
         dev, src, dst = self._buffers(n)
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return partial(self.alloc.copy_host_to_device, dev, src, n)
         return partial(self.alloc.copy_device_to_host, dst, dev, n)

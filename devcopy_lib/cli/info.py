@@ -17,7 +17,7 @@ _PACKAGES = (
     "cupy-cuda13x",
     "cupy-cuda12x",
     "cupy",
-    "executorch",
+    "executorch",  # names: the package, not the placement strategy
     "ipywidgets",
     "jupyterlab",
 )

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ..names import CURRENT_DEVICE
+from ..names import CURRENT_DEVICE, Direction
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyTicket
-from .d2d_routing import route_d2d
+from .d2d_routing import EMPTY_ROUTE, route_d2d
 from .device import MAX_DEVICE_INDEX, Device, DeviceType
 from .host_buffers import HostBuffer, check_count, host_address
 from .planned_copy import PlannedCopy, Transfer, plan_copy
@@ -145,7 +145,7 @@ class DeviceAllocator(abc.ABC):
     def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int) -> Transfer:
         """The transfer a PlannedCopy runs, `transfer(nbytes)`: the backend's copy hooks (a backend may return a
         faster direct path for what was validated)."""
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return lambda nbytes: self._copy_in(ptr, address, nbytes, index)
         return lambda nbytes: self._copy_out(address, ptr, nbytes, index)
 
@@ -247,7 +247,7 @@ class DeviceAllocator(abc.ABC):
         nbytes, index = self._start_copy(what, dst, src, src, nbytes, index)
         if nbytes:
             self._copy_in(dst, host_address(src, nbytes, writable=False, what=what), nbytes, index)
-        self.count_copy("h2d", CopyRecord(dst, src, nbytes, index))
+        self.count_copy(Direction.H2D, CopyRecord(dst, src, nbytes, index))
 
     def copy_device_to_host(self, dst: HostBuffer, src: DevicePtr, nbytes: int, index: int = CURRENT_DEVICE) -> None:
         """Copy `nbytes` from device `src` to host `dst`; `index` >= 0 must be `src`'s device, -1 the current one."""
@@ -255,7 +255,7 @@ class DeviceAllocator(abc.ABC):
         nbytes, index = self._start_copy(what, src, dst, dst, nbytes, index)
         if nbytes:
             self._copy_out(host_address(dst, nbytes, writable=True, what=what), src, nbytes, index)
-        self.count_copy("d2h", CopyRecord(dst, src, nbytes, index))
+        self.count_copy(Direction.D2H, CopyRecord(dst, src, nbytes, index))
 
     def copy_host_to_device_async(self, dst: DevicePtr, src: HostBuffer, nbytes: int, stream: Any = None) -> CopyTicket:
         """Enqueue H2D on `stream` (None: the current one) on `dst`'s device; `src` must stay unchanged until the
@@ -265,7 +265,7 @@ class DeviceAllocator(abc.ABC):
         ticket = _DONE
         if nbytes:
             ticket = self._copy_in_async(dst, host_address(src, nbytes, writable=False, what=what), nbytes, stream)
-        self.count_copy("h2d", CopyRecord(dst, src, nbytes, index))
+        self.count_copy(Direction.H2D, CopyRecord(dst, src, nbytes, index))
         return ticket
 
     def copy_device_to_host_async(self, dst: HostBuffer, src: DevicePtr, nbytes: int, stream: Any = None) -> CopyTicket:
@@ -276,7 +276,7 @@ class DeviceAllocator(abc.ABC):
         ticket = _DONE
         if nbytes:
             ticket = self._copy_out_async(host_address(dst, nbytes, writable=True, what=what), src, nbytes, stream)
-        self.count_copy("d2h", CopyRecord(dst, src, nbytes, index))
+        self.count_copy(Direction.D2H, CopyRecord(dst, src, nbytes, index))
         return ticket
 
     def count_copy(self, direction: str, record: CopyRecord) -> None:
@@ -311,7 +311,7 @@ class DeviceAllocator(abc.ABC):
         nbytes = check_count("nbytes", nbytes)
         self._check_span(src, nbytes, "copy_device_to_device (src)")
         self._check_span(dst, nbytes, "copy_device_to_device (dst)")
-        how = "empty" if nbytes == 0 else route_d2d(self, dst, src, nbytes)
+        how = EMPTY_ROUTE if nbytes == 0 else route_d2d(self, dst, src, nbytes)
         with self._lock:
             self.stats.count_d2d(how, CopyRecord(dst, src, nbytes, dst.index))
         return how

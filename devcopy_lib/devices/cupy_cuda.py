@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..names import Backend, Direction
 from .allocator import DeviceAllocator
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
@@ -132,7 +133,7 @@ def _pointer(memory: Any) -> int:
 class CupyCudaAllocator(DeviceAllocator):
     """Real CUDA memory through CuPy. Copies go through `self.engine` (pinned: direct DMA; pageable: staged)."""
 
-    backend = "cupy"
+    backend = Backend.CUPY
     capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True, peer_copy=True)
 
     def __init__(self, config: EngineConfig | None = None) -> None:
@@ -198,7 +199,7 @@ class CupyCudaAllocator(DeviceAllocator):
         if self._count != 1 or not self.transport.is_pinned(address, capacity):
             return super()._planned_transfer(direction, ptr, address, capacity, index)
         rt, current_stream = self._rt, self._cupy.cuda.get_current_stream
-        dst, src = (ptr.address, address) if direction == "h2d" else (address, ptr.address)
+        dst, src = (ptr.address, address) if direction == Direction.H2D else (address, ptr.address)
 
         def transfer(nbytes: int) -> None:
             stream = current_stream().ptr

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..names import Direction
 from .host_buffers import HostBuffer, host_address
 from .pointers import DevicePtr
 from .stats import CopyRecord
@@ -53,7 +54,7 @@ class PlannedCopy:
 
     def _record(self, nbytes: int) -> CopyRecord:
         """The statistics record of one call moving `nbytes`."""
-        if self.direction == "h2d":
+        if self.direction == Direction.H2D:
             return CopyRecord(self.ptr, self.host, nbytes, self.index)
         return CopyRecord(self.host, self.ptr, nbytes, self.index)
 
@@ -78,10 +79,10 @@ def plan_copy(
 ) -> PlannedCopy:
     """Validate once a copy a loaded method repeats ("h2d": host -> ptr, "d2h": ptr -> host, up to `capacity` bytes
     on device `index`) with the public copies' checks, and return the `PlannedCopy` whose calls skip them."""
-    if direction not in ("h2d", "d2h"):
+    if direction not in (Direction.H2D, Direction.D2H):
         raise ValueError(f"planned_copy: direction must be 'h2d' or 'd2h', got {direction!r}")
     what = f"planned_copy ({direction})"
     capacity, index = allocator._start_copy(what, ptr, host, None, capacity, index, count_name="capacity")
-    address = host_address(host, capacity, writable=direction == "d2h", what=what) if capacity else 1
+    address = host_address(host, capacity, writable=direction == Direction.D2H, what=what) if capacity else 1
     transfer = allocator._planned_transfer(direction, ptr, address, capacity, index)
     return PlannedCopy(allocator, direction, ptr, host, address, capacity, index, transfer)

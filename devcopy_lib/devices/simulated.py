@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..names import Backend, Direction
 from .allocator import DeviceAllocator
 from .capabilities import Capabilities
 from .planned_copy import Transfer
@@ -25,7 +26,7 @@ _ADDRESS_SPACE = 1 << 40
 
 
 class SimulatedCudaAllocator(DeviceAllocator):
-    """A stand-in CUDA device on host memory. It says so: `backend == "simulated"`.
+    """A stand-in CUDA device on host memory. It says so: `backend` is `Backend.SIMULATED`.
 
     `peer_access`: True (every pair of indices copies directly, like NVLink), False (none: every cross-device copy
     hops through host memory), or pairs `{(0, 1), ...}`, each granting both directions."""
@@ -47,7 +48,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
         self._next_address: dict[int, int] = {}
         self._ids = itertools.count()
 
-    backend = "simulated"
+    backend = Backend.SIMULATED
     capabilities = Capabilities(real_device=False, device_clock=False, pinned_host=False, peer_copy=True)
 
     def device_count(self) -> None:
@@ -98,7 +99,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
         if ptr.index != index or not capacity or not hooks:
             return super()._planned_transfer(direction, ptr, address, capacity, index)
         device, memmove = ptr.block.handle.ctypes.data + ptr.offset, ctypes.memmove
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return lambda nbytes: memmove(device, address, nbytes)
         return lambda nbytes: memmove(address, device, nbytes)
 

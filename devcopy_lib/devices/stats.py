@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..names import Direction
+from .d2d_routing import HOST_ROUTE, PEER_ROUTE
+
 
 @dataclass
 class CopyRecord:
@@ -38,7 +41,7 @@ class AllocatorStats:
     def count_copy(self, direction: str, record: CopyRecord) -> None:
         """Count one finished "h2d" or "d2h" copy and keep it as the last one (the caller holds the allocator's
         lock)."""
-        if direction == "h2d":
+        if direction == Direction.H2D:
             self.h2d_count += 1
             self.h2d_bytes += record.size
             self.last_h2d = record
@@ -48,9 +51,9 @@ class AllocatorStats:
             self.last_d2h = record
 
     def count_d2d(self, how: str, record: CopyRecord) -> None:
-        """Count one finished device-to-device copy that went `how` ("peer", "host" or "empty"; the caller holds the
+        """Count one finished device-to-device copy that went `how` (a route of d2d_routing; the caller holds the
         allocator's lock)."""
         self.d2d_count += 1
-        self.d2d_bytes += record.size if how == "peer" else 0
-        self.d2d_host_hops += how == "host"
+        self.d2d_bytes += record.size if how == PEER_ROUTE else 0
+        self.d2d_host_hops += how == HOST_ROUTE
         self.last_d2d = record
