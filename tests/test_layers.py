@@ -142,3 +142,137 @@ def test_benchmarks_import_no_private_name():
         path.name: sorted(n for _, n in _library_imports(path) if n.startswith("_")) for path in benchmarks.glob("*.py")
     }
     assert {name: names for name, names in private.items() if names} == {}
+
+
+def _module_name(path: pathlib.Path) -> str:
+    """`devcopy_lib.devices.allocator` for devcopy_lib/devices/allocator.py (a package's __init__: the package)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: pathlib.Path, modules: set[str]) -> set[str]:
+    """Every devcopy_lib module `path` imports, lazy imports in functions included: `from .x import y` imports
+    the module `x.y` when there is one, else `x`."""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            for alias in node.names:
+                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found & modules
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """devcopy_lib's modules and the devcopy_lib modules each imports (a module importing itself is left out)."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: _imported_modules(path, set(paths)) - {name} for name, path in paths.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_sees_a_lazy_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_import_graph_resolves_relative_and_lazy_imports():
+    graph = _import_graph()
+    assert "devcopy_lib.devices.simulated" in graph["devcopy_lib.devices"]  # from .simulated import ...
+    assert "devcopy_lib.devices.cupy_cuda" in graph["devcopy_lib.devices.backend"]  # lazy, inside a function
+    assert "devcopy_lib.names" in graph["devcopy_lib.devices.allocator"]  # from ..names import ...
+
+
+def test_no_module_takes_part_in_an_import_cycle():
+    """A circle of imports works only in some import orders (lazy imports hide it): every import points one way."""
+    assert _cycles(_import_graph()) == []
+
+
+# docs/design.md §4: above devices/, code asks an allocator's `capabilities`, never which backend it is.
+BACKEND_NAMES = {"cupy", "simulated"}
+NAMING_ALLOWED = {PACKAGE / "names.py"}  # the table of the user's backend choices
+
+
+def _names_a_backend(tree: ast.AST) -> list[str]:
+    """Where a module tells backends apart by name: a comparison with "cupy" / "simulated" (== , !=, in, a tuple
+    of them), `import cupy` (any depth, lazy too) or `torch.cuda.synchronize`."""
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            literals = {
+                c.value
+                for operand in operands
+                for c in ([operand] if isinstance(operand, ast.Constant) else getattr(operand, "elts", []))
+                if isinstance(c, ast.Constant)
+            }
+            hits += [f"line {node.lineno}: compares with {name!r}" for name in sorted(literals & BACKEND_NAMES)]
+        elif isinstance(node, ast.Import):
+            hits += [f"line {node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] == "cupy"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "cupy":
+            hits.append(f"line {node.lineno}: from {node.module} import ...")
+        elif isinstance(node, ast.Attribute) and ast.unparse(node) == "torch.cuda.synchronize":
+            hits.append(f"line {node.lineno}: torch.cuda.synchronize")
+    return sorted(hits, key=lambda hit: int(hit.split()[1].rstrip(":")))
+
+
+def test_the_backend_name_finder_sees_each_form():
+    source = (
+        "import cupy.cuda\nfrom cupy import asarray\nif backend == 'cupy': pass\nok = name in ('x', 'simulated')\n"
+        "torch.cuda.synchronize()\nlabel = 'simulated'\n"
+    )
+    assert _names_a_backend(ast.parse(source)) == [
+        "line 1: import cupy.cuda",
+        "line 2: from cupy import ...",
+        "line 3: compares with 'cupy'",
+        "line 4: compares with 'simulated'",
+        "line 5: torch.cuda.synchronize",
+    ]
+
+
+def test_nothing_above_devices_names_a_backend():
+    """Backends are told apart by `allocator.capabilities` (and synchronized by `allocator.synchronize()`): only
+    devices/ knows them by name, and names.py lists the user's choices."""
+    paths = [p for p in [*PACKAGE.rglob("*.py"), *WIDGETS.rglob("*.py")] if p not in NAMING_ALLOWED]
+    offenders = {
+        str(p.relative_to(PACKAGE.parent)): hits
+        for p in sorted(paths)
+        if p.relative_to(PACKAGE.parent).parts[:2] != ("devcopy_lib", "devices")
+        and (hits := _names_a_backend(ast.parse(p.read_text())))
+    }
+    assert offenders == {}

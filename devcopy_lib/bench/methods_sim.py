@@ -3,12 +3,15 @@ allocator path."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
 
 import numpy as np
 
-from .clocks import WallClock
+from ..devices.allocator import DeviceAllocator
+from ..devices.pointers import DevicePtr
+from ..names import Direction
+from .clocks import Clock, WallClock
 from .harness import Case
 
 
@@ -16,17 +19,20 @@ class SimulatedBench:
     """One size's buffers at a time for a `SimulatedCudaAllocator`; host memory is pageable only."""
 
     device = "simulated accelerator (host memory, not a GPU)"
-    directions, memories = ("h2d", "d2h"), ("pageable",)  # what it can time, and why not the rest
+    directions, memories = (Direction.H2D, Direction.D2H), ("pageable",)  # what it can time, and why not the rest
     limits = "the simulated accelerator copies pageable host memory one way at a time: pinned and both need CUDA"
 
-    def __init__(self, allocator: Any) -> None:
+    def __init__(self, allocator: DeviceAllocator) -> None:
         self.alloc = allocator
-        self._size, self._bufs = None, None
+        self._size: int | None = None
+        self._bufs: tuple[DevicePtr, np.ndarray, np.ndarray] | None = None
 
-    def clocks(self) -> dict:
+    def clocks(self) -> dict[str, Clock]:
+        """The wall clock only: the simulated accelerator has no device clock."""
         return {"wall": WallClock()}
 
-    def cases(self, n: int, directions, memories) -> list[Case]:
+    def cases(self, n: int, directions: Sequence[str], memories: Sequence[str]) -> list[Case]:
+        """Every method in each direction it can time at size n (pageable memory only)."""
         return [
             Case(method, d, "pageable", n, partial(build, d, n), clocks=("wall",))
             for d in directions
@@ -35,23 +41,27 @@ class SimulatedBench:
         ]
 
     def release(self) -> None:
+        """Free this size's device buffer."""
         if self._bufs is not None:
             self.alloc.deallocate(self._bufs[0])
         self._size, self._bufs = None, None
 
-    def _buffers(self, n: int):
-        if self._size != n:
+    def _buffers(self, n: int) -> tuple[DevicePtr, np.ndarray, np.ndarray]:
+        """(device buffer, filled source, destination) of size n, made on first use (outside timing)."""
+        if self._bufs is None or self._size != n:
             self.release()
             self._size = n
             self._bufs = (self.alloc.allocate(n), np.full(n, 0xA5, np.uint8), np.zeros(n, np.uint8))
         return self._bufs
 
-    def _copyto(self, direction: str, n: int):
+    def _copyto(self, direction: str, n: int) -> Callable[[], object]:
+        """NumPy copying the same bytes host to host: the floor of a host-memory copy."""
         _, src, dst = self._buffers(n)
         return partial(np.copyto, dst, src)
 
-    def _allocator(self, direction: str, n: int):
+    def _allocator(self, direction: str, n: int) -> Callable[[], object]:
+        """devcopy's public copy, every check and counter included."""
         dev, src, dst = self._buffers(n)
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return partial(self.alloc.copy_host_to_device, dev, src, n)
         return partial(self.alloc.copy_device_to_host, dst, dev, n)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..names import BACKENDS
+from ..names import AUTO_BACKEND, BACKENDS, Backend
 from .allocator import DeviceAllocator
 from .device import DeviceType
 from .registry import get_device_allocator, register_device_allocator
@@ -24,26 +24,28 @@ def cuda_available() -> bool:
         return False
 
 
-def select_backend(backend: str | None = None) -> str:
+def select_backend(backend: str | None = None) -> Backend:
     """Resolve `backend` (None/'auto' reads DEVCOPY_BACKEND, then picks cupy when CUDA is available)."""
-    choice = backend if backend not in (None, "auto") else os.environ.get(ENV_VAR, "auto") or "auto"
+    choice = backend if backend not in (None, AUTO_BACKEND) else os.environ.get(ENV_VAR, AUTO_BACKEND) or AUTO_BACKEND
     choice = choice.strip().lower()
-    if choice == "auto":
-        return "cupy" if cuda_available() else "simulated"
+    if choice == AUTO_BACKEND:
+        return Backend.CUPY if cuda_available() else Backend.SIMULATED
     if choice not in BACKENDS:
-        raise ValueError(f"Unknown backend {choice!r}. Valid: auto, {', '.join(BACKENDS)} (argument or ${ENV_VAR})")
-    if choice == "cupy" and not cuda_available():
+        raise ValueError(
+            f"Unknown backend {choice!r}. Valid: {AUTO_BACKEND}, {', '.join(BACKENDS)} (argument or ${ENV_VAR})"
+        )
+    if choice == Backend.CUPY and not cuda_available():
         raise RuntimeError(
             "Backend 'cupy' was asked for but CUDA is not available (CuPy missing or no GPU). "
             "Install the gpu extra on a CUDA machine, or use --backend simulated."
         )
-    return choice
+    return Backend(choice)
 
 
 def make_allocator(backend: str | None = None) -> DeviceAllocator:
     """A new CUDA allocator of the selected backend."""
     name = select_backend(backend)
-    if name == "cupy":
+    if name == Backend.CUPY:
         from .cupy_cuda import CupyCudaAllocator
 
         return CupyCudaAllocator()
@@ -59,7 +61,7 @@ def ensure_cuda_allocator(backend: str | None = None) -> DeviceAllocator:
     if current is None:
         current = make_allocator(wanted)
         register_device_allocator(current)
-    elif current.backend != wanted and backend not in (None, "auto"):
+    elif current.backend != wanted and backend not in (None, AUTO_BACKEND):
         raise RuntimeError(
             f"Backend {wanted!r} was asked for but a {current.backend!r} CUDA allocator is registered. "
             "Use scoped_allocators(...) to run with another backend."

@@ -2,15 +2,15 @@
 
 Pinned host memory goes straight to the DMA engine (one async copy on the stream). Pageable host memory goes through a
 pipeline of pinned staging buffers: host memcpy threads work on several chunks at once while the DMA engine moves
-earlier ones, and a buffer is written again only after the event recorded behind its last copy has completed. Small copies take one
-direct copy (the driver stages them itself), the cheapest path.
+earlier ones, and a buffer is written again only after the event recorded behind its last copy has completed. Small
+copies take one direct copy (the driver stages them itself), the cheapest path.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -190,7 +190,7 @@ class CopyEngine:
     def _staged_d2h(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
         """The DMA engine fills staging buffers `buffers` chunks ahead; host threads drain them into `dst`."""
         chunks, staging, lead = self._chunks(nbytes), self._acquire(), self.config.threads
-        count, drains = len(staging.buffers), {}
+        count, drains = len(staging.buffers), dict[int, "Future[Any]"]()
 
         def dma(j: int) -> None:
             off, n = chunks[j]
@@ -216,7 +216,7 @@ class CopyEngine:
         finally:
             self._settle(drains, staging)
 
-    def _settle(self, futures: dict, staging: _Staging) -> None:
+    def _settle(self, futures: dict[int, Future[Any]], staging: _Staging) -> None:
         """Wait for host copies still running (after an error), then hand the staging set back."""
         for future in futures.values():
             future.result()

@@ -1,6 +1,9 @@
-"""The one place CUDA statuses become exceptions: every CuPy/CUDA call of the backend runs inside `cuda_status(what)`."""
+"""The one place CUDA statuses become exceptions: every CuPy/CUDA call of the backend runs in `cuda_status(what)`."""
 
 from __future__ import annotations
+
+from types import TracebackType
+from typing import Literal
 
 from .errors import DeviceCopyError
 
@@ -31,14 +34,16 @@ class cuda_status:  # noqa: N801 - used like a function: `with cuda_status("copy
 
     __slots__ = ("what", "args")
 
-    def __init__(self, what: str, *args) -> None:
+    def __init__(self, what: str, *args: object) -> None:
         self.what, self.args = what, args
 
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, exc, tb) -> bool:
-        if exc is None or isinstance(exc, (MemoryError, DeviceCopyError)) or not _is_cuda_error(kind):
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> Literal[False]:
+        if exc is None or kind is None or isinstance(exc, (MemoryError, DeviceCopyError)) or not _is_cuda_error(kind):
             return False
         name, description, status = decode(exc)
         what = self.what.format(*self.args)

@@ -10,18 +10,23 @@ from typing import Any
 
 import numpy as np
 
-from .allocator import Capabilities, DeviceAllocator, DeviceBlock, DevicePtr, DeviceTimer, _check_count, host_address
+from ..names import Backend, Direction
+from .allocator import DeviceAllocator
+from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
 from .cuda_status import cuda_status
-from .device import DeviceType
+from .host_buffers import check_count, host_address
 from .pinned import PinnedRegistry, tracked_array
+from .planned_copy import Transfer
+from .pointers import DeviceBlock, DevicePtr
 
-_MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: direction from the unified address space
+MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: direction from the unified address space
 _HOST_MEMORY = 1  # cudaMemoryTypeHost in cudaPointerAttributes.type
 _QUERY_BYTES = 1 << 20  # from this size, ask CUDA whether memory pinned elsewhere (torch, CuPy) is pinned
 
 
-def _import_cupy():
+def import_cupy() -> Any:
+    """The cupy module, or RuntimeError saying how to get it (or run without it)."""
     try:
         import cupy
     except ImportError as exc:
@@ -36,7 +41,7 @@ class CupyTransport:
     """The copy engine's primitives on CUDA: cudaMemcpyAsync on CuPy streams, CUDA events, pinned pool memory."""
 
     def __init__(self) -> None:
-        self._cupy = _import_cupy()
+        self._cupy = import_cupy()
         self._rt = self._cupy.cuda.runtime
         self.registry = PinnedRegistry()
 
@@ -49,11 +54,11 @@ class CupyTransport:
 
     def copy(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
         with cuda_status("cudaMemcpyAsync of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
-            self._rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream.ptr)
+            self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream.ptr)
 
     def copy_sync(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
         with cuda_status("cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
-            self._rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream.ptr)
+            self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream.ptr)
             self._rt.streamSynchronize(stream.ptr)
 
     def record(self, stream: Any) -> Any:
@@ -95,7 +100,7 @@ class _CupyEvent:
     @property
     def done(self) -> bool:
         with cuda_status("query a CUDA event"):
-            return self.event.done
+            return bool(self.event.done)
 
     def synchronize(self) -> None:
         with cuda_status("wait for a CUDA event"):
@@ -121,37 +126,37 @@ class _EventTimer(DeviceTimer):
 
 
 def _pointer(memory: Any) -> int:
-    return memory.ptr
+    """The address of CuPy pinned memory."""
+    return int(memory.ptr)
 
 
 class CupyCudaAllocator(DeviceAllocator):
     """Real CUDA memory through CuPy. Copies go through `self.engine` (pinned: direct DMA; pageable: staged)."""
 
-    backend = "cupy"  # type: ignore[assignment]
-    capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True)
+    backend = Backend.CUPY
+    capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True, peer_copy=True)
 
     def __init__(self, config: EngineConfig | None = None) -> None:
         super().__init__()
-        self._cupy = _import_cupy()
+        self._cupy = import_cupy()
         self._rt = self._cupy.cuda.runtime
         self.transport = CupyTransport()
         self.engine = CopyEngine(self.transport, config)
         with cuda_status("count CUDA devices"):
-            self._count = self._rt.getDeviceCount()
-
-    def device_type(self) -> DeviceType:
-        return DeviceType.CUDA
+            self._count: int = self._rt.getDeviceCount()
 
     def device_count(self) -> int:
+        """The CUDA devices CuPy sees (counted once, when the allocator was made)."""
         return self._count
 
     def current_index(self) -> int:
+        """cudaGetDevice (no call on a one-GPU machine)."""
         if self._count == 1:
             return 0
         with cuda_status("read the current CUDA device"):
-            return self._rt.getDevice()
+            return int(self._rt.getDevice())
 
-    def describe_devices(self) -> list[dict]:
+    def describe_devices(self) -> list[dict[str, str]]:
         with cuda_status("read CUDA device properties"):
             names = [self._rt.getDeviceProperties(i)["name"] for i in range(self.device_count())]
         return [
@@ -188,18 +193,18 @@ class CupyCudaAllocator(DeviceAllocator):
         with _OnDevice(self._rt, index):
             self.engine.d2h(dst_address, src.address, nbytes)
 
-    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int) -> Transfer:
         """A planned copy with pinned host memory on a one-GPU machine: cudaMemcpyAsync + synchronize on the current
         stream directly, skipping the engine's per-call decisions (small copies are latency-bound)."""
         if self._count != 1 or not self.transport.is_pinned(address, capacity):
             return super()._planned_transfer(direction, ptr, address, capacity, index)
         rt, current_stream = self._rt, self._cupy.cuda.get_current_stream
-        dst, src = (ptr.address, address) if direction == "h2d" else (address, ptr.address)
+        dst, src = (ptr.address, address) if direction == Direction.H2D else (address, ptr.address)
 
         def transfer(nbytes: int) -> None:
             stream = current_stream().ptr
             with cuda_status("planned cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
-                rt.memcpyAsync(dst, src, nbytes, _MEMCPY_DEFAULT, stream)
+                rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream)
                 rt.streamSynchronize(stream)
 
         return transfer
@@ -217,7 +222,7 @@ class CupyCudaAllocator(DeviceAllocator):
 
     def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
         """Pinned host memory (a uint8 array), registered so copies from/to it take the direct DMA path."""
-        _check_count("nbytes", nbytes)
+        check_count("nbytes", nbytes)
         return self.transport.host_alloc(nbytes, alignment)
 
     def is_pinned(self, host: Any, nbytes: int | None = None) -> bool:
@@ -235,29 +240,19 @@ class CupyCudaAllocator(DeviceAllocator):
     def event_timer(self) -> DeviceTimer:
         return _EventTimer(self._cupy)
 
-    def copy_host_to_device_async(self, dst: DevicePtr, src: Any, nbytes: int, stream: Any = None) -> CopyTicket:
-        """Enqueue H2D on `stream` (default: current); pinned `src` must stay unchanged until the ticket is done."""
-        nbytes = _check_count("nbytes", nbytes)
-        self._check_span(dst, nbytes, "copy_host_to_device_async")
-        address = host_address(src, nbytes, writable=False, what="copy_host_to_device_async")
+    def _copy_in_async(self, dst: DevicePtr, src_address: int, nbytes: int, stream: Any) -> CopyTicket:
+        """The engine's stream-ordered H2D on `dst`'s device (pinned: one DMA; pageable: staged, done on return)."""
         with _OnDevice(self._rt, dst.index):
-            return self.engine.h2d_async(dst.address, address, nbytes, stream)
+            return self.engine.h2d_async(dst.address, src_address, nbytes, stream)
 
-    def copy_device_to_host_async(self, dst: Any, src: DevicePtr, nbytes: int, stream: Any = None) -> CopyTicket:
-        """Enqueue D2H on `stream`; read pinned `dst` only once the ticket is done (pageable: done on return)."""
-        nbytes = _check_count("nbytes", nbytes)
-        self._check_span(src, nbytes, "copy_device_to_host_async")
-        address = host_address(dst, nbytes, writable=True, what="copy_device_to_host_async")
+    def _copy_out_async(self, dst_address: int, src: DevicePtr, nbytes: int, stream: Any) -> CopyTicket:
+        """The engine's stream-ordered D2H on `src`'s device (pageable `dst`: done on return)."""
         with _OnDevice(self._rt, src.index):
-            return self.engine.d2h_async(address, src.address, nbytes, stream)
+            return self.engine.d2h_async(dst_address, src.address, nbytes, stream)
 
-    def device_array(self, ptr: DevicePtr, dtype, shape, index: int | None = None) -> Any:
-        """A CuPy array over device memory (device code's view; the block stays alive with the array)."""
-        dtype = np.dtype(dtype)
+    def _device_view(self, ptr: DevicePtr, dtype: np.dtype[Any], shape: tuple[int, ...]) -> Any:
+        """A CuPy array over device memory (device code's view; the CuPy memory stays alive with the array)."""
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        self._check_span(ptr, nbytes, "device_array")
-        if index is not None:
-            self._check_index(ptr, index, "device_array")
         memory = self._cupy.cuda.UnownedMemory(ptr.address, nbytes, ptr.block.handle, ptr.index)
         return self._cupy.ndarray(shape, dtype, self._cupy.cuda.MemoryPointer(memory, 0))
 
@@ -276,7 +271,7 @@ class _OnDevice:
             if self.previous != self.index:
                 self.rt.setDevice(self.index)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.previous != self.index:
             with cuda_status("restore cuda:{}", self.previous):
                 self.rt.setDevice(self.previous)

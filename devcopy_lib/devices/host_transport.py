@@ -7,6 +7,7 @@ import ctypes
 import queue
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -34,10 +35,11 @@ class HostStream:
     """Work enqueued here runs later, in order, on one daemon thread."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         threading.Thread(target=self._work, daemon=True, name="devcopy-host-stream").start()
 
-    def submit(self, fn) -> None:
+    def submit(self, fn: Callable[[], None]) -> None:
+        """Run `fn` after the work enqueued before it."""
         self._queue.put(fn)
 
     def _work(self) -> None:

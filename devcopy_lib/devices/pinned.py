@@ -10,8 +10,14 @@ import bisect
 import threading
 import weakref
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+Memory = TypeVar("Memory", bound="Buffer")  # what a raw allocation returns: host memory with the buffer protocol
 
 
 class PinnedRegistry:
@@ -49,8 +55,8 @@ class PinnedRegistry:
 
 
 def tracked_array(
-    raw_alloc: Callable[[int], object],
-    address_of: Callable[[object], int],
+    raw_alloc: Callable[[int], Memory],
+    address_of: Callable[[Memory], int],
     nbytes: int,
     alignment: int,
     registry: PinnedRegistry,
@@ -59,7 +65,7 @@ def tracked_array(
     size = max(nbytes + alignment, 1)
     memory = raw_alloc(size)
     start = address_of(memory)
-    full = np.frombuffer(memory, dtype=np.uint8, count=size)  # keeps `memory` alive
+    full = np.frombuffer(memoryview(memory), dtype=np.uint8, count=size)  # keeps `memory` alive
     registry.add(start, size)
     weakref.finalize(full, registry.remove, start)
     skip = (-start) % alignment

@@ -1,17 +1,35 @@
 """`PlannedCopy`: a host<->device copy whose pointers, capacity and device index were validated once, at load.
 
-A loaded method repeats the same copies between the same planned buffers on every call; `DeviceAllocator.
-planned_copy` runs the public copy's checks once and hands back this descriptor, whose call re-checks only what a
-call can change (the byte count, within the validated capacity, and that the device buffer is still live) and keeps
-the allocator's statistics exactly as `copy_host_to_device` / `copy_device_to_host` do.
+A loaded method repeats the same copies between the same planned buffers on every call; `plan_copy` (behind
+`DeviceAllocator.planned_copy`) runs the public copy's checks once and hands back this descriptor, whose call
+re-checks only what a call can change (the byte count, within the validated capacity, and that the device buffer is
+still live) and keeps the allocator's statistics exactly as `copy_host_to_device` / `copy_device_to_host` do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from .allocator import CopyRecord, DevicePtr
+from ..names import Direction
+from .host_buffers import HostBuffer, host_address
+from .pointers import DevicePtr
+from .stats import CopyRecord
+
+Transfer = Callable[[int], object]  # `transfer(nbytes)` moves the bytes; what it returns is ignored
+
+
+class CopyPlanner(Protocol):
+    """What planning needs of an allocator (a `DeviceAllocator` has it all): the public copies' checks, the backend's
+    transfer for a validated copy, and the counters."""
+
+    def _start_copy(
+        self, what: str, device: Any, other: Any, host: Any, nbytes: int, index: int, count_name: str = "nbytes"
+    ) -> tuple[int, int]: ...
+    def _planned_transfer(
+        self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int
+    ) -> Transfer: ...
+    def count_copy(self, direction: str, record: CopyRecord) -> None: ...
 
 
 class PlannedCopy:
@@ -21,21 +39,22 @@ class PlannedCopy:
 
     def __init__(
         self,
-        allocator: Any,
+        allocator: CopyPlanner,
         direction: str,
         ptr: DevicePtr,
         host: Any,
         address: int,
         capacity: int,
         index: int,
-        transfer: Callable[[int], None],
+        transfer: Transfer,
     ) -> None:
         self.allocator, self.direction, self.ptr, self.host = allocator, direction, ptr, host
         self.address, self.capacity, self.index, self._transfer = address, capacity, index, transfer
         self._full = self._record(capacity)  # the record of a full-size copy, the same on every call
 
     def _record(self, nbytes: int) -> CopyRecord:
-        if self.direction == "h2d":
+        """The statistics record of one call moving `nbytes`."""
+        if self.direction == Direction.H2D:
             return CopyRecord(self.ptr, self.host, nbytes, self.index)
         return CopyRecord(self.host, self.ptr, nbytes, self.index)
 
@@ -48,9 +67,22 @@ class PlannedCopy:
             )
         if nbytes:
             self._transfer(nbytes)
-        record = self._full if nbytes == self.capacity else self._record(nbytes)
-        with self.allocator._lock:  # counted once it succeeded, as the public copies count
-            self.allocator.stats.count_copy(self.direction, record)
+        # counted once it succeeded, as the public copies count
+        self.allocator.count_copy(self.direction, self._full if nbytes == self.capacity else self._record(nbytes))
 
     def __repr__(self) -> str:
         return f"PlannedCopy({self.direction}, {self.ptr!r}, host 0x{self.address:x}, <= {self.capacity} bytes)"
+
+
+def plan_copy(
+    allocator: CopyPlanner, direction: str, ptr: DevicePtr, host: HostBuffer, capacity: int, index: int
+) -> PlannedCopy:
+    """Validate once a copy a loaded method repeats ("h2d": host -> ptr, "d2h": ptr -> host, up to `capacity` bytes
+    on device `index`) with the public copies' checks, and return the `PlannedCopy` whose calls skip them."""
+    if direction not in (Direction.H2D, Direction.D2H):
+        raise ValueError(f"planned_copy: direction must be 'h2d' or 'd2h', got {direction!r}")
+    what = f"planned_copy ({direction})"
+    capacity, index = allocator._start_copy(what, ptr, host, None, capacity, index, count_name="capacity")
+    address = host_address(host, capacity, writable=direction == Direction.D2H, what=what) if capacity else 1
+    transfer = allocator._planned_transfer(direction, ptr, address, capacity, index)
+    return PlannedCopy(allocator, direction, ptr, host, address, capacity, index, transfer)

@@ -10,11 +10,15 @@ from __future__ import annotations
 import ctypes
 import itertools
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from .allocator import DeviceAllocator, DeviceBlock, DevicePtr
-from .device import DeviceType
+from ..names import Backend, Direction
+from .allocator import DeviceAllocator
+from .capabilities import Capabilities
+from .planned_copy import Transfer
+from .pointers import DeviceBlock, DevicePtr
 
 # Fake device addresses: index i owns [(i + 1) * _ADDRESS_SPACE, (i + 2) * _ADDRESS_SPACE), so addresses never
 # collide across indices; never dereferenceable from the host.
@@ -22,7 +26,7 @@ _ADDRESS_SPACE = 1 << 40
 
 
 class SimulatedCudaAllocator(DeviceAllocator):
-    """A stand-in CUDA device on host memory. It says so: `backend == "simulated"`.
+    """A stand-in CUDA device on host memory. It says so: `backend` is `Backend.SIMULATED`.
 
     `peer_access`: True (every pair of indices copies directly, like NVLink), False (none: every cross-device copy
     hops through host memory), or pairs `{(0, 1), ...}`, each granting both directions."""
@@ -30,7 +34,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def __init__(self, peer_access: bool | Iterable[tuple[int, int]] = True) -> None:
         super().__init__()
         if isinstance(peer_access, bool):
-            self._peers: bool | frozenset = peer_access
+            self._peers: bool | frozenset[tuple[int, int]] = peer_access
         else:
             pairs = [tuple(p) for p in peer_access]
             bad = [p for p in pairs if len(p) != 2 or not all(isinstance(i, int) and i >= 0 for i in p)]
@@ -39,23 +43,23 @@ class SimulatedCudaAllocator(DeviceAllocator):
                     f"peer_access pairs must be (index, index) with indices >= 0, got {bad!r}. "
                     "Pass True, False, or pairs like {(0, 1)}."
                 )
-            self._peers = frozenset(pairs) | frozenset((b, a) for a, b in pairs)
+            self._peers = frozenset((a, b) for a, b in pairs) | frozenset((b, a) for a, b in pairs)
         self._current = 0
-        self._next_address = {}
+        self._next_address: dict[int, int] = {}
         self._ids = itertools.count()
 
-    backend = "simulated"  # type: ignore[assignment]
-
-    def device_type(self) -> DeviceType:
-        return DeviceType.CUDA
+    backend = Backend.SIMULATED
+    capabilities = Capabilities(real_device=False, device_clock=False, pinned_host=False, peer_copy=True)
 
     def device_count(self) -> None:
+        """Any number of indices: the simulated accelerator has as many devices as a test asks for."""
         return None
 
     def current_index(self) -> int:
+        """The index set by `set_current_index` (0 at first)."""
         return self._current
 
-    def describe_devices(self) -> list[dict]:
+    def describe_devices(self) -> list[dict[str, str]]:
         used = sorted({0, self._current, *self._next_address})
         return [{"device": f"cuda:{i}", "name": "simulated accelerator (host memory, not a GPU)"} for i in used]
 
@@ -85,7 +89,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _copy_out(self, dst_address: int, src: DevicePtr, nbytes: int, index: int) -> None:
         ctypes.memmove(dst_address, src.block.handle.ctypes.data + src.offset, nbytes)
 
-    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int):
+    def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int) -> Transfer:
         """A planned copy on the buffer's own index: one memmove between addresses resolved now (the buffer stays
         alive with its method; PlannedCopy refuses it once freed)."""
         hooks = (
@@ -95,7 +99,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
         if ptr.index != index or not capacity or not hooks:
             return super()._planned_transfer(direction, ptr, address, capacity, index)
         device, memmove = ptr.block.handle.ctypes.data + ptr.offset, ctypes.memmove
-        if direction == "h2d":
+        if direction == Direction.H2D:
             return lambda nbytes: memmove(device, address, nbytes)
         return lambda nbytes: memmove(address, device, nbytes)
 
@@ -105,12 +109,8 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
         ctypes.memmove(dst.block.handle.ctypes.data + dst.offset, src.block.handle.ctypes.data + src.offset, nbytes)
 
-    def device_array(self, ptr: DevicePtr, dtype, shape, index: int | None = None) -> np.ndarray:
-        """Device code's view of device memory (a delegate kernel's input/output); never for host code."""
-        dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
-        self._check_span(ptr, count * dtype.itemsize, "device_array")
-        if index is not None:
-            self._check_index(ptr, index, "device_array")
-        raw = ptr.block.handle[ptr.offset : ptr.offset + count * dtype.itemsize]
+    def _device_view(self, ptr: DevicePtr, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
+        """A NumPy view of the block's bytes (a delegate kernel's input/output); never for host code."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        raw: np.ndarray = ptr.block.handle[ptr.offset : ptr.offset + nbytes]
         return raw.view(dtype).reshape(shape)

@@ -1,9 +1,11 @@
 """ATen-mode device tensors: `torch.Tensor`s over device memory from the registered allocator.
 
-- Simulated backend: `SimulatedDeviceTensor`, a wrapper subclass labelled `cuda:i` (or `cpu` when it does not carry
-  its device, like ExecuTorch's planned ATen tensors before the device-metadata change) over a `DevicePtr`. Only
-  metadata queries work; any host read raises `DeviceMemoryAccessError` naming the missing D2H copy.
-- CUDA (CuPy backend): a real CUDA tensor sharing the allocation through DLPack, with its `DevicePtr` attached.
+- A backend without a real device (`capabilities.real_device` false): `SimulatedDeviceTensor`, a wrapper subclass
+  labelled `cuda:i` (or `cpu` when it does not carry its device, like ExecuTorch's planned ATen tensors before the
+  device-metadata change) over a `DevicePtr`. Only metadata queries work; any host read raises
+  `DeviceMemoryAccessError` naming the missing D2H copy.
+- A real device: a real CUDA tensor sharing the allocation through DLPack of the allocator's `device_array`, with
+  its `DevicePtr` attached.
 Resizing is metadata-only: the storage never grows (`resize_metadata`).
 """
 
@@ -12,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
+import numpy as np
 import torch
+from torch.utils.dlpack import from_dlpack
 
-from ..devices.allocator import DevicePtr
+from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.errors import DeviceMemoryAccessError
 from .tensor import contiguous_strides
 
@@ -23,7 +28,7 @@ _PTR_ATTR = "_devcopy_ptr"  # the DevicePtr attached to a real CUDA tensor made 
 
 # Metadata queries a wrapper answers itself (everything else would read device memory from the host).
 _aten = torch.ops.aten
-_METADATA = {
+_METADATA: dict[Any, Callable[[SimulatedDeviceTensor], object]] = {
     _aten.sym_size.default: lambda t: t._sizes,
     _aten.sym_stride.default: lambda t: contiguous_strides(t._sizes, range(len(t._sizes))),
     _aten.sym_numel.default: lambda t: math.prod(t._sizes),
@@ -48,9 +53,16 @@ class SimulatedDeviceTensor(torch.Tensor):
     """A torch.Tensor over simulated device memory: `ptr` (a DevicePtr) holds its bytes; host reads raise."""
 
     ptr: DevicePtr
+    _sizes: tuple[int, ...]
 
     @staticmethod
-    def __new__(cls, ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], carry_device: bool = True):
+    def __new__(
+        cls: type[SimulatedDeviceTensor],
+        ptr: DevicePtr,
+        dtype: torch.dtype,
+        sizes: Sequence[int],
+        carry_device: bool = True,
+    ) -> SimulatedDeviceTensor:
         device = torch.device("cuda", ptr.index) if carry_device else torch.device("cpu")
         tensor = torch.Tensor._make_wrapper_subclass(
             cls, tuple(sizes), dtype=dtype, device=device, dispatch_sizes_strides_policy="sizes"
@@ -59,13 +71,21 @@ class SimulatedDeviceTensor(torch.Tensor):
         tensor.ptr = ptr
         return tensor
 
-    __torch_function__ = torch._C._disabled_torch_function_impl
+    # torch's documented way to keep __torch_function__ out; its stub types the attribute as a classmethod
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(  # type: ignore[override]  # torch types the base as a plain attribute, not a classmethod
+        cls,
+        func: torch._ops.OpOverload,
+        types: Sequence[type],
+        args: Sequence[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        """Answer metadata queries, run an eager et_copy kernel, refuse any other (host-reading) op."""
         if func in _METADATA:
             return _METADATA[func](args[0])
-        kernel = _EAGER_KERNELS.get(func.name())
+        kernel = _EAGER_KERNELS.get(func.name())  # type: ignore[no-untyped-call]  # OpOverload.name has no annotation
         if kernel is not None:  # eager et_copy calls run the kernel registered for them (kernels/registration.py)
             return kernel(*args, **(kwargs or {}))
         raise DeviceMemoryAccessError(
@@ -73,40 +93,43 @@ class SimulatedDeviceTensor(torch.Tensor):
             "memory. A D2H copy is missing: copy it to a CPU tensor with et_copy::_d2h_copy.out first."
         )
 
-    def __repr__(self) -> str:  # repr must not read the data
+    def __repr__(self) -> str:  # type: ignore[override]  # mypy refuses overrides of the untyped Tensor.__repr__
         return f"SimulatedDeviceTensor({describe(self)})"
 
 
-def describe(tensor) -> str:
+def describe(tensor: torch.Tensor) -> str:
+    """Where a device tensor's memory lives and what it holds, without reading it (for messages)."""
     ptr = getattr(tensor, "ptr", None) or getattr(tensor, _PTR_ATTR, None)
     where = f"cuda:{ptr.index}" if ptr is not None else str(tensor.device)
     return f"{where}, {tensor.dtype}, {list(tensor.shape)}, labelled {tensor.device}"
 
 
 def device_tensor(
-    ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], *, carry_device: bool = True, backend: str = "simulated"
+    ptr: DevicePtr,
+    dtype: torch.dtype,
+    sizes: Sequence[int],
+    *,
+    carry_device: bool = True,
+    allocator: DeviceAllocator | None = None,
 ) -> torch.Tensor:
-    """An ATen-mode tensor over device memory `ptr`: simulated wrapper, or a real CUDA tensor for the CuPy backend.
-    `carry_device=False` labels a simulated one `cpu` (an ATen planned tensor that does not carry its device)."""
-    if backend == "simulated":
+    """An ATen-mode tensor over device memory `ptr` from `allocator`: a real CUDA tensor where the allocator's
+    `capabilities.real_device` says the memory is a real accelerator's, else a wrapper (also for `allocator=None`,
+    tests' hand-made tensors). `carry_device=False` labels a wrapper `cpu` (an ATen planned tensor that does not
+    carry its device); a real CUDA tensor always carries its device."""
+    if allocator is None or not allocator.capabilities.real_device:
         return SimulatedDeviceTensor(ptr, dtype, sizes, carry_device)
-    return cuda_tensor(ptr, dtype, sizes)
+    return cuda_tensor(ptr, dtype, sizes, allocator)
 
 
-def cuda_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int]) -> torch.Tensor:
-    """A real CUDA tensor sharing the device allocation behind `ptr` (CuPy -> DLPack, zero-copy)."""
-    import cupy
-
+def cuda_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], allocator: DeviceAllocator) -> torch.Tensor:
+    """A real CUDA tensor sharing the device allocation behind `ptr`: the allocator's device view of its bytes,
+    through DLPack (zero-copy)."""
     nbytes = ptr.nbytes
-    memory = cupy.cuda.UnownedMemory(ptr.address, nbytes, ptr.block, ptr.index)
-    raw = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(memory, 0))
-    flat = torch.from_dlpack(raw)
-    numel = math.prod(sizes)
-    tensor = (
-        flat[: numel * dtype.itemsize].view(dtype).view(tuple(sizes))
-        if nbytes
-        else torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
-    )
+    if nbytes:
+        flat = from_dlpack(allocator.device_array(ptr, np.uint8, (nbytes,)))
+        tensor = flat[: math.prod(sizes) * dtype.itemsize].view(dtype).view(tuple(sizes))
+    else:
+        tensor = torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
     setattr(tensor, _PTR_ATTR, ptr)
     return tensor
 
@@ -119,7 +142,7 @@ def device_ptr(tensor: torch.Tensor) -> DevicePtr | None:
 
 
 @contextlib.contextmanager
-def device_memory(tensor: torch.Tensor, allocator) -> Iterator[DevicePtr]:
+def device_memory(tensor: torch.Tensor, allocator: DeviceAllocator) -> Iterator[DevicePtr]:
     """The DevicePtr to copy to/from for an ATen-mode device tensor: its own, or, for a CUDA tensor PyTorch
     allocated (eager `torch.ops.et_copy` calls), its memory borrowed by `allocator` for the copy."""
     ptr = device_ptr(tensor)
@@ -137,10 +160,9 @@ def device_memory(tensor: torch.Tensor, allocator) -> Iterator[DevicePtr]:
 
 def writable_nbytes(tensor: torch.Tensor) -> int:
     """Bytes from the tensor's first element to the end of its storage (what a resize may use)."""
-    ptr = device_ptr(tensor)
     if isinstance(tensor, SimulatedDeviceTensor):
-        return ptr.nbytes
-    return tensor.untyped_storage().nbytes() - tensor.storage_offset() * tensor.element_size()
+        return tensor.ptr.nbytes
+    return int(tensor.untyped_storage().nbytes() - tensor.storage_offset() * tensor.element_size())
 
 
 def resize_metadata(tensor: torch.Tensor, sizes: Sequence[int]) -> None:

@@ -64,9 +64,10 @@ class AllocatorMachine(RuleBasedStateMachine):
     # ---- refused calls: each raises and changes nothing ---------------------------------------------------------
     def _refused(self, call, *errors):
         before = (self._counters(), self.alloc.live_allocations())
+        expected = tuple(errors) or (ValueError,)
         try:
             call()
-        except errors or (ValueError,):
+        except expected:
             pass
         else:
             raise AssertionError("a bad call was accepted")

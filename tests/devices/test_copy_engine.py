@@ -76,10 +76,10 @@ def test_async_pageable_source_is_consumed_before_return(slow):
 def test_back_to_back_async_copies_wait_for_staging_buffers(slow):
     sources = [_data(6 * CHUNK, seed) for seed in range(5)]
     devices = [np.zeros(6 * CHUNK, np.uint8) for _ in sources]
-    tickets = [slow.h2d_async(d.ctypes.data, s.ctypes.data, s.size) for d, s in zip(devices, sources)]
+    tickets = [slow.h2d_async(d.ctypes.data, s.ctypes.data, s.size) for d, s in zip(devices, sources, strict=True)]
     for ticket in tickets:
         ticket.wait()
-    assert all(np.array_equal(d, s) for d, s in zip(devices, sources))
+    assert all(np.array_equal(d, s) for d, s in zip(devices, sources, strict=True))
 
 
 def test_pinned_async_d2h_lands_when_the_ticket_is_done(slow):

@@ -87,6 +87,29 @@ def test_async_copies_order_on_their_streams_and_tickets_complete(cuda):
 
 
 @pytest.mark.gpu
+def test_async_copies_are_checked_and_counted_as_the_public_copies(cuda):
+    """They go through the base template: the same checks, and the statistics count them once enqueued."""
+    ptr, host = cuda.allocate(4096), cuda.allocate_host(4096)
+    h2d, d2h, h2d_bytes = cuda.stats.h2d_count, cuda.stats.d2h_count, cuda.stats.h2d_bytes
+    cuda.copy_host_to_device_async(ptr, host, 4096).wait()
+    cuda.copy_device_to_host_async(host, ptr, 1024).wait()
+    assert (cuda.stats.h2d_count, cuda.stats.d2h_count, cuda.stats.h2d_bytes) == (h2d + 1, d2h + 1, h2d_bytes + 4096)
+    assert cuda.stats.last_d2h.size == 1024
+    with pytest.raises(ValueError, match="do not fit"):
+        cuda.copy_host_to_device_async(ptr, np.zeros(8192, np.uint8), 8192)
+    with pytest.raises(ValueError, match="read-only"):
+        cuda.copy_device_to_host_async(_frozen(16), ptr, 16)
+    assert (cuda.stats.h2d_count, cuda.stats.d2h_count) == (h2d + 1, d2h + 1)
+    cuda.deallocate(ptr)
+
+
+def _frozen(n):
+    array = np.zeros(n, np.uint8)
+    array.setflags(write=False)
+    return array
+
+
+@pytest.mark.gpu
 def test_pageable_async_source_may_change_after_return(cuda):
     n = 40 * MiB
     src = _random(n)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from devcopy_lib.devices import DeviceMemoryAccessError
+from devcopy_lib.devices import DeviceMemoryAccessError, SimulatedCudaAllocator
+from devcopy_lib.devices.capabilities import Capabilities
 from devcopy_lib.tensors.aten_tensor import SimulatedDeviceTensor, device_ptr, device_tensor, resize_metadata
 
 
@@ -27,6 +28,29 @@ def test_tensor_without_carried_device_is_labelled_cpu(sim):
     assert t.device.type == "cpu" and device_ptr(t).index == 1
 
 
+def test_an_allocator_without_a_real_device_gives_the_wrapper(sim):
+    t = device_tensor(sim.allocate(16, index=1), torch.float32, [4], allocator=sim)
+    assert isinstance(t, SimulatedDeviceTensor) and str(t.device) == "cuda:1"
+
+
+class _RealDevice(SimulatedCudaAllocator):
+    """Claims a real device: device_tensor must take the DLPack path over `device_array` (here a NumPy view)."""
+
+    capabilities = Capabilities(real_device=True, device_clock=False, pinned_host=False)
+
+
+def test_an_allocator_with_a_real_device_gives_a_tensor_over_its_device_view():
+    alloc = _RealDevice()
+    ptr = alloc.allocate(32) + 8
+    t = device_tensor(ptr, torch.float32, [2, 3], allocator=alloc)
+    assert not isinstance(t, SimulatedDeviceTensor) and device_ptr(t) is ptr
+    assert t.shape == (2, 3) and t.data_ptr() == alloc.device_array(ptr, "u1", (24,)).ctypes.data  # zero-copy
+    t.fill_(2.0)  # lands in the allocation
+    out = torch.zeros(6)
+    alloc.copy_device_to_host(out.numpy(), ptr, 24)
+    assert out.tolist() == [2.0] * 6
+
+
 def test_resize_is_metadata_only(sim):
     ptr = sim.allocate(32)
     t = device_tensor(ptr, torch.float32, [8])
@@ -40,7 +64,7 @@ def test_cupy_backed_tensor_shares_the_allocation():
 
     allocator = CupyCudaAllocator()
     ptr = allocator.allocate(16)
-    t = device_tensor(ptr, torch.float32, [4], backend="cupy")
+    t = device_tensor(ptr, torch.float32, [4], allocator=allocator)
     assert t.is_cuda and t.data_ptr() == ptr.address and device_ptr(t) is ptr
     t.fill_(3.0)
     host = torch.zeros(4)

@@ -1,0 +1,149 @@
+"""The DeviceAllocator template: every copy path it offers checks and counts in one place, backends implement hooks
+only, and the stream-ordered copies work (synchronously) on a backend without streams."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from devcopy_lib.devices import DeviceAllocator, SimulatedCudaAllocator
+from devcopy_lib.devices.capabilities import Capabilities
+from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
+
+
+@pytest.fixture
+def sim():
+    return SimulatedCudaAllocator()
+
+
+def _copy_paths() -> set[str]:
+    """The public methods of the template that move bytes (a new one must be added to COPY_CALLS below)."""
+    return {n for n, _ in inspect.getmembers(DeviceAllocator, inspect.isfunction) if n.startswith("copy_")} | {
+        "planned_copy"
+    }
+
+
+# name -> (how to call it on a 16-byte device buffer `ptr` and a host array `host`, the counter it must raise)
+COPY_CALLS = {
+    "copy_host_to_device": (lambda a, ptr, host: a.copy_host_to_device(ptr, host, 16), "h2d_count"),
+    "copy_device_to_host": (lambda a, ptr, host: a.copy_device_to_host(host, ptr, 16), "d2h_count"),
+    "copy_host_to_device_async": (lambda a, ptr, host: a.copy_host_to_device_async(ptr, host, 16).wait(), "h2d_count"),
+    "copy_device_to_host_async": (lambda a, ptr, host: a.copy_device_to_host_async(host, ptr, 16).wait(), "d2h_count"),
+    "copy_device_to_device": (lambda a, ptr, host: a.copy_device_to_device(a.allocate(16, 1), ptr, 16), "d2d_count"),
+    "planned_copy": (lambda a, ptr, host: a.planned_copy("h2d", ptr, host, 16)(16), "h2d_count"),
+}
+
+
+def test_every_copy_path_the_template_offers_is_listed():
+    assert _copy_paths() == set(COPY_CALLS), "a new copy path: add it to COPY_CALLS so its counting is tested"
+
+
+@pytest.mark.parametrize("name", sorted(COPY_CALLS))
+def test_every_copy_path_is_counted(sim, name):
+    call, counter = COPY_CALLS[name]
+    ptr = sim.allocate(16)
+    before = getattr(sim.stats, counter)
+    call(sim, ptr, np.arange(16, dtype=np.uint8))
+    assert getattr(sim.stats, counter) == before + 1
+
+
+TEMPLATE = {
+    "allocate",
+    "deallocate",
+    "borrow",
+    "release_cached",
+    "count_copy",
+    "can_access_peer",
+    "device_array",
+    *COPY_CALLS,
+}
+
+
+@pytest.mark.parametrize("backend", [SimulatedCudaAllocator, CupyCudaAllocator])
+def test_backends_implement_hooks_and_leave_the_template_alone(backend):
+    """A backend that overrides a template method skips its checks or its statistics (CuPy's async copies did)."""
+    assert TEMPLATE <= set(dir(DeviceAllocator))
+    assert TEMPLATE & set(vars(backend)) == set()
+
+
+def test_async_copies_land_and_return_a_done_ticket_without_streams(sim):
+    data = np.arange(32, dtype=np.uint8)
+    ptr = sim.allocate(32, 2)
+    ticket = sim.copy_host_to_device_async(ptr, data, 32)
+    assert ticket.done
+    out = np.zeros(32, np.uint8)
+    assert sim.copy_device_to_host_async(out, ptr, 32).done
+    assert np.array_equal(out, data)
+    s = sim.stats
+    assert (s.h2d_count, s.h2d_bytes, s.d2h_count, s.d2h_bytes) == (1, 32, 1, 32)
+    assert (s.last_h2d.dst, s.last_h2d.src, s.last_h2d.index) == (ptr, data, 2)
+    assert (s.last_d2h.dst, s.last_d2h.src, s.last_d2h.size) == (out, ptr, 32)
+
+
+def test_zero_byte_async_copies_are_counted_and_done(sim):
+    ptr = sim.allocate(0)
+    assert sim.copy_host_to_device_async(ptr, np.empty(0, np.uint8), 0).done
+    assert (sim.stats.h2d_count, sim.stats.h2d_bytes) == (1, 0)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(64, np.uint8), 64), "do not fit"),
+        (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(4, np.uint8), 16), "host buffer holds 4 bytes"),
+        (lambda a, ptr: a.copy_host_to_device_async(None, np.zeros(16, np.uint8), 16), "null pointer"),
+        (lambda a, ptr: a.copy_host_to_device_async(ptr, 0, 16), "null pointer"),
+        (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(16, np.uint8), -1), "nbytes must be an int"),
+        (lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8)[::-1], ptr, 16), "not contiguous"),
+        (lambda a, ptr: a.copy_device_to_host_async(_read_only(16), ptr, 16), "read-only"),
+        (lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8), "0x10", 16), "expected a DevicePtr"),
+    ],
+)
+def test_async_copies_are_checked_as_the_public_copies_and_failures_are_not_counted(sim, bad, message):
+    ptr = sim.allocate(16)
+    with pytest.raises(ValueError, match=message):
+        bad(sim, ptr)
+    assert (sim.stats.h2d_count, sim.stats.d2h_count) == (0, 0)
+
+
+def test_async_copies_refuse_a_freed_pointer(sim):
+    ptr = sim.allocate(16)
+    sim.deallocate(ptr)
+    with pytest.raises(ValueError, match="already freed"):
+        sim.copy_device_to_host_async(np.zeros(16, np.uint8), ptr, 0)
+
+
+def _read_only(n):
+    array = np.zeros(n, np.uint8)
+    array.setflags(write=False)
+    return array
+
+
+def test_a_backend_without_peer_copy_hops_through_host():
+    class NoPeers(SimulatedCudaAllocator):
+        capabilities = Capabilities(real_device=False, device_clock=False, pinned_host=False, peer_copy=False)
+
+    sim = NoPeers()
+    src, dst = sim.allocate(8, 0), sim.allocate(8, 1)
+    assert not sim.can_access_peer(0, 0)
+    assert sim.copy_device_to_device(dst, src, 8) == "host"
+    assert sim.stats.d2d_host_hops == 1
+
+
+def test_release_cached_trims_the_resolved_device_and_refuses_a_closed_allocator():
+    trimmed = []
+
+    class Pool(SimulatedCudaAllocator):
+        def _trim(self, index: int) -> None:
+            trimmed.append(index)
+
+    sim = Pool()
+    sim.set_current_index(3)
+    sim.release_cached()
+    sim.release_cached(1)
+    assert trimmed == [3, 1]
+    sim.close()
+    with pytest.raises(ValueError, match="release_cached: .* was closed"):
+        sim.release_cached()
