@@ -150,14 +150,27 @@ def _module_name(path: pathlib.Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node that can run: the bodies of `if TYPE_CHECKING:` are left out (annotations only, never imported)."""
+    found, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            todo.extend(node.orelse)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _imported_modules(path: pathlib.Path, modules: set[str]) -> set[str]:
-    """Every devcopy_lib module `path` imports, lazy imports in functions included: `from .x import y` imports
-    the module `x.y` when there is one, else `x`."""
+    """Every devcopy_lib module `path` imports at run time, lazy imports in functions included (type-checking-only
+    imports are not): `from .x import y` imports the module `x.y` when there is one, else `x`."""
     package = _module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _runtime_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
             target = ".".join([*base, *(node.module.split(".") if node.module else [])])
@@ -216,6 +229,7 @@ def test_the_import_graph_resolves_relative_and_lazy_imports():
     assert "devcopy_lib.devices.simulated" in graph["devcopy_lib.devices"]  # from .simulated import ...
     assert "devcopy_lib.devices.cupy_cuda" in graph["devcopy_lib.devices.backend"]  # lazy, inside a function
     assert "devcopy_lib.names" in graph["devcopy_lib.devices.allocator"]  # from ..names import ...
+    assert "devcopy_lib.passes.placement" not in graph["devcopy_lib.passes.report"]  # only under TYPE_CHECKING
 
 
 def test_no_module_takes_part_in_an_import_cycle():

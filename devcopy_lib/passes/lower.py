@@ -55,7 +55,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..devices import Device
-from ..names import PARTITIONS, Partition
+from ..names import PARTITIONS, ErrorKind, Partition
 from .delegate import Delegate
 from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
@@ -157,7 +157,7 @@ def _checked_options(delegate_ops: Sequence[str] | None, partition: str) -> tupl
 class UnsupportedModelError(Exception):
     """A model that exports but uses a construct devcopy's programs cannot express."""
 
-    kind = "unsupported_model"
+    kind = ErrorKind.UNSUPPORTED_MODEL
 
 
 def _refuse_control_flow(exported: ExportedProgram) -> None:

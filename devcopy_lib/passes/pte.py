@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from ..devices.device import CPU, Device, DeviceType
-from ..names import DEFAULT_LIBS, MODES
+from ..names import DEFAULT_LIBS, MODES, ErrorKind, Mode
 from ..runtime.failures import LoadError
 from ..runtime.libs import RegistrationRow, libs_of_mode, registration_status
 from ..runtime.resolve import MissingOperatorError, resolve_operators
@@ -42,7 +42,7 @@ class PteLoadError(LoadError):
 class PteUsageError(ValueError):
     """`open_pte` was called wrongly: an unknown plan name, or a source that is no path, bytes or program."""
 
-    kind = "usage"
+    kind = ErrorKind.USAGE
 
 
 @dataclass(frozen=True)
@@ -466,7 +466,7 @@ class PteRegistration:
         return not self.missing
 
 
-def pte_registration(program: PteProgram, mode: str = "portable", libs: Any = None) -> PteRegistration:
+def pte_registration(program: PteProgram, mode: str = Mode.PORTABLE, libs: Any = None) -> PteRegistration:
     """Resolve `program`'s operator table as a method load would, in `mode` with `libs` (None: the mode's default,
     `portable`; `native` + `device_copy_ops_aten_lib`), through devcopy's `resolve_operators`."""
     if mode not in MODES:

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ..names import Partition
 from .executorch_reference import ExecuTorchRefusal, _groups, _tag_origins, devcopy_spelling
 from .lower import DEFAULT_DELEGATE_OPS
 
@@ -70,7 +71,9 @@ def backend() -> type:
 
 
 def partitioner(
-    delegate_ops: Sequence[str] | None = None, target_device: str | None = "cuda:0", partition: str = "capability"
+    delegate_ops: Sequence[str] | None = None,
+    target_device: str | None = "cuda:0",
+    partition: str = Partition.CAPABILITY,
 ) -> Any:
     """An ExecuTorch `Partitioner` delegating `delegate_ops` (devcopy's spelling; None: DEFAULT_DELEGATE_OPS) to
     devcopy's backend, each partition with the compile spec `target_device` (None: none, so the delegate stays on the

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..devices.device import CPU
+from ..names import ErrorKind
 from ..runtime.memory_plan import Allocation, Buffer, MemoryPlan
 from ..runtime.program import (
     BackendDelegate,
@@ -39,7 +40,7 @@ class PteUnsupportedError(Exception):
     """A program devcopy can read but not run: control flow (move, jump, free), another backend's delegate, or an
     operator whose schema torch does not know."""
 
-    kind = "unsupported_model"
+    kind = ErrorKind.UNSUPPORTED_MODEL
 
 
 def _argument_count(name: str) -> int:
