@@ -40,13 +40,9 @@ def _make_kernel(kernel_name: str, name: str, schema, device_rule: str):
     if kernel_name == "devcopy::portable::aten_out":
         return portable_cpu.boxed_aten_kernel(name, schema, portable=True)
     if namespace == "devcopy::portable" and fn in device_copy.PORTABLE_KERNELS:
-        kernel = device_copy.PORTABLE_KERNELS[fn]
-        return lambda ctx, args: kernel(ctx, *args)
+        return device_copy.portable_boxed_kernel(fn)
     if namespace == "devcopy::aten" and fn in device_copy.PORTABLE_KERNELS:  # same kernel names in both modes
-        kernel = device_copy.aten_kernel_for(name, device_rule)
-        boxed = lambda ctx, args: kernel(*args)  # noqa: E731
-        boxed.device_rule = device_rule  # a loaded method's planned copies follow the same rule (runtime/plan.py)
-        return boxed
+        return device_copy.aten_boxed_kernel(name, device_rule)
     raise LookupError(
         f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
         f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, devcopy::aten::{{{','.join(device_copy.PORTABLE_KERNELS)}}}"

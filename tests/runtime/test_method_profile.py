@@ -71,3 +71,40 @@ def test_devcopy_run_profile_puts_rows_in_the_json(capsys):
     assert all(set(r) >= {"index", "kind", "op", "bytes", "measured_s", "predicted_s"} for r in result["profile"])
     assert result["profile"][0]["predicted_s"] > 0 and result["profile"][2]["predicted_s"] is None
     assert result["cost_model"]["method"] == FIT_METHOD
+
+
+class _MutateInput(torch.nn.Module):
+    def forward(self, x, y):
+        x.mul_(2)
+        return x + y
+
+
+def test_profiled_and_plain_calls_give_the_same_outputs_and_write_back_a_mutated_input(sim):
+    module = _MutateInput()
+    x, y = torch.randn(2, 2), torch.randn(2, 2)
+    placed = place_devices(export_and_lower(module, (x.clone(), y)))
+    assert placed.written_back_inputs == (0,)
+    with load_method(placed) as method:
+        plain_x, hooked_x, profiled_x = x.clone(), x.clone(), x.clone()
+        plain = method(plain_x, y)
+        hooked = method.run((hooked_x, y), on_step=lambda step: step.run())
+        method.profile(profiled_x, y, repeat=1)
+    torch.testing.assert_close(plain, hooked)
+    torch.testing.assert_close(plain[0], x * 2 + y)
+    for written in (plain_x, hooked_x, profiled_x):  # every way of calling writes the mutated input back
+        torch.testing.assert_close(written, x * 2)
+
+
+def test_on_step_sees_every_step_of_a_call_in_order_and_profiled_calls_count_as_calls(sim):
+    module, inputs, method = _add_method()
+    seen = []
+
+    def record(step):
+        seen.append(step.index)
+        step.run()
+
+    with method:
+        (got,) = method.run(inputs, on_step=record)
+        assert seen == [step.index for step in method.steps] == [0, 1, 2, 3]
+        torch.testing.assert_close(got, module(*inputs))
+        assert method.copies_executed == {"h2d": 2, "d2h": 1} and method.caller_copies == 0
