@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -42,12 +43,28 @@ _COPY_FAILURES = (DeviceCopyError, ValueError)
 
 
 # ---- the allocator call, shared by both modes -----------------------------------------------------------------
-def _copier(
+@dataclass(frozen=True)
+class _Transfer:
+    """A prepared host<->device copy: `planned` (pre-validated at load; the allocator's public copy when it would not
+    plan this one) runs while `current_index()` still returns `index`; once the current device moved since load
+    (a copy on `CURRENT_DEVICE`), `public`, the allocator's checked copy, runs instead. `current_index` is None when
+    the copy names its device index, so `planned` always runs."""
+
+    planned: Copier
+    public: Copier
+    current_index: Callable[[], int] | None
+    index: int
+
+    def pick(self) -> Copier:
+        """The copier for this call."""
+        current = self.current_index
+        return self.planned if current is None or current() == self.index else self.public
+
+
+def _transfer(
     allocator: DeviceAllocator, direction: str, ptr: DevicePtr, host: HostBuffer, capacity: int, index: int
-) -> Copier:
-    """`copy(nbytes)` between `host` and device `ptr` on `index`: the allocator's pre-validated planned copy when it
-    accepts the buffers (re-validated through the public copy whenever `index` is the current device and that
-    moved since), else the public copy, which checks every call."""
+) -> _Transfer:
+    """`nbytes` between `host` and device `ptr` on `index`, planned once when the allocator accepts the buffers."""
     if direction == "h2d":
 
         def public(nbytes: int) -> None:
@@ -58,17 +75,12 @@ def _copier(
             allocator.copy_device_to_host(host, ptr, nbytes, index)
 
     try:
-        planned = allocator.planned_copy(direction, ptr, host, capacity, index)
+        made = allocator.planned_copy(direction, ptr, host, capacity, index)
     except ValueError:
-        return public
-    if index != CURRENT_DEVICE:
-        return planned
-    planned_index = planned.index
-
-    def follow_current(nbytes: int) -> None:
-        (planned if allocator.current_index() == planned_index else public)(nbytes)
-
-    return follow_current
+        return _Transfer(public, public, None, index)
+    follows = index == CURRENT_DEVICE
+    planned_index: int = made.index  # the device that was current at load
+    return _Transfer(made, public, allocator.current_index if follows else None, planned_index)
 
 
 def _portable_run(copy: Copier, self: PortableTensor, out: PortableTensor, op: str, where: str) -> Run:
@@ -159,8 +171,8 @@ def _prepare_portable(args: list[Any], direction: str) -> Run:
         return _portable_run(peer, self, out, op, f"{self.device} -> {device}")
     device_side, host = (out, self) if direction == "h2d" else (self, out)
     capacity = min(self.capacity_nbytes, out.capacity_nbytes)
-    copy = _copier(allocator, direction, device_side.storage, host.storage, capacity, device.index)
-    return _portable_run(copy, self, out, op, f"on {device}")
+    transfer = _transfer(allocator, direction, device_side.storage, host.storage, capacity, device.index)
+    return _portable_run(transfer.planned, self, out, op, f"on {device}")  # the tensor names its index
 
 
 def portable_kernel(direction: str) -> PreparedKernel:
@@ -278,15 +290,16 @@ def _aten_transfer(
             allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
 
 
-def _aten_run(copy: Copier, self: torch.Tensor, out: torch.Tensor, op: str, words: str, fixed: bool) -> Run:
+def _aten_run(transfer: _Transfer, self: torch.Tensor, out: torch.Tensor, op: str, words: str, fixed: bool) -> Run:
     """One ATen-mode copy per call on a prepared copier; `fixed`: neither tensor's sizes change between calls."""
     if fixed and tuple(self.shape) == tuple(out.shape):
         nbytes = self.numel() * self.element_size()
+        planned, public, current, index = transfer.planned, transfer.public, transfer.current_index, transfer.index
 
         def run_fixed() -> torch.Tensor:
             try:
-                if nbytes:  # step 5: zero bytes never reach the allocator
-                    copy(nbytes)
+                if nbytes:  # step 5: zero bytes never reach the allocator; the copier is `transfer.pick()`, inlined
+                    (planned if current is None or current() == index else public)(nbytes)
             except _COPY_FAILURES as exc:
                 raise KernelFailure(
                     Error.Internal, f"{op}: device copy failed ({nbytes} bytes, {words}): {exc}"
@@ -302,7 +315,7 @@ def _aten_run(copy: Copier, self: torch.Tensor, out: torch.Tensor, op: str, word
         if nbytes == 0:  # step 5
             return out
         try:
-            copy(nbytes)
+            transfer.pick()(nbytes)
         except _COPY_FAILURES as exc:
             resize_metadata(out, old_shape)  # out is left as it was on a failure
             raise KernelFailure(Error.Internal, f"{op}: device copy failed ({nbytes} bytes, {words}): {exc}") from exc
@@ -327,8 +340,8 @@ def _prepare_aten(args: list[Any], dynamic: Collection[int], direction: str, rul
     ):
         return functools.partial(_aten_copy, self, out, direction, rule)
     capacity = min(writable_nbytes(self), writable_nbytes(out))
-    copy = _copier(allocator, direction, ptr, host.data_ptr(), capacity, _copy_index(device_side, rule))
-    return _aten_run(copy, self, out, _OPS[direction], _WORDS[direction], not dynamic)
+    transfer = _transfer(allocator, direction, ptr, host.data_ptr(), capacity, _copy_index(device_side, rule))
+    return _aten_run(transfer, self, out, _OPS[direction], _WORDS[direction], not dynamic)
 
 
 @functools.cache

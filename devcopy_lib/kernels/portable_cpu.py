@@ -26,14 +26,14 @@ from .prepared import KernelFailure, Prepare, PreparedKernel, Run
 _TORCH_FAILURES = (DeviceMemoryAccessError, RuntimeError, ValueError, TypeError, IndexError)
 
 
-def aten_overload(name: str):
+def aten_overload(name: str) -> torch._ops.OpOverload:
     """`aten::add.out` -> torch.ops.aten.add.out (`aten::relu` -> .default)."""
     namespace, _, op = name.partition("::")
     base, _, overload = op.partition(".")
     return getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
 
 
-def split_arguments(schema: FunctionSchema, args: list) -> tuple[list, dict]:
+def split_arguments(schema: FunctionSchema, args: list[Any]) -> tuple[list[Any], dict[str, Any]]:
     """Boxed args (schema order, outs last) -> positional list and keyword dict for a torch op call."""
     arguments = schema.arguments
     n_positional = len(arguments.flat_positional)
@@ -55,12 +55,12 @@ def host_args(value: Any) -> Any:
     return value
 
 
-def _out_view(out: PortableTensor | list) -> torch.Tensor | list:
+def _out_view(out: PortableTensor | list[Any]) -> torch.Tensor | list[Any]:
     if isinstance(out, list):  # a `Tensor(a!)[] out` (split_with_sizes_copy.out): one view per item
         return [_out_view(item) for item in out]
     view = out.host_view()
     return (
-        view if out.dynamism is TensorShapeDynamism.STATIC else view.new_empty(0).set_(view.untyped_storage(), 0, (0,))
+        view if out.dynamism is TensorShapeDynamism.STATIC else view.new_empty(0).set_(view.untyped_storage(), 0, (0,), (1,))
     )
 
 
@@ -97,12 +97,6 @@ def _portable_prepare(name: str, schema: FunctionSchema, overload: Any, n_out: i
     out takes the sizes PyTorch chooses; a failure is InvalidArgument naming the op."""
     call = overload._op  # the C++ callable OpOverload.__call__ forwards to
 
-    def adopt(outs: list[Any], views: list[Any]) -> None:
-        for out, view in zip(outs, views, strict=True):
-            problem = _adopt_sizes(out, view) if view.shape != out.sizes else ""
-            if problem:
-                raise KernelFailure(Error.InvalidArgument, f"{name}: out {out}: {problem}")
-
     def run_static(
         positional: list[Any], keywords: dict[str, Any], outs: list[Any], views: list[Any], result: Any
     ) -> Any:
@@ -110,7 +104,9 @@ def _portable_prepare(name: str, schema: FunctionSchema, overload: Any, n_out: i
             call(*positional, **keywords)
         except _TORCH_FAILURES as exc:
             raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
-        adopt(outs, views)  # PyTorch resized a STATIC out: refused, as the per-call path refuses it
+        for out, view in zip(outs, views, strict=True):
+            if view.shape != out.sizes:  # PyTorch resized a STATIC out: refused, as the per-call path refuses it
+                raise KernelFailure(Error.InvalidArgument, f"{name}: out {out}: {_adopt_sizes(out, view)}")
         return result
 
     def run_dynamic(args: list[Any], result: Any) -> Any:

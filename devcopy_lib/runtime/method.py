@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
 from ..tensors.error import Error
 from .failures import ExecutionError, LoadError
@@ -24,11 +25,23 @@ from .libs import libs_of_mode
 from .memory import OwnedMemory, allocator_for
 from .memory_plan import plan_program
 from .mode_tensors import MODES
-from .plan import OnStep, Step, build_plan, host_bytes, iter_allocators
+from .plan import OnStep, Plan, Step, build_plan, host_bytes, iter_allocators
 from .profile import StepProfiler
-from .program import Program, ScalarValue, TensorListValue, TensorValue
+from .program import Program, ScalarValue, TensorListValue, TensorSpec, TensorValue
 from .resolve import resolve_operators
 from .slots import Slot
+
+
+def _load_constant(allocator: DeviceAllocator, ptr: DevicePtr, spec: TensorSpec, data: torch.Tensor) -> None:
+    """A delegate-owned constant: one H2D at load (not counted in copies_executed)."""
+    try:
+        # .cpu(): a module moved to a GPU after lowering moved the parameters the program shares with it
+        host = host_bytes(data.detach().cpu().contiguous())
+        allocator.copy_host_to_device(ptr, host, spec.nbytes, ptr.index)
+    except Exception as exc:
+        raise LoadError(
+            Error.Internal, f"Copying a {list(data.shape)} constant to {spec.device} at load failed: {exc}"
+        ) from exc
 
 
 class Method:
@@ -56,6 +69,7 @@ class Method:
             arenas = self._allocate_arenas()
             for index, value in enumerate(program.values):
                 self._objects.append(self._build(index, value, arenas))
+            self._plan: Plan
             self._plan, self.load_copies = build_plan(
                 program, self.kernels, self._slots, self._objects, self._tensors, self._memory, directions
             )
@@ -81,9 +95,9 @@ class Method:
         return slot.tensor
 
     def _tensor_slot(self, index: int, value: TensorValue, arenas: list[Any]) -> Slot:
-        spec = value.spec
-        if value.is_constant and spec.device.is_cpu:  # shared by every method of the program, unless written to
-            return Slot(spec, self._tensors.constant(value.data.clone() if value.mutable else value.data))
+        spec, data = value.spec, value.data
+        if data is not None and spec.device.is_cpu:  # a constant shared by every method, unless written to
+            return Slot(spec, self._tensors.constant(data.clone() if value.mutable else data))
         if value.planned and not value.is_constant:
             where = self.program.memory_plan.allocations[index]
             base = arenas[where.buffer]
@@ -92,28 +106,17 @@ class Method:
             return self._device_slot(spec, base + where.offset)
         if spec.device.is_cpu:  # a graph input/output the caller provides (skip switches)
             return self._host_slot(spec, self._memory.host(spec.nbytes))
-        slot = self._device_slot(spec, self._memory.device(spec.device, spec.nbytes))
-        if value.is_constant:
-            self._load_constant(slot, value.data)
-        return slot
+        return self._device_slot(spec, self._memory.device(spec.device, spec.nbytes), data)
 
-    def _host_slot(self, spec, storage: np.ndarray) -> Slot:
+    def _host_slot(self, spec: TensorSpec, storage: np.ndarray) -> Slot:
         return Slot(spec, self._tensors.host(spec, storage), storage=storage)
 
-    def _device_slot(self, spec, ptr) -> Slot:
+    def _device_slot(self, spec: TensorSpec, ptr: DevicePtr, constant: torch.Tensor | None = None) -> Slot:
+        """A device value over `ptr`; a delegate-owned `constant` is copied there once, at load."""
         allocator = allocator_for(spec.device)
+        if constant is not None:
+            _load_constant(allocator, ptr, spec, constant)
         return Slot(spec, self._tensors.device(spec, ptr, allocator), ptr, allocator)
-
-    def _load_constant(self, slot: Slot, data: torch.Tensor) -> None:
-        """A delegate-owned constant: one H2D at load (not counted in copies_executed)."""
-        try:
-            # .cpu(): a module moved to a GPU after lowering moved the parameters the program shares with it
-            host = host_bytes(data.detach().cpu().contiguous())
-            slot.allocator.copy_host_to_device(slot.ptr, host, slot.spec.nbytes, slot.ptr.index)
-        except Exception as exc:
-            raise LoadError(
-                Error.Internal, f"Copying a {list(data.shape)} constant to {slot.spec.device} at load failed: {exc}"
-            ) from exc
 
     # ---- execute ----------------------------------------------------------------------------------------------
     @property
@@ -121,13 +124,10 @@ class Method:
         """The prepared steps every call runs, in order (runtime/plan.py)."""
         return self._plan.steps
 
-    def __call__(self, *inputs: torch.Tensor) -> tuple[Any, ...]:
-        """Run once: inputs (CPU tensors) in, outputs as new CPU tensors out."""
-        return self.run(inputs)
-
-    def run(self, inputs: Sequence[torch.Tensor], on_step: OnStep | None = None) -> tuple[Any, ...]:
-        """Run once, as a call does; `on_step(step)`, when given, runs each step (it must call `step.run()`), so a
-        profiler or a test sees every step of the very loop a plain call runs (write-back included)."""
+    def __call__(self, *inputs: torch.Tensor, on_step: OnStep | None = None) -> tuple[Any, ...]:
+        """Run once: inputs (CPU tensors) in, outputs as new CPU tensors out. `on_step(step)`, when given, runs each
+        step (it must call `step.run()`), so a profiler or a test sees every step of the very loop a plain call
+        runs, write-back included."""
         with self._lock:
             if self._closed:
                 raise ExecutionError(Error.InvalidState, "This method was closed; load it again to run it.")
@@ -158,7 +158,7 @@ class Method:
         for copies (None for other steps or without a model). Profiled calls are real calls. See runtime/profile.py."""
         profiler = StepProfiler(self.steps, repeat, cost_model)
         for _ in range(repeat):
-            self.run(inputs, profiler.on_step)
+            self(*inputs, on_step=profiler.on_step)
         return profiler.rows()
 
     @property
@@ -186,7 +186,7 @@ class Method:
     def __enter__(self) -> Method:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

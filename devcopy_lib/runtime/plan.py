@@ -54,7 +54,8 @@ class Step:
     @property
     def moved(self) -> int:
         """Bytes the last run of this copy moved (the sizes its out took); 0 for other steps."""
-        return math.prod(self.out()) * self.itemsize if self.out is not None else 0
+        out = self.out
+        return math.prod(out()) * self.itemsize if out is not None else 0
 
 
 # ---- steps ----------------------------------------------------------------------------------------------------
@@ -240,41 +241,36 @@ class Plan:
     ) -> None:
         self.steps = tuple(steps)
         self._runs = tuple(step.run for step in self.steps)
-        self.copies = dict.fromkeys(directions, 0)
-        self.caller_copies = 0
+        self._n_steps = len(self._runs)
+        self._directions = tuple(directions)
         self._per_call = Counter(step.direction for step in self.steps if step.kind == "copy")
+        self._calls = 0  # calls whose every step ran: each made `_per_call` copies
+        self._partial: Counter[str | None] = Counter()  # the copies of calls that failed midway
+        self.caller_copies = 0
         self._setters = tuple(setter for setter, _ in setters)
         self._setter_copies = _prefix_sums([int(device) for _, device in setters])
         self._write_back = tuple((position, read) for position, read, _ in write_back)
         self._outputs = tuple(read for read, _ in outputs)
-        self._reads_copies = sum(device for *_, device in (*outputs, *write_back))
+        self._reads_copies = sum(device for _, device in outputs) + sum(device for _, _, device in write_back)
+
+    @property
+    def copies(self) -> dict[str, int]:
+        """et_copy kernel runs by direction over every call so far."""
+        return {d: self._per_call[d] * self._calls + self._partial[d] for d in self._directions}
 
     def run(self, inputs: Sequence[Any], on_step: OnStep | None = None) -> tuple[Any, ...]:
-        """Set the inputs, run every step (through `on_step` when given), write back, read the outputs."""
-        if len(inputs) != len(self._setters):
-            raise ExecutionError(
-                Error.InvalidArgument, f"The method takes {len(self._setters)} inputs, got {len(inputs)}."
-            )
-        self._set_inputs(inputs)
-        self._run_steps(on_step)
-        for position, read in self._write_back:  # a mutated input: the caller sees it, as in eager
-            inputs[position].copy_(read())
-        outputs = tuple(read() for read in self._outputs)
-        self.caller_copies += self._reads_copies
-        return outputs
-
-    def _set_inputs(self, inputs: Sequence[Any]) -> None:
-        """Every input into its planned memory; the caller-side copies made are counted, also when one is refused."""
+        """Set the inputs, run every step (through `on_step` when given), write back, read the outputs. The
+        caller-side copies and the et_copy runs are counted as they happen, also on a failure midway."""
+        setters = self._setters
+        if len(inputs) != len(setters):
+            raise ExecutionError(Error.InvalidArgument, f"The method takes {len(setters)} inputs, got {len(inputs)}.")
         done = 0
         try:
-            for set_input, tensor in zip(self._setters, inputs, strict=True):
+            for set_input, tensor in zip(setters, inputs, strict=False):  # lengths checked above
                 set_input(tensor)
                 done += 1
         finally:
             self.caller_copies += self._setter_copies[done]
-
-    def _run_steps(self, on_step: OnStep | None) -> None:
-        """Every step in order; a failure names its instruction; the copies that ran are counted either way."""
         done = 0
         try:
             if on_step is None:
@@ -291,18 +287,19 @@ class Plan:
                 raise
             raise failure from exc
         finally:
-            self._count_copies(done)
+            if done == self._n_steps:
+                self._calls += 1
+            else:
+                self._count_partial(done)
+        for position, read in self._write_back:  # a mutated input: the caller sees it, as in eager
+            inputs[position].copy_(read())
+        outputs = tuple(read() for read in self._outputs)
+        self.caller_copies += self._reads_copies
+        return outputs
 
-    def _count_copies(self, done: int) -> None:
-        """Add the et_copy runs of the first `done` steps (all of them, usually) to `copies`."""
-        counts = (
-            self._per_call
-            if done == len(self.steps)
-            else Counter(s.direction for s in self.steps[:done] if s.kind == "copy")
-        )
-        for direction, count in counts.items():
-            if direction is not None:
-                self.copies[direction] += count
+    def _count_partial(self, done: int) -> None:
+        """Count the et_copy runs of a call that stopped after its first `done` steps."""
+        self._partial.update(step.direction for step in self.steps[:done] if step.kind == "copy")
 
 
 def build_plan(

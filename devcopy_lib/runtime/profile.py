@@ -37,7 +37,7 @@ def _predicted(step: Step, cost_model: Any) -> float | None:
 
 
 class StepProfiler:
-    """Times every step of the calls it hooks (`method.run(inputs, profiler.on_step)`); `rows()` gives medians."""
+    """Times every step of the calls it hooks (`method(*inputs, on_step=profiler.on_step)`); `rows()` gives medians."""
 
     def __init__(self, steps: Sequence[Step], repeat: int, cost_model: Any = None) -> None:
         if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:

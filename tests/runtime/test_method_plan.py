@@ -98,7 +98,7 @@ def test_an_interrupt_mid_call_leaves_the_method_usable(sim, mode):
             step.run()
 
         with pytest.raises(KeyboardInterrupt):
-            method.run(inputs, interrupt_at_the_delegate)
+            method(*inputs, on_step=interrupt_at_the_delegate)
         x, y = torch.randn(4, 4), torch.randn(4, 4)
         (got,) = method(x, y)  # the next call is not blocked and rewrites everything the interrupted one left
         torch.testing.assert_close(got, module(x, y))

@@ -87,7 +87,7 @@ def test_profiled_and_plain_calls_give_the_same_outputs_and_write_back_a_mutated
     with load_method(placed) as method:
         plain_x, hooked_x, profiled_x = x.clone(), x.clone(), x.clone()
         plain = method(plain_x, y)
-        hooked = method.run((hooked_x, y), on_step=lambda step: step.run())
+        hooked = method(hooked_x, y, on_step=lambda step: step.run())
         method.profile(profiled_x, y, repeat=1)
     torch.testing.assert_close(plain, hooked)
     torch.testing.assert_close(plain[0], x * 2 + y)
@@ -104,7 +104,7 @@ def test_on_step_sees_every_step_of_a_call_in_order_and_profiled_calls_count_as_
         step.run()
 
     with method:
-        (got,) = method.run(inputs, on_step=record)
+        (got,) = method(*inputs, on_step=record)
         assert seen == [step.index for step in method.steps] == [0, 1, 2, 3]
         torch.testing.assert_close(got, module(*inputs))
         assert method.copies_executed == {"h2d": 2, "d2h": 1} and method.caller_copies == 0
