@@ -30,7 +30,8 @@ def aten_overload(name: str) -> torch._ops.OpOverload:
     """`aten::add.out` -> torch.ops.aten.add.out (`aten::relu` -> .default)."""
     namespace, _, op = name.partition("::")
     base, _, overload = op.partition(".")
-    return getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
+    found: torch._ops.OpOverload = getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
+    return found
 
 
 def split_arguments(schema: FunctionSchema, args: list[Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -60,7 +61,9 @@ def _out_view(out: PortableTensor | list[Any]) -> torch.Tensor | list[Any]:
         return [_out_view(item) for item in out]
     view = out.host_view()
     return (
-        view if out.dynamism is TensorShapeDynamism.STATIC else view.new_empty(0).set_(view.untyped_storage(), 0, (0,), (1,))
+        view
+        if out.dynamism is TensorShapeDynamism.STATIC
+        else view.new_empty(0).set_(view.untyped_storage(), 0, (0,), (1,))
     )
 
 

@@ -25,11 +25,12 @@ def _trace_time_copy(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
 
 
 def _register() -> torch.library.Library:
-    lib = torch.library.Library(NAMESPACE, "FRAGMENT")
+    # torch.library's Library and impl carry no annotations in torch's stubs
+    lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # type: ignore[no-untyped-call]
     for name in _OUT_OPS:
         kernel = aten_kernel_for(name, "tensor")
-        lib.impl(name, _trace_time_copy, "CPU")
-        lib.impl(name, lambda self, *, out, _kernel=kernel: _kernel(self, out), "CUDA")
+        lib.impl(name, _trace_time_copy, "CPU")  # type: ignore[no-untyped-call]
+        lib.impl(name, lambda self, *, out, _kernel=kernel: _kernel(self, out), "CUDA")  # type: ignore[no-untyped-call]
         register_eager_kernel(f"{NAMESPACE}::{name}", kernel)
     return lib
 

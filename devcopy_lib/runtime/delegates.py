@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -72,13 +73,14 @@ def prepare_delegate(what: str, delegate: Any, inputs: list[Slot], outputs: list
         (s.allocator for s in outputs if s.allocator is not None and s.allocator.capabilities.real_device), None
     )
     synchronize = real.synchronize if real is not None else None
-    static_targets = [(slot, view, view()) for slot, view in writes] if all(s.static for s in outputs) else None
+    static = all(s.static for s in outputs)  # then each output's view is built once, here
+    targets: list[tuple[Slot, Callable[[], torch.Tensor], torch.Tensor | None]] = [
+        (slot, view, view() if static else None) for slot, view in writes
+    ]
 
     def run() -> None:
         results = forward(*(fixed if fixed is not None else [get() for get in getters]))
-        for (slot, view, target), result in zip(
-            static_targets or [(s, v, None) for s, v in writes], results, strict=False
-        ):
+        for (slot, view, target), result in zip(targets, results, strict=False):
             if target is None:
                 target = view()
             if target.shape != result.shape:

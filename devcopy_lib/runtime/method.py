@@ -24,8 +24,8 @@ from .failures import ExecutionError, LoadError
 from .libs import libs_of_mode
 from .memory import OwnedMemory, allocator_for
 from .memory_plan import plan_program
-from .mode_tensors import MODES
-from .plan import OnStep, Plan, Step, build_plan, host_bytes, iter_allocators
+from .mode_tensors import MODES, ModeTensors
+from .plan import OnStep, Step, build_plan, host_bytes, iter_allocators
 from .profile import StepProfiler
 from .program import Program, ScalarValue, TensorListValue, TensorSpec, TensorValue
 from .resolve import resolve_operators
@@ -56,7 +56,7 @@ class Method:
         directions = ["h2d", "d2h"]
         if "et_copy::_d2d_copy.out" in program.operators:  # devcopy's peer copies, counted when the program has them
             directions.append("d2d")
-        self._tensors = MODES[mode]()
+        self._tensors: ModeTensors = MODES[mode]()
         self._memory = OwnedMemory()
         self._release = weakref.finalize(self, self._memory.free)  # a dropped method frees its device memory
         self._release.atexit = False  # at exit the process returns it; allocators may already be closed by then
@@ -69,7 +69,6 @@ class Method:
             arenas = self._allocate_arenas()
             for index, value in enumerate(program.values):
                 self._objects.append(self._build(index, value, arenas))
-            self._plan: Plan
             self._plan, self.load_copies = build_plan(
                 program, self.kernels, self._slots, self._objects, self._tensors, self._memory, directions
             )
@@ -174,7 +173,8 @@ class Method:
 
     @property
     def arena_sizes(self) -> dict[str, int]:
-        return self.program.memory_plan.arena_sizes()
+        sizes: dict[str, int] = self.program.memory_plan.arena_sizes()
+        return sizes
 
     def close(self) -> None:
         """Free every buffer this method allocated; closing twice is harmless."""

@@ -96,4 +96,5 @@ class AtenTensors:
         return tensor
 
 
-MODES = {"portable": PortableTensors, "aten": AtenTensors}
+ModeTensors = PortableTensors | AtenTensors  # what a method builds its tensors with
+MODES: dict[str, type[PortableTensors] | type[AtenTensors]] = {"portable": PortableTensors, "aten": AtenTensors}

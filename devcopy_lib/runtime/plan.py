@@ -168,8 +168,8 @@ def _input_setter(position: int, slot: Slot, tensors: Any, memory: Any) -> Calla
         if slot.ptr is None or slot.allocator is None
         else slot.allocator.planned_copy("h2d", slot.ptr, memory.host(spec.nbytes), spec.nbytes, slot.ptr.index)
     )
-    target = code_view(slot, tensors) if planned is None else None
     sizes = torch.Size(spec.sizes)
+    target = code_view(slot, tensors) if planned is None else None
 
     def set_input(tensor: torch.Tensor) -> None:
         if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu" or tensor.dtype != spec.dtype:
@@ -182,7 +182,8 @@ def _input_setter(position: int, slot: Slot, tensors: Any, memory: Any) -> Calla
             if problem:
                 raise ExecutionError(Error.InvalidArgument, f"{what}: {problem}")
             resize(slot.tensor, spec, shape, what)
-        if planned is None:
+        if planned is None:  # a host value: copied in place
+            assert target is not None  # built above for exactly these slots
             target().copy_(tensor)
             return
         nbytes = tensor.numel() * tensor.element_size()

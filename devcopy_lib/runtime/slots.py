@@ -43,14 +43,14 @@ class Slot:
 def code_view(slot: Slot, tensors: Any) -> Callable[[], torch.Tensor]:
     """A getter of what device code computes on for `slot`: a view of device memory (built once when static) or
     the host tensor of a CPU value."""
-    spec, sizes_of = slot.spec, tensors.sizes
-    if slot.ptr is None:
+    spec, sizes_of, ptr, allocator = slot.spec, tensors.sizes, slot.ptr, slot.allocator
+    if ptr is None or allocator is None:
         if tensors.mode == "aten" or not slot.static:
             host_tensor, tensor = tensors.host_tensor, slot.tensor
             return lambda: host_tensor(tensor)
         fixed = tensors.host_tensor(slot.tensor)
         return lambda: fixed
-    flat = device_view(slot.allocator, slot.ptr, spec.dtype, (spec.numel,))
+    flat = device_view(allocator, ptr, spec.dtype, (spec.numel,))
     if slot.static:
         fixed = flat.view(spec.sizes)
         return lambda: fixed

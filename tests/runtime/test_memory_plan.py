@@ -1,4 +1,5 @@
-"""Memory planning with devices (docs/semantics.md §7): per-device arenas, lifetime-based reuse, constants in buffer 0."""
+"""Memory planning with devices (docs/semantics.md §7): per-device arenas, lifetime-based reuse, constants in buffer
+0."""
 
 from __future__ import annotations
 
