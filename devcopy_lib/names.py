@@ -1,52 +1,162 @@
 """The names every layer shares, in one torch-free module: what a user may choose, and the runtime's fixed names.
 
-Each tuple is the full list of valid choices, in the order help texts show them; the CLI offers exactly these
-(tests/cli/test_choices.py keeps it so). docs/design.md §7 lists them.
+Each vocabulary is a `Name` enum, a `str` whose members equal, hash, print and serialize (JSON values and keys) as
+their values, so a user's plain `mode="portable"` and `Mode.PORTABLE` are interchangeable. The tuples (`MODES`,
+`STRATEGIES`, ...) are derived from the enums: each is the full list of valid choices, in the order help texts show
+them; the CLI offers exactly these (tests/cli/test_choices.py keeps it so). tests/test_names.py refuses a literal of
+these vocabularies anywhere else in the library. docs/design.md §7 lists them.
 """
 
 from __future__ import annotations
 
-# Placement strategies: ExecuTorch's PropagateDevicePass, one H2D per (value, device), direct device-to-device copies.
-STRATEGIES = ("executorch", "dedupe", "peer")
-# How lowering groups supported nodes into delegates: torch.fx's capability partitions (devcopy's near-linear
-# partitioner, or torch.fx's own as "fx"), or one delegate per supported node.
-PARTITIONS = ("capability", "fx", "per_node")
-# Runtime modes and the libs each links by default.
-MODES = ("portable", "aten")
-PORTABLE_LIB = "portable"
-NATIVE_LIB = "native"
-DEVICE_COPY_LIB = "device_copy_ops_aten_lib"
-PEER_COPY_LIB = "peer_copy_ops_aten_lib"
-LIB_NAMES = (PORTABLE_LIB, NATIVE_LIB, DEVICE_COPY_LIB)  # ExecuTorch's libs: what registration_status lists
-LINKABLE_LIBS = (*LIB_NAMES, PEER_COPY_LIB)
-DEFAULT_LIBS = {"portable": (PORTABLE_LIB,), "aten": (NATIVE_LIB, DEVICE_COPY_LIB)}
-# Where the ATen-mode copy kernel takes its device from: ExecuTorch's op identity + current device, or the tensor.
-DEVICE_RULES = ("seed", "tensor")
-# Device backends (plus "auto" wherever a backend is chosen).
-BACKENDS = ("cupy", "simulated")
-BACKEND_CHOICES = ("auto", *BACKENDS)
+from dataclasses import dataclass
+from enum import Enum
 
-# What went wrong, in one vocabulary: the CLI's JSON `error.kind` and every devcopy exception's `kind` attribute
-# (docs/design.md §8). A runtime failure's ExecuTorch error code travels beside it (`error`).
-ERROR_KINDS = (
-    "usage",
-    "user_code",
-    "unsupported_model",
-    "placement",
-    "missing_operator",
-    "registration",
-    "load",
-    "execution",
-    "device",
-    "executorch_refused",
-    "interrupted",
-    "internal",
-)
+
+class Name(str, Enum):
+    """A name of the shared vocabulary: a `str` that prints, formats, reprs and serializes as its value on every
+    Python, so messages that quote a name (`{mode!r}`) read the same whether it came from a user or from names."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+
+class Strategy(Name):
+    """Placement strategies: ExecuTorch's PropagateDevicePass, one H2D per (value, device), direct device copies."""
+
+    EXECUTORCH = "executorch"
+    DEDUPE = "dedupe"
+    PEER = "peer"
+
+
+class Partition(Name):
+    """How lowering groups supported nodes into delegates: devcopy's capability partitioner (O(N(N+E)/64) words of
+    bitsets, passes/partition.py), torch.fx's own CapabilityBasedPartitioner, or one delegate per supported node."""
+
+    CAPABILITY = "capability"
+    FX = "fx"
+    PER_NODE = "per_node"
+
+
+class Mode(Name):
+    """Runtime modes: the portable runtime (devcopy's tensors) or the ATen-mode runtime (torch tensors)."""
+
+    PORTABLE = "portable"
+    ATEN = "aten"
+
+
+class Lib(Name):
+    """The kernel libs a method may link: ExecuTorch's three, and devcopy's peer-copy lib."""
+
+    PORTABLE = "portable"
+    NATIVE = "native"
+    DEVICE_COPY = "device_copy_ops_aten_lib"
+    PEER_COPY = "peer_copy_ops_aten_lib"
+
+
+class DeviceRule(Name):
+    """Where the ATen-mode copy kernel takes its device: ExecuTorch's op identity + current device, or the tensor."""
+
+    SEED = "seed"
+    TENSOR = "tensor"
+
+
+class Backend(Name):
+    """Device backends: CuPy on a real GPU, or the simulated accelerator in host memory."""
+
+    CUPY = "cupy"
+    SIMULATED = "simulated"
+
+
+class Direction(Name):
+    """The direction of a device copy; also the key of every per-direction count in reports and JSON."""
+
+    H2D = "h2d"
+    D2H = "d2h"
+    D2D = "d2d"
+
+
+class ErrorKind(Name):
+    """What went wrong, in one vocabulary: the CLI's JSON `error.kind` and every devcopy exception's `kind` attribute
+    (docs/design.md §8). A runtime failure's ExecuTorch error code travels beside it (`error`)."""
+
+    USAGE = "usage"
+    USER_CODE = "user_code"
+    UNSUPPORTED_MODEL = "unsupported_model"
+    PLACEMENT = "placement"
+    MISSING_OPERATOR = "missing_operator"
+    REGISTRATION = "registration"
+    LOAD = "load"
+    EXECUTION = "execution"
+    DEVICE = "device"
+    EXECUTORCH_REFUSED = "executorch_refused"
+    INTERRUPTED = "interrupted"
+    INTERNAL = "internal"
+
+
+@dataclass(frozen=True)
+class CopyOp:
+    """One device-copy op: its direction, its runtime operator name, how messages word it, and its kernel's name
+    (the last `::` part of a YAML `kernel_name`, the same in the portable and ATen-mode libs)."""
+
+    direction: Direction
+    name: str
+    words: str
+    kernel_name: str
+
+    @property
+    def schema_name(self) -> str:
+        """The op name without its namespace, as the YAML schema and `torch.ops.et_copy` spell it: `_h2d_copy.out`."""
+        return self.name.partition("::")[2]
+
+
+# The device-copy ops by direction: ExecuTorch's H2D and D2H, and devcopy's D2D (the `peer` strategy's).
+COPY_OP = {
+    Direction.H2D: CopyOp(Direction.H2D, "et_copy::_h2d_copy.out", "host->device", "_h2d_copy_out"),
+    Direction.D2H: CopyOp(Direction.D2H, "et_copy::_d2h_copy.out", "device->host", "_d2h_copy_out"),
+    Direction.D2D: CopyOp(Direction.D2D, "et_copy::_d2d_copy.out", "device->device", "_d2d_copy_out"),
+}
+COPY_OP_BY_NAME = {op.name: op for op in COPY_OP.values()}
+
+# The choices as plain strings, derived from the enums: for callers that iterate, test membership or print them.
+STRATEGIES = tuple(member.value for member in Strategy)
+PARTITIONS = tuple(member.value for member in Partition)
+MODES = tuple(member.value for member in Mode)
+DEVICE_RULES = tuple(member.value for member in DeviceRule)
+BACKENDS = tuple(member.value for member in Backend)
+AUTO_BACKEND = "auto"  # wherever a backend is chosen: the best one available (select_backend)
+BACKEND_CHOICES = (AUTO_BACKEND, *BACKENDS)
+ERROR_KINDS = tuple(member.value for member in ErrorKind)
+DIRECTIONS = tuple(member.value for member in Direction)
+
+PORTABLE_LIB, NATIVE_LIB, DEVICE_COPY_LIB, PEER_COPY_LIB = Lib.PORTABLE, Lib.NATIVE, Lib.DEVICE_COPY, Lib.PEER_COPY
+LINKABLE_LIBS = tuple(member.value for member in Lib)
+LIB_NAMES = tuple(lib.value for lib in Lib if lib is not Lib.PEER_COPY)  # ExecuTorch's: what registration_status lists
+DEFAULT_LIBS = {Mode.PORTABLE: (Lib.PORTABLE,), Mode.ATEN: (Lib.NATIVE, Lib.DEVICE_COPY)}
+
+COPY_OPS = {direction: op.name for direction, op in COPY_OP.items()}
+COPY_DIRECTIONS = {op.name: direction for direction, op in COPY_OP.items()}
+DIRECTION_WORDS = {direction: op.words for direction, op in COPY_OP.items()}
 
 FALLBACK_KEY = ""  # the kernel key of an `arg_meta: null` entry: matches any dtype / dim order
 CURRENT_DEVICE = -1  # a device index meaning "the current device"
 
-# The device-copy ops by direction, as the runtime names them, and how messages say each direction.
-COPY_OPS = {"h2d": "et_copy::_h2d_copy.out", "d2h": "et_copy::_d2h_copy.out", "d2d": "et_copy::_d2d_copy.out"}
-COPY_DIRECTIONS = {op: direction for direction, op in COPY_OPS.items()}
-DIRECTION_WORDS = {"h2d": "host->device", "d2h": "device->host", "d2d": "device->device"}
+
+def device_string(index: int, *, type: str = "cuda") -> str:
+    """A device as `type:index` (`cuda:1`), `cpu` alone for the CPU: the form devices.Device parses and prints."""
+    return "cpu" if type == "cpu" and index == 0 else f"{type}:{index}"
+
+
+def format_bytes(nbytes: float) -> str:
+    """Bytes for people, binary units: 64 -> '64 B', 4096 -> '4 KiB', 156552192 -> '149.3 MiB' (never e-notation)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(nbytes) >= scale:
+            value = nbytes / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{nbytes:.0f} B"
