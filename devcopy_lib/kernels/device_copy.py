@@ -29,8 +29,8 @@ from ..devices.allocator import DeviceAllocator, DevicePtr, HostBuffer
 from ..devices.device import DeviceType
 from ..devices.errors import DeviceCopyError
 from ..devices.registry import get_device_allocator
+from ..names import COPY_OP, COPY_OP_BY_NAME, CURRENT_DEVICE, DEVICE_RULES, DeviceRule, Direction
 from ..names import COPY_OPS as _OPS
-from ..names import CURRENT_DEVICE, DEVICE_RULES
 from ..names import DIRECTION_WORDS as _WORDS
 from ..tensors.aten_tensor import device_memory, device_ptr, resize_metadata, writable_nbytes
 from ..tensors.context import KernelRuntimeContext
@@ -39,6 +39,7 @@ from ..tensors.tensor import PortableTensor, TensorShapeDynamism
 from .prepared import KernelFailure, PreparedKernel, Run
 
 Copier = Callable[[int], None]
+H2D, D2H, D2D = Direction.H2D, Direction.D2H, Direction.D2D
 _COPY_FAILURES = (DeviceCopyError, ValueError)
 
 
@@ -62,10 +63,10 @@ class _Transfer:
 
 
 def _transfer(
-    allocator: DeviceAllocator, direction: str, ptr: DevicePtr, host: HostBuffer, capacity: int, index: int
+    allocator: DeviceAllocator, direction: Direction, ptr: DevicePtr, host: HostBuffer, capacity: int, index: int
 ) -> _Transfer:
     """`nbytes` between `host` and device `ptr` on `index`, planned once when the allocator accepts the buffers."""
-    if direction == "h2d":
+    if direction == H2D:
 
         def public(nbytes: int) -> None:
             allocator.copy_host_to_device(ptr, host, nbytes, index)
@@ -119,21 +120,21 @@ def _portable_run(copy: Copier, self: PortableTensor, out: PortableTensor, op: s
 
 
 # ---- portable ---------------------------------------------------------------------------------------------------
-def _placement_problem(self: PortableTensor, out: PortableTensor, direction: str) -> str:
+def _placement_problem(self: PortableTensor, out: PortableTensor, direction: Direction) -> str:
     """Checks 1 and 2: which tensor is on the wrong side (empty when placement is right)."""
     words = _WORDS[direction]
-    if direction == "h2d" and not self.is_cpu:
+    if direction == H2D and not self.is_cpu:
         return f"self must be on CPU for a {words} copy, it is on {self.device}"
-    if direction != "h2d" and self.is_cpu:
+    if direction != H2D and self.is_cpu:
         return f"self must be on a device (not CPU) for a {words} copy, it is on cpu"
-    if direction != "d2h" and out.is_cpu:
+    if direction != D2H and out.is_cpu:
         return f"out must be on a device (not CPU) for a {words} copy, it is on cpu"
-    if direction == "d2h" and not out.is_cpu:
+    if direction == D2H and not out.is_cpu:
         return f"out must be on CPU for a {words} copy, it is on {out.device}"
     return ""
 
 
-def _checked_portable_run(self: PortableTensor, out: PortableTensor, direction: str, problem: str) -> Run:
+def _checked_portable_run(self: PortableTensor, out: PortableTensor, direction: Direction, problem: str) -> Run:
     """A call that fails at the first of checks 1-4 that fails, in the documented order (`problem`: 1-2)."""
     op = _OPS[direction]
 
@@ -145,7 +146,7 @@ def _checked_portable_run(self: PortableTensor, out: PortableTensor, direction: 
             resize = f"self/out dtype mismatch ({self.dtype} vs {out.dtype})"
         if resize:
             raise KernelFailure(Error.InvalidArgument, f"{op}: cannot resize out to {list(self.sizes)}: {resize}")
-        device = self.device if direction == "d2h" else out.device
+        device = self.device if direction == D2H else out.device
         raise KernelFailure(
             Error.NotFound, f"{op}: no DeviceAllocator registered for {device.type.name}; register one first"
         )
@@ -153,36 +154,36 @@ def _checked_portable_run(self: PortableTensor, out: PortableTensor, direction: 
     return run
 
 
-def _prepare_portable(args: list[Any], direction: str) -> Run:
+def _prepare_portable(args: list[Any], direction: Direction) -> Run:
     """Checks 1, 2, the dtype and 4 once; then a run that resizes (check 3) and copies through the allocator."""
     self, out = args
-    device = self.device if direction == "d2h" else out.device
+    device = self.device if direction == D2H else out.device
     allocator = get_device_allocator(device.type)
     problem = _placement_problem(self, out, direction)
     if problem or self.dtype != out.dtype or allocator is None:
         return _checked_portable_run(self, out, direction, problem)
     op = _OPS[direction]
-    if direction == "d2d":
+    if direction == D2D:
         src, dst = self.storage, out.storage
 
         def peer(nbytes: int) -> None:
             allocator.copy_device_to_device(dst, src, nbytes)
 
         return _portable_run(peer, self, out, op, f"{self.device} -> {device}")
-    device_side, host = (out, self) if direction == "h2d" else (self, out)
+    device_side, host = (out, self) if direction == H2D else (self, out)
     capacity = min(self.capacity_nbytes, out.capacity_nbytes)
     transfer = _transfer(allocator, direction, device_side.storage, host.storage, capacity, device.index)
     return _portable_run(transfer.planned, self, out, op, f"on {device}")  # the tensor names its index
 
 
-def portable_kernel(direction: str) -> PreparedKernel:
+def portable_kernel(direction: Direction) -> PreparedKernel:
     """The portable boxed kernel `(ctx, [self, out]) -> out` for one direction, with its prepare step."""
     return PreparedKernel(
         lambda args, dynamic: _prepare_portable(args, direction), portable=True, n_out=1, name=f"_{direction}_copy_out"
     )
 
 
-_PORTABLE_BOXED = {f"_{direction}_copy_out": portable_kernel(direction) for direction in _OPS}
+_PORTABLE_BOXED = {op.kernel_name: portable_kernel(direction) for direction, op in COPY_OP.items()}
 
 
 def portable_boxed_kernel(kernel_name: str) -> PreparedKernel:
@@ -192,23 +193,27 @@ def portable_boxed_kernel(kernel_name: str) -> PreparedKernel:
 
 def _h2d_copy_out(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor) -> PortableTensor:
     """Portable host -> device copy; the device (and index) come from `out`."""
-    result: PortableTensor = _PORTABLE_BOXED["_h2d_copy_out"](ctx, [self, out])
+    result: PortableTensor = _PORTABLE_BOXED[COPY_OP[H2D].kernel_name](ctx, [self, out])
     return result
 
 
 def _d2h_copy_out(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor) -> PortableTensor:
     """Portable device -> host copy; the device (and index) come from `self`."""
-    result: PortableTensor = _PORTABLE_BOXED["_d2h_copy_out"](ctx, [self, out])
+    result: PortableTensor = _PORTABLE_BOXED[COPY_OP[D2H].kernel_name](ctx, [self, out])
     return result
 
 
 def _d2d_copy_out(ctx: KernelRuntimeContext, self: PortableTensor, out: PortableTensor) -> PortableTensor:
     """Portable device -> device copy (devcopy's addition); the source from `self`, the destination from `out`."""
-    result: PortableTensor = _PORTABLE_BOXED["_d2d_copy_out"](ctx, [self, out])
+    result: PortableTensor = _PORTABLE_BOXED[COPY_OP[D2D].kernel_name](ctx, [self, out])
     return result
 
 
-PORTABLE_KERNELS = {"_h2d_copy_out": _h2d_copy_out, "_d2h_copy_out": _d2h_copy_out, "_d2d_copy_out": _d2d_copy_out}
+PORTABLE_KERNELS = {
+    COPY_OP[H2D].kernel_name: _h2d_copy_out,
+    COPY_OP[D2H].kernel_name: _d2h_copy_out,
+    COPY_OP[D2D].kernel_name: _d2d_copy_out,
+}
 
 
 # ---- ATen mode --------------------------------------------------------------------------------------------------
@@ -240,7 +245,7 @@ def _aten_fixed_checks(self: torch.Tensor, out: torch.Tensor, op: str) -> None:
         )
 
 
-def _aten_copy(self: torch.Tensor, out: torch.Tensor, direction: str, rule: str) -> torch.Tensor:
+def _aten_copy(self: torch.Tensor, out: torch.Tensor, direction: Direction, rule: str) -> torch.Tensor:
     """Steps 1-7 in order, every call (eager tensors, or what the prepared path cannot pre-validate)."""
     op = _OPS[direction]
     _aten_fixed_checks(self, out, op)
@@ -269,22 +274,22 @@ def _aten_copy(self: torch.Tensor, out: torch.Tensor, direction: str, rule: str)
 
 def _copy_index(device_side: torch.Tensor, rule: str) -> int:
     """The index an H2D/D2H copy names: the one the tensor carries under rule `tensor`, else the current device."""
-    carried = _carried_index(device_side) if rule == "tensor" else None
+    carried = _carried_index(device_side) if rule == DeviceRule.TENSOR else None
     return CURRENT_DEVICE if carried is None else carried
 
 
 def _aten_transfer(
-    allocator: DeviceAllocator, self: torch.Tensor, out: torch.Tensor, nbytes: int, direction: str, rule: str
+    allocator: DeviceAllocator, self: torch.Tensor, out: torch.Tensor, nbytes: int, direction: Direction, rule: str
 ) -> None:
     """Step 7: the allocator call. H2D/D2H: the device index by the rule; D2D: each pointer names its device."""
-    if direction == "d2d":
+    if direction == D2D:
         with device_memory(self, allocator) as src, device_memory(out, allocator) as dst:
             allocator.copy_device_to_device(dst, src, nbytes)
         return
-    device_side, host = (out, self) if direction == "h2d" else (self, out)
+    device_side, host = (out, self) if direction == H2D else (self, out)
     index = _copy_index(device_side, rule)
     with device_memory(device_side, allocator) as ptr:
-        if direction == "h2d":
+        if direction == H2D:
             allocator.copy_host_to_device(ptr, host.data_ptr(), nbytes, index)
         else:
             allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
@@ -324,14 +329,14 @@ def _aten_run(transfer: _Transfer, self: torch.Tensor, out: torch.Tensor, op: st
     return run
 
 
-def _prepare_aten(args: list[Any], dynamic: Collection[int], direction: str, rule: str) -> Run:
+def _prepare_aten(args: list[Any], dynamic: Collection[int], direction: Direction, rule: str) -> Run:
     """Steps 1, 2 and 6 once for planned tensors; then a run that checks room (3), resizes (4) and copies (7)."""
     self, out = args
     allocator = get_device_allocator(DeviceType.CUDA)
-    device_side, host = (out, self) if direction == "h2d" else (self, out)
+    device_side, host = (out, self) if direction == H2D else (self, out)
     ptr = device_ptr(device_side)
     if (
-        direction == "d2d"
+        direction == D2D
         or allocator is None
         or ptr is None
         or host.device.type != "cpu"
@@ -345,15 +350,16 @@ def _prepare_aten(args: list[Any], dynamic: Collection[int], direction: str, rul
 
 
 @functools.cache
-def aten_boxed_kernel(op: str, rule: str = "seed") -> PreparedKernel:
+def aten_boxed_kernel(op: str, rule: str = DeviceRule.SEED) -> PreparedKernel:
     """The ATen-mode boxed kernel `(ctx, [self, out]) -> out` for `_h2d_copy.out` / `_d2h_copy.out` /
     `_d2d_copy.out` under a device rule, with its prepare step."""
     if rule not in DEVICE_RULES:
         raise ValueError(f"device_rule must be one of {DEVICE_RULES}, got {rule!r}")
     short = op.split("::")[-1]
-    direction = short[1:4]
-    if _OPS.get(direction) != f"et_copy::{short}":
+    copy_op = COPY_OP_BY_NAME.get(f"et_copy::{short}")
+    if copy_op is None:
         raise ValueError(f"no ATen-mode device-copy kernel for {op!r}; valid: {', '.join(_OPS.values())}")
+    direction = copy_op.direction
 
     def prepare(args: list[Any], dynamic: Collection[int]) -> Run:
         return _prepare_aten(args, dynamic, direction, rule)
@@ -362,7 +368,7 @@ def aten_boxed_kernel(op: str, rule: str = "seed") -> PreparedKernel:
 
 
 @functools.cache
-def aten_kernel_for(op: str, rule: str = "seed") -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+def aten_kernel_for(op: str, rule: str = DeviceRule.SEED) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """The ATen-mode kernel `(self, out) -> out` for `_h2d_copy.out` / `_d2h_copy.out` / `_d2d_copy.out` under a
     device rule: prepare-then-run of `aten_boxed_kernel`."""
     boxed = aten_boxed_kernel(op, rule)
@@ -375,16 +381,16 @@ def aten_kernel_for(op: str, rule: str = "seed") -> Callable[[torch.Tensor, torc
     return kernel
 
 
-def h2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
+def h2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = DeviceRule.SEED) -> torch.Tensor:
     """ATen-mode host -> device copy (docs/semantics.md §4's seven checks, raising)."""
-    return aten_kernel_for("_h2d_copy.out", device_rule)(self, out)
+    return aten_kernel_for(COPY_OP[H2D].schema_name, device_rule)(self, out)
 
 
-def d2h_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
+def d2h_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = DeviceRule.SEED) -> torch.Tensor:
     """ATen-mode device -> host copy (docs/semantics.md §4's seven checks, raising)."""
-    return aten_kernel_for("_d2h_copy.out", device_rule)(self, out)
+    return aten_kernel_for(COPY_OP[D2H].schema_name, device_rule)(self, out)
 
 
-def d2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = "seed") -> torch.Tensor:
+def d2d_copy_out(self: torch.Tensor, out: torch.Tensor, device_rule: str = DeviceRule.SEED) -> torch.Tensor:
     """ATen-mode device -> device copy (devcopy's addition: docs/semantics.md §4's checks, raising)."""
-    return aten_kernel_for("_d2d_copy.out", device_rule)(self, out)
+    return aten_kernel_for(COPY_OP[D2D].schema_name, device_rule)(self, out)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
+from ..names import Mode
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
 
@@ -33,7 +34,7 @@ class KernelFailure(RuntimeError):
 class PreparedKernel:
     """A boxed kernel `(ctx, args) -> out` made of a prepare step; a method calls `prepare` once at load."""
 
-    __slots__ = ("prepare", "portable", "n_out", "__name__")
+    __slots__ = ("prepare", "portable", "n_out", "__name__")  # names: attributes, not the mode
 
     def __init__(self, prepare: Prepare, *, portable: bool, n_out: int, name: str) -> None:
         self.prepare, self.portable, self.n_out, self.__name__ = prepare, portable, n_out, name
@@ -49,4 +50,4 @@ class PreparedKernel:
         return args[-1] if self.n_out == 1 else tuple(args[len(args) - self.n_out :])
 
     def __repr__(self) -> str:
-        return f"PreparedKernel({self.__name__}, {'portable' if self.portable else 'aten'})"
+        return f"PreparedKernel({self.__name__}, {Mode.PORTABLE if self.portable else Mode.ATEN})"

@@ -19,6 +19,7 @@ import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
+from ..names import COPY_OP, Direction, Mode
 from ..tensors.error import Error
 from .failures import ExecutionError, LoadError
 from .libs import libs_of_mode
@@ -53,9 +54,9 @@ class Method:
         self.program = program
         self.mode = mode
         self.kernels = list(kernels)
-        directions = ["h2d", "d2h"]
-        if "et_copy::_d2d_copy.out" in program.operators:  # devcopy's peer copies, counted when the program has them
-            directions.append("d2d")
+        directions = [Direction.H2D, Direction.D2H]
+        if COPY_OP[Direction.D2D].name in program.operators:  # devcopy's peer copies, counted when a program has them
+            directions.append(Direction.D2D)
         self._tensors: ModeTensors = MODES[mode]()
         self._memory = OwnedMemory()
         self._release = weakref.finalize(self, self._memory.free)  # a dropped method frees its device memory
@@ -195,7 +196,7 @@ def _needs_device(program: Program) -> bool:
 
 
 def load_program(
-    program: Program, mode: str = "portable", libs: Sequence[Any] | None = None, backend: str | None = None
+    program: Program, mode: str = Mode.PORTABLE, libs: Sequence[Any] | None = None, backend: str | None = None
 ) -> Method:
     """Load an emitted `program` in `mode` with `libs` linked (default per mode).
 

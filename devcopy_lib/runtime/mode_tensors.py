@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
+from ..names import Mode
 from ..tensors.aten_tensor import device_tensor, resize_metadata
 from ..tensors.error import Error
 from ..tensors.tensor import PortableTensor, TensorShapeDynamism, resize_problem
@@ -36,7 +37,7 @@ def _refuse(problem: str, what: str) -> None:
 class PortableTensors:
     """Portable mode: PortableTensors over arena bytes or device pointers."""
 
-    mode = "portable"
+    mode = Mode.PORTABLE
 
     def host(self, spec: TensorSpec, storage: np.ndarray) -> PortableTensor:
         return PortableTensor(spec.dtype, spec.sizes, storage, dynamism=_dynamism(spec), capacity=spec.numel)
@@ -67,7 +68,7 @@ class PortableTensors:
 class AtenTensors:
     """ATen mode: CPU torch tensors over arena bytes; device tensors from `aten_tensor` (wrapper or real CUDA)."""
 
-    mode = "aten"
+    mode = Mode.ATEN
 
     def host(self, spec: TensorSpec, storage: np.ndarray) -> torch.Tensor:
         if spec.nbytes == 0:
@@ -97,4 +98,4 @@ class AtenTensors:
 
 
 ModeTensors = PortableTensors | AtenTensors  # what a method builds its tensors with
-MODES: dict[str, type[PortableTensors] | type[AtenTensors]] = {"portable": PortableTensors, "aten": AtenTensors}
+MODES: dict[str, type[PortableTensors] | type[AtenTensors]] = {Mode.PORTABLE: PortableTensors, Mode.ATEN: AtenTensors}

@@ -24,7 +24,7 @@ import torch
 from ..devices.allocator import DeviceAllocator
 from ..devices.registry import scoped_allocators
 from ..kernels.prepared import KernelFailure, PreparedKernel, Run
-from ..names import COPY_DIRECTIONS
+from ..names import COPY_DIRECTIONS, Direction
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
 from .delegates import prepare_delegate
@@ -91,8 +91,8 @@ def _kernel_run(kernel: Any, args: list[Any], slots: list[Slot | None], allocato
 def _copy_step(position: int, name: str, run: Run, src: Slot, out: Slot, tensors: Any) -> Step:
     """An et_copy instruction: what a profile reports beside its run (device allocator, host buffer, bytes)."""
     direction = COPY_DIRECTIONS[name]
-    device = out if direction != "d2h" else src
-    host = src if direction == "h2d" else out if direction == "d2h" else None
+    device = out if direction != Direction.D2H else src
+    host = src if direction == Direction.H2D else out if direction == Direction.D2H else None
     sizes, tensor = tensors.sizes, out.tensor
     return Step(
         position,
@@ -166,7 +166,7 @@ def _input_setter(position: int, slot: Slot, tensors: Any, memory: Any) -> Calla
     planned = (
         None
         if slot.ptr is None or slot.allocator is None
-        else slot.allocator.planned_copy("h2d", slot.ptr, memory.host(spec.nbytes), spec.nbytes, slot.ptr.index)
+        else slot.allocator.planned_copy(Direction.H2D, slot.ptr, memory.host(spec.nbytes), spec.nbytes, slot.ptr.index)
     )
     sizes = torch.Size(spec.sizes)
     target = code_view(slot, tensors) if planned is None else None
@@ -201,7 +201,9 @@ def _output_getter(slot: Slot | None, value: Any, tensors: Any, memory: Any) -> 
         view = code_view(slot, tensors)
         return lambda: view().clone()
     spec, sizes_of, tensor = slot.spec, tensors.sizes, slot.tensor
-    planned = slot.allocator.planned_copy("d2h", slot.ptr, memory.host(spec.nbytes), spec.nbytes, slot.ptr.index)
+    planned = slot.allocator.planned_copy(
+        Direction.D2H, slot.ptr, memory.host(spec.nbytes), spec.nbytes, slot.ptr.index
+    )
 
     def read() -> torch.Tensor:
         sizes = sizes_of(tensor)

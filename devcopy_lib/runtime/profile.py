@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..names import Direction
 from .plan import Step
 
 
@@ -28,7 +29,7 @@ def _memory_kind(step: Step) -> str:
 
 def _predicted(step: Step, cost_model: Any) -> float | None:
     """The cost model's time for a host<->device copy's bytes, or None (no model, not such a copy, no line)."""
-    if cost_model is None or step.kind != "copy" or step.direction not in ("h2d", "d2h"):
+    if cost_model is None or step.kind != "copy" or step.direction not in (Direction.H2D, Direction.D2H):
         return None
     try:
         return float(cost_model.predict(step.direction, step.moved, _memory_kind(step)))

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
+from ..names import Mode
 from .device_views import device_view
 from .program import TensorSpec
 
@@ -23,7 +24,7 @@ class Slot:
     """One tensor value at run time: the mode's tensor, the memory under it (host bytes `storage`, or a device
     pointer with its allocator), and the views device code computes on."""
 
-    __slots__ = ("spec", "tensor", "ptr", "allocator", "storage")
+    __slots__ = ("spec", "tensor", "ptr", "allocator", "storage")  # names: attributes, not a device rule
 
     def __init__(
         self,
@@ -45,7 +46,7 @@ def code_view(slot: Slot, tensors: Any) -> Callable[[], torch.Tensor]:
     the host tensor of a CPU value."""
     spec, sizes_of, ptr, allocator = slot.spec, tensors.sizes, slot.ptr, slot.allocator
     if ptr is None or allocator is None:
-        if tensors.mode == "aten" or not slot.static:
+        if tensors.mode == Mode.ATEN or not slot.static:
             host_tensor, tensor = tensors.host_tensor, slot.tensor
             return lambda: host_tensor(tensor)
         fixed = tensors.host_tensor(slot.tensor)
