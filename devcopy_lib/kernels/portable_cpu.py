@@ -100,17 +100,23 @@ def _portable_prepare(name: str, schema: FunctionSchema, overload: Any, n_out: i
     out takes the sizes PyTorch chooses; a failure is InvalidArgument naming the op."""
     call = overload._op  # the C++ callable OpOverload.__call__ forwards to
 
-    def run_static(
+    def static_run(
         positional: list[Any], keywords: dict[str, Any], outs: list[Any], views: list[Any], result: Any
-    ) -> Any:
-        try:
-            call(*positional, **keywords)
-        except _TORCH_FAILURES as exc:
-            raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
-        for out, view in zip(outs, views, strict=True):
-            if view.shape != out.sizes:  # PyTorch resized a STATIC out: refused, as the per-call path refuses it
-                raise KernelFailure(Error.InvalidArgument, f"{name}: out {out}: {_adopt_sizes(out, view)}")
-        return result
+    ) -> Run:
+        """One call on views built once; an out PyTorch resized is refused (a STATIC tensor keeps its sizes)."""
+        checks = tuple((view, out.sizes, out) for out, view in zip(outs, views, strict=True))
+
+        def run() -> Any:
+            try:
+                call(*positional, **keywords)
+            except _TORCH_FAILURES as exc:
+                raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
+            for view, sizes, out in checks:
+                if view.shape != sizes:
+                    raise KernelFailure(Error.InvalidArgument, f"{name}: out {out}: {_adopt_sizes(out, view)}")
+            return result
+
+        return run
 
     def run_dynamic(args: list[Any], result: Any) -> Any:
         outs = list(args[len(args) - n_out :])
@@ -138,7 +144,7 @@ def _portable_prepare(name: str, schema: FunctionSchema, overload: Any, n_out: i
                 raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
             first_out = len(args) - n_out
             outs, out_views = _flat(list(args[first_out:])), _flat(views[first_out:])
-            return functools.partial(run_static, positional, keywords, outs, out_views, result)
+            return static_run(positional, keywords, outs, out_views, result)
         return functools.partial(run_dynamic, args, result)
 
     return prepare
