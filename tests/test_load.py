@@ -35,7 +35,7 @@ def _check_matches_eager(method, module, inputs):
     outputs = method(*inputs)
     expected = _eager(module, inputs)
     assert len(outputs) == len(expected)
-    for got, want in zip(outputs, expected):
+    for got, want in zip(outputs, expected, strict=True):
         assert got.device.type == "cpu"
         torch.testing.assert_close(got, want)
 
@@ -270,5 +270,5 @@ def test_a_module_moved_to_the_gpu_after_lowering_still_loads_and_matches():
     expected = _eager(module, inputs)
     module.cuda()
     with load_method(place_devices(lowered), backend="cupy") as method:
-        for got, want in zip(method(*inputs), expected):
+        for got, want in zip(method(*inputs), expected, strict=True):
             torch.testing.assert_close(got, want)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from ..bench.harness import Policy, TextProgress
 from ..bench.sizes import format_size, parse_sizes
-from ..bench.sweep import DIRECTIONS, MEMORIES, SweepInterrupted, plan, run_plan
+from ..bench.sweep import DIRECTIONS, MEMORIES, Bench, SweepInterrupted, plan, run_plan
 from .common import (
     EXIT_INTERRUPTED,
     Outcome,
@@ -23,10 +23,6 @@ from .common import (
     check_output_path,
     error_payload,
 )
-
-if TYPE_CHECKING:
-    from ..bench.methods_cuda import CudaBench
-    from ..bench.methods_sim import SimulatedBench
 
 MAX_SIZE = 1 << 40  # 1 TiB: more than any device or host here holds; a larger size is a typo
 
@@ -57,7 +53,7 @@ def _plot_suffixes() -> tuple[str, ...]:
 
 
 def _refuse_empty(
-    name: str, bench: CudaBench | SimulatedBench, sizes: list[int], directions: Sequence[str], memories: Sequence[str]
+    name: str, bench: Bench, sizes: list[int], directions: Sequence[str], memories: Sequence[str]
 ) -> NoReturn:
     """What the backend can time, named, when none of the requested directions and memories is among it."""
     can = sorted({f"{c.direction}/{c.memory}" for c in bench.cases(sizes[0], DIRECTIONS, MEMORIES)})

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import torch
 
+from ..names import COPY_OP, DeviceRule
 from ..ops.aot import NAMESPACE
 from ..tensors.aten_tensor import register_eager_kernel
 from .device_copy import aten_kernel_for
 
-_OUT_OPS = ("_h2d_copy.out", "_d2h_copy.out", "_d2d_copy.out")
+_OUT_OPS = tuple(op.schema_name for op in COPY_OP.values())
 
 
 def _trace_time_copy(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
@@ -25,11 +26,12 @@ def _trace_time_copy(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
 
 
 def _register() -> torch.library.Library:
-    lib = torch.library.Library(NAMESPACE, "FRAGMENT")
+    # torch.library's Library and impl carry no annotations in torch's stubs
+    lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # type: ignore[no-untyped-call]
     for name in _OUT_OPS:
-        kernel = aten_kernel_for(name, "tensor")
-        lib.impl(name, _trace_time_copy, "CPU")
-        lib.impl(name, lambda self, *, out, _kernel=kernel: _kernel(self, out), "CUDA")
+        kernel = aten_kernel_for(name, DeviceRule.TENSOR)
+        lib.impl(name, _trace_time_copy, "CPU")  # type: ignore[no-untyped-call]
+        lib.impl(name, lambda self, *, out, _kernel=kernel: _kernel(self, out), "CUDA")  # type: ignore[no-untyped-call]
         register_eager_kernel(f"{NAMESPACE}::{name}", kernel)
     return lib
 

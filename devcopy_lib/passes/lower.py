@@ -165,7 +165,7 @@ def _refuse_control_flow(exported: ExportedProgram) -> None:
     instructions, so such a model is refused by name here rather than failing somewhere inside lowering."""
     for node in exported.graph_module.graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
-            construct = f"torch.{node.target.name()}"
+            construct = f"torch.{node.target.name()}"  # type: ignore[no-untyped-call]  # torch leaves name() untyped
             raise UnsupportedModelError(
                 f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower: its "
                 f"programs have no jump instructions, where ExecuTorch keeps {construct} and its branches on the "

@@ -471,7 +471,7 @@ def pte_registration(program: PteProgram, mode: str = Mode.PORTABLE, libs: Any =
     `portable`; `native` + `device_copy_ops_aten_lib`), through devcopy's `resolve_operators`."""
     if mode not in MODES:
         raise PteUsageError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    linked = libs_of_mode(mode, DEFAULT_LIBS[mode] if libs is None else libs)
+    linked = libs_of_mode(mode, DEFAULT_LIBS[Mode(mode)] if libs is None else libs)
     missing: list[tuple[int, str]] = []
     message = ""
     try:

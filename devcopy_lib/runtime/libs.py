@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -51,18 +51,6 @@ from .registry import BoxedKernel, KernelLib
 Libs = KernelLib | str | Iterable["Libs"]
 
 
-@dataclass(frozen=True)
-class _AtenCopyKernel:
-    """A boxed ATen-mode et_copy kernel; a loaded method's planned copies follow its `device_rule`
-    (runtime/plan.py)."""
-
-    kernel: Callable[..., Any]
-    device_rule: str
-
-    def __call__(self, ctx: Any, args: list[Any]) -> Any:
-        return self.kernel(*args)
-
-
 def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, device_rule: str) -> BoxedKernel:
     """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`."""
     namespace, _, fn = kernel_name.rpartition("::")
@@ -70,10 +58,9 @@ def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, device_rul
         boxed: BoxedKernel = portable_cpu.boxed_aten_kernel(name, schema, portable=True)
         return boxed
     if namespace == "devcopy::portable" and fn in device_copy.PORTABLE_KERNELS:
-        kernel = device_copy.PORTABLE_KERNELS[fn]
-        return lambda ctx, args: kernel(ctx, *args)
+        return device_copy.portable_boxed_kernel(fn)
     if namespace == "devcopy::aten" and fn in device_copy.PORTABLE_KERNELS:  # same kernel names in both modes
-        return _AtenCopyKernel(device_copy.aten_kernel_for(name, device_rule), device_rule)
+        return device_copy.aten_boxed_kernel(name, device_rule)
     raise LookupError(
         f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
         f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, "

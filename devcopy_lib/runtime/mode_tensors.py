@@ -2,6 +2,12 @@
 
 A method builds every tensor once at load over planned memory (a host arena slice or a device pointer); the
 executor loop then only resizes them and hands them to kernels.
+
+Both modes resize by one rule, `tensors.tensor.resize_problem` (docs/semantics.md §3.1, ExecuTorch's
+`resize_tensor`): the rank never changes, a STATIC tensor keeps its sizes, a DYNAMIC_BOUND one takes any sizes whose
+element count fits its planned capacity, so (4, 4) -> (2, 8) is accepted. ExecuTorch checks the element count, not
+each dimension (TensorImpl::internal_resize_contiguous); the per-dimension limits torch.export states for a graph
+input are checked where inputs are set (runtime/plan.py), not in the tensor rule.
 """
 
 from __future__ import annotations
@@ -10,9 +16,10 @@ import numpy as np
 import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
+from ..names import Mode
 from ..tensors.aten_tensor import device_tensor, resize_metadata
 from ..tensors.error import Error
-from ..tensors.tensor import PortableTensor, TensorShapeDynamism
+from ..tensors.tensor import PortableTensor, TensorShapeDynamism, resize_problem
 from .failures import ExecutionError
 from .program import TensorSpec
 
@@ -21,27 +28,16 @@ def _dynamism(spec: TensorSpec) -> TensorShapeDynamism:
     return TensorShapeDynamism.DYNAMIC_BOUND if spec.dynamic else TensorShapeDynamism.STATIC
 
 
-def _resize_problem(spec: TensorSpec, sizes: tuple[int, ...]) -> str:
-    """Why a tensor planned as `spec` cannot take `sizes` (empty when it can)."""
-    if len(sizes) != len(spec.sizes):
-        return f"rank {len(spec.sizes)} cannot change to {len(sizes)} (sizes {spec.sizes} -> {sizes})"
-    if not spec.dynamic and sizes != spec.sizes:
-        return f"a STATIC tensor of sizes {spec.sizes} cannot take sizes {sizes}"
-    for dim, (size, bound) in enumerate(zip(sizes, spec.sizes)):
-        if size > bound:
-            return f"sizes {sizes} exceed the planned upper bound {spec.sizes} in dimension {dim} ({size} > {bound})"
-        if size != bound and not spec.may_vary(dim):
-            return (
-                f"dimension {dim} is static in the plan (size {bound}) and cannot take {size} (sizes {sizes}, "
-                f"plan {spec.sizes}); export with a torch.export.Dim for it to vary"
-            )
-    return ""
+def _refuse(problem: str, what: str) -> None:
+    """A resize the tensor rule refuses, as the call's InvalidArgument naming what was resized."""
+    if problem:
+        raise ExecutionError(Error.InvalidArgument, f"{what}: {problem}")
 
 
 class PortableTensors:
     """Portable mode: PortableTensors over arena bytes or device pointers."""
 
-    mode = "portable"
+    mode = Mode.PORTABLE
 
     def host(self, spec: TensorSpec, storage: np.ndarray) -> PortableTensor:
         return PortableTensor(spec.dtype, spec.sizes, storage, dynamism=_dynamism(spec), capacity=spec.numel)
@@ -60,11 +56,9 @@ class PortableTensors:
 
     @staticmethod
     def resize(tensor: PortableTensor, spec: TensorSpec, sizes: tuple[int, ...], what: str) -> None:
-        if tensor.sizes == sizes:
-            return
-        problem = _resize_problem(spec, sizes)
-        if problem or tensor.resize(sizes) is not Error.Ok:
-            raise ExecutionError(Error.InvalidArgument, f"{what}: {problem or tensor.resize_problem(sizes)}")
+        if tensor.sizes != sizes:
+            _refuse(tensor.resize_problem(sizes), what)
+            tensor.resize(sizes)
 
     @staticmethod
     def host_tensor(tensor: PortableTensor) -> torch.Tensor:
@@ -74,7 +68,7 @@ class PortableTensors:
 class AtenTensors:
     """ATen mode: CPU torch tensors over arena bytes; device tensors from `aten_tensor` (wrapper or real CUDA)."""
 
-    mode = "aten"
+    mode = Mode.ATEN
 
     def host(self, spec: TensorSpec, storage: np.ndarray) -> torch.Tensor:
         if spec.nbytes == 0:
@@ -82,7 +76,7 @@ class AtenTensors:
         return torch.from_numpy(storage[: spec.nbytes]).view(spec.dtype).view(spec.sizes)
 
     def device(self, spec: TensorSpec, ptr: DevicePtr, allocator: DeviceAllocator) -> torch.Tensor:
-        return device_tensor(ptr, spec.dtype, spec.sizes, backend=allocator.backend)
+        return device_tensor(ptr, spec.dtype, spec.sizes, allocator=allocator)
 
     def constant(self, data: torch.Tensor) -> torch.Tensor:
         return data
@@ -93,16 +87,15 @@ class AtenTensors:
 
     @staticmethod
     def resize(tensor: torch.Tensor, spec: TensorSpec, sizes: tuple[int, ...], what: str) -> None:
-        if tuple(tensor.shape) == sizes:
-            return
-        problem = _resize_problem(spec, sizes)
-        if problem:
-            raise ExecutionError(Error.InvalidArgument, f"{what}: {problem}")
-        resize_metadata(tensor, sizes)
+        current = tuple(tensor.shape)
+        if current != sizes:
+            _refuse(resize_problem(current, sizes, not spec.dynamic, spec.numel), what)
+            resize_metadata(tensor, sizes)
 
     @staticmethod
     def host_tensor(tensor: torch.Tensor) -> torch.Tensor:
         return tensor
 
 
-MODES = {"portable": PortableTensors, "aten": AtenTensors}
+ModeTensors = PortableTensors | AtenTensors  # what a method builds its tensors with
+MODES: dict[str, type[PortableTensors] | type[AtenTensors]] = {Mode.PORTABLE: PortableTensors, Mode.ATEN: AtenTensors}

@@ -1,305 +1,357 @@
-"""The precompiled execution plan: one prepared `Step` per instruction, built and validated once at load.
+"""The precompiled execution plan: `build_plan` turns a loaded method's instructions into a `Plan` once, at load.
 
-What the program fixes (operators, tensor objects and views over the arenas, copy descriptors with pre-checked
-pointers and capacities, delegate input/output views) is built here; a step's `run()` re-checks only what a call can
-change (the sizes of dynamic tensors). Instructions the plan cannot prepare (a kernel registered by the user, an
-et_copy whose tensors are not planned where the op expects them) run their kernel generically, so its own error
-reaches the caller, always naming the instruction (index, operator).
+Each instruction becomes a `Step` whose run its kernel prepared (kernels/prepared.py): et_copy kernels on the
+allocator's pre-validated copies, CPU ops as torch callables bound to their views, delegates as their GraphModule on
+planned views (runtime/delegates.py). The plan holds no kernel rules of its own: a kernel registered by the user
+(no prepare step) runs boxed, `kernel(ctx, args)`, at every call. `Plan.run(inputs, on_step)` sets the inputs,
+runs the steps, writes mutated inputs back and reads the outputs; every failure names the instruction (index, op).
+The plan owns its counters: `copies` (et_copy kernel runs by direction) and `caller_copies` (the caller side's moves).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
+import functools
+import itertools
 import math
-import weakref
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..devices.allocator import DeviceAllocator, DevicePtr
-from ..devices.errors import DeviceCopyError
+from ..devices.allocator import DeviceAllocator
 from ..devices.registry import scoped_allocators
-from ..kernels.portable_cpu import aten_overload, host_args, split_arguments
-from ..names import COPY_DIRECTIONS, CURRENT_DEVICE
+from ..kernels.prepared import KernelFailure, PreparedKernel, Run
+from ..names import COPY_DIRECTIONS, Direction
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
-from .device_views import device_view
-from .failures import ExecutionError, LoadError
-from .program import TensorSpec
+from .delegates import prepare_delegate
+from .failures import ExecutionError
+from .program import DelegateCall, Program, TensorSpec
+from .slots import Slot, code_view
 
-PORTABLE_ATEN_KERNEL = "devcopy::portable::aten_out"  # portable CPU ops computed by torch.ops.aten (portable_cpu)
+OnStep = Callable[["Step"], None]
 
 
-class Slot:
-    """One tensor value at run time: the mode's tensor, the memory under it (host bytes `storage`, or a device
-    pointer with its allocator), and the views device code computes on."""
+@dataclass(frozen=True, slots=True, eq=False)
+class Step:
+    """A prepared instruction: `run()` executes it. `kind` (copy / delegate / kernel), `op`, `moved` (bytes of
+    the last copy) and `host` (a copy's host buffer) are what a profile reports; `allocator` is set for device work
+    (timed on the device clock)."""
 
-    __slots__ = ("spec", "tensor", "ptr", "allocator", "storage")
-
-    def __init__(
-        self,
-        spec: TensorSpec,
-        tensor: Any,
-        ptr: DevicePtr | None = None,
-        allocator: DeviceAllocator | None = None,
-        storage: np.ndarray | None = None,
-    ) -> None:
-        self.spec, self.tensor, self.ptr, self.allocator, self.storage = spec, tensor, ptr, allocator, storage
+    index: int
+    kind: str
+    op: str
+    run: Run
+    allocator: DeviceAllocator | None = None
+    direction: str | None = None
+    host: np.ndarray | None = None
+    out: Callable[[], tuple[int, ...]] | None = None  # a copy's out sizes, read only when `moved` is asked
+    itemsize: int = 0
 
     @property
-    def static(self) -> bool:
-        return not self.spec.dynamic
+    def moved(self) -> int:
+        """Bytes the last run of this copy moved (the sizes its out took); 0 for other steps."""
+        out = self.out
+        return math.prod(out()) * self.itemsize if out is not None else 0
 
 
-class Step:
-    """A prepared instruction: `run()` executes it; `kind` (copy / delegate / kernel), `op` and `moved` (bytes of
-    the last copy) are what a profile reports; `allocator` is set for device work (timed on the device clock)."""
-
-    __slots__ = ("index", "kind", "op", "run", "allocator", "direction", "moved", "host")
-
-    def __init__(
-        self,
-        index: int,
-        kind: str,
-        op: str,
-        run: Callable[[], None] = None,
-        allocator: DeviceAllocator | None = None,
-        direction: str | None = None,
-    ) -> None:
-        self.index, self.kind, self.op, self.run, self.allocator = index, kind, op, run, allocator
-        self.direction, self.moved, self.host = direction, 0, None
+# ---- steps ----------------------------------------------------------------------------------------------------
+def _allocator_scope(allocators: Sequence[DeviceAllocator]) -> contextlib.AbstractContextManager[None]:
+    """The method's own allocators registered for a kernel that looks its allocator up (whatever the registry
+    holds later)."""
+    return scoped_allocators(*allocators) if allocators else contextlib.nullcontext()
 
 
-def _numel(sizes) -> int:
-    return math.prod(sizes)
-
-
-# ---- views ----------------------------------------------------------------------------------------------------
-def code_view(slot: Slot, tensors: Any) -> Callable[[], torch.Tensor]:
-    """A getter of what device code computes on for `slot`: a view of device memory (built once when static) or
-    the host tensor of a CPU value."""
-    spec, sizes_of = slot.spec, tensors.sizes
-    if slot.ptr is None:
-        if tensors.mode == "aten" or not slot.static:
-            host_tensor, tensor = tensors.host_tensor, slot.tensor
-            return lambda: host_tensor(tensor)
-        fixed = tensors.host_tensor(slot.tensor)
-        return lambda: fixed
-    flat = device_view(slot.allocator, slot.ptr, spec.dtype, (spec.numel,))
-    if slot.static:
-        fixed = flat.view(spec.sizes)
-        return lambda: fixed
-    tensor = slot.tensor
-
-    def dynamic_view() -> torch.Tensor:
-        sizes = sizes_of(tensor)
-        return flat[: _numel(sizes)].view(sizes)
-
-    return dynamic_view
-
-
-# ---- copies ---------------------------------------------------------------------------------------------------
-def copy_step(step: Step, kernel: Any, src: Slot, out: Slot, tensors: Any, counters: dict) -> bool:
-    """Prepare an et_copy instruction on the allocator's pre-validated copy path; False when it cannot be (the
-    generic kernel step then runs the kernel, which reports what is wrong)."""
-    direction = step.direction
-    rule = getattr(kernel.fn, "device_rule", None) if kernel.mode == "aten" else None
-    device, host = (out, src) if direction == "h2d" else (src, out)
-    if (
-        direction not in ("h2d", "d2h")
-        or device.ptr is None
-        or host.ptr is not None
-        or host.storage is None
-        or src.spec.dtype != out.spec.dtype
-        or kernel.kernel_name.rpartition("::")[2] != f"_{direction}_copy_out"
-        or (kernel.mode == "aten" and rule is None)
-    ):
-        return False
-    if device.spec.device.index != device.ptr.index or host.storage.nbytes < host.spec.nbytes:
-        return False
-    allocator, ptr = device.allocator, device.ptr
-    seed = rule == "seed"  # ExecuTorch's rule: the current device, whatever the tensor says
-    try:
-        planned = allocator.planned_copy(
-            direction, ptr, host.storage, device.spec.nbytes, CURRENT_DEVICE if seed else ptr.index
-        )
-    except ValueError:
-        return False
-    index = planned.index
-    slow = allocator.copy_host_to_device if direction == "h2d" else allocator.copy_device_to_host
-    itemsize, resize, sizes_of = src.spec.dtype.itemsize, tensors.resize, tensors.sizes
-    what = f"instruction {step.index} ({step.op})"
-    static = src.static and out.static and src.spec.sizes == out.spec.sizes
-    fixed_bytes = src.spec.nbytes
-
-    def run() -> None:
-        if static:
-            nbytes, old = fixed_bytes, None
-        else:
-            sizes, old = sizes_of(src.tensor), sizes_of(out.tensor)
-            resize(out.tensor, out.spec, sizes, what)
-            nbytes = _numel(sizes) * itemsize
-        try:
-            if seed and allocator.current_index() != index:  # the current device moved since load
-                args = (
-                    (ptr, host.storage, nbytes, CURRENT_DEVICE)
-                    if direction == "h2d"
-                    else (host.storage, ptr, nbytes, CURRENT_DEVICE)
-                )
-                slow(*args)
-            else:
-                planned(nbytes)
-        except (DeviceCopyError, ValueError) as exc:
-            if old is not None:  # out is left as it was on a failure, as the kernel leaves it
-                resize(out.tensor, out.spec, old, what)
-            raise ExecutionError(
-                Error.Internal,
-                f"{what} failed with Internal: {step.op}: device copy of {nbytes} "
-                f"bytes on {device.spec.device} failed: {exc}",
-            ) from exc
-        step.moved = nbytes
-        counters[direction] += 1
-
-    step.run, step.allocator, step.host = run, allocator, host.storage
-    return True
-
-
-# ---- kernels --------------------------------------------------------------------------------------------------
-def kernel_step(step: Step, kernel: Any, args: list, counters: dict, allocators: tuple = ()) -> None:
-    """Any kernel, boxed: `kernel(ctx, args)`; portable failures come back on the context, ATen-mode ones raise. An
-    et_copy kernel run this way finds the method's own `allocators` (those it was loaded with) in the registry."""
-    direction, name = COPY_DIRECTIONS.get(step.op), step.op
-    scope = (lambda: scoped_allocators(*allocators)) if direction and allocators else contextlib.nullcontext
+def _boxed_run(kernel: Any, args: list[Any], allocators: Sequence[DeviceAllocator]) -> Run:
+    """A kernel with no prepare step (registered by the user), boxed at every call; a portable failure on the
+    context becomes the same KernelFailure a prepared kernel raises."""
 
     def run() -> None:
         ctx = KernelRuntimeContext()
-        try:
-            with scope():
-                kernel(ctx, args)
-        except Exception as exc:  # ATen-mode kernels raise instead of failing the context
-            raise ExecutionError(Error.Internal, f"instruction {step.index} ({name}) raised: {exc}") from exc
+        with _allocator_scope(allocators):
+            kernel(ctx, args)
         if not ctx.ok:
-            raise ExecutionError(
-                ctx.failure_state(),
-                f"instruction {step.index} ({name}) failed with {ctx.failure_state().name}: {ctx.message}",
+            raise KernelFailure(ctx.failure_state(), ctx.message)
+
+    return run
+
+
+def _kernel_run(kernel: Any, args: list[Any], slots: list[Slot | None], allocators: Sequence[DeviceAllocator]) -> Run:
+    """The kernel's prepared run (prepared once, under the method's allocators), or its boxed call."""
+    if not isinstance(kernel.fn, PreparedKernel):
+        return _boxed_run(kernel, args, allocators)
+    dynamic = frozenset(i for i, slot in enumerate(slots) if slot is not None and not slot.static)
+    with _allocator_scope(allocators):
+        return kernel.fn.prepare(args, dynamic)
+
+
+def _copy_step(position: int, name: str, run: Run, src: Slot, out: Slot, tensors: Any) -> Step:
+    """An et_copy instruction: what a profile reports beside its run (device allocator, host buffer, bytes)."""
+    direction = COPY_DIRECTIONS[name]
+    device = out if direction != Direction.D2H else src
+    host = src if direction == Direction.H2D else out if direction == Direction.D2H else None
+    sizes, tensor = tensors.sizes, out.tensor
+    return Step(
+        position,
+        "copy",
+        name,
+        run,
+        device.allocator,
+        direction,
+        host.storage if host is not None else None,
+        lambda: sizes(tensor),
+        out.spec.dtype.itemsize,
+    )
+
+
+def _step(
+    position: int,
+    instruction: Any,
+    program: Program,
+    kernels: Sequence[Any],
+    slots: dict[int, Slot],
+    objects: list[Any],
+    tensors: Any,
+    allocators: Sequence[DeviceAllocator],
+) -> Step:
+    """One instruction, prepared."""
+    if isinstance(instruction, DelegateCall):
+        delegate = program.delegates[instruction.delegate]
+        op = f"delegate {delegate.name} on {delegate.device}"
+        inputs = [slots[i] for i in (*instruction.args, *delegate.constants)]
+        outputs = [slots[i] for i in instruction.outputs]
+        run = prepare_delegate(f"instruction {position} ({op})", delegate, inputs, outputs, tensors)
+        allocator = next((s.allocator for s in (*inputs, *outputs) if s.allocator), None)
+        return Step(position, "delegate", op, run, allocator)
+    name = program.operators[instruction.op]
+    arg_slots = [slots.get(i) for i in instruction.args]
+    run = _kernel_run(kernels[instruction.op], [objects[i] for i in instruction.args], arg_slots, allocators)
+    src, out = arg_slots[0], arg_slots[-1]
+    if name in COPY_DIRECTIONS and src is not None and out is not None:
+        return _copy_step(position, name, run, src, out, tensors)
+    return Step(position, "kernel", name, run)
+
+
+# ---- inputs and outputs ---------------------------------------------------------------------------------------
+def host_bytes(tensor: torch.Tensor) -> np.ndarray:
+    """The bytes of a contiguous CPU tensor as a uint8 array (zero-copy)."""
+    return tensor.reshape(-1).view(torch.uint8).numpy()
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {value.device.type} {value.dtype} tensor of sizes {list(value.shape)}"
+    return type(value).__name__
+
+
+def exported_dims_problem(spec: TensorSpec, sizes: tuple[int, ...]) -> str:
+    """Why a graph input planned as `spec` cannot take `sizes` under the limits torch.export set for its dimensions
+    (a dimension without a torch.export.Dim keeps its size); empty when it can. The tensor's own resize rule
+    (element count within capacity) is checked apart, by the mode's tensors."""
+    for dim, (size, bound) in enumerate(zip(sizes, spec.sizes, strict=False)):
+        if size != bound and not spec.may_vary(dim):
+            return (
+                f"dimension {dim} is static in the plan (size {bound}) and cannot take {size} (sizes {sizes}, "
+                f"plan {spec.sizes}); export with a torch.export.Dim for it to vary"
             )
-        if direction:
-            counters[direction] += 1
-
-    step.run = run
+    return ""
 
 
-def torch_op_step(step: Step, kernel: Any, args: list, slots: list[Slot | None], tensors: Any) -> bool:
-    """A CPU op computed by torch.ops.aten (the portable lib's aten_out kernels, ATen mode's native lib) called
-    directly on views built now; False when the op has dynamic portable tensors or device tensors (generic path)."""
-    portable = tensors.mode == "portable"
-    if kernel.lib != "native" if not portable else kernel.kernel_name != PORTABLE_ATEN_KERNEL:
-        return False
-    if any(slot is not None and (slot.ptr is not None or (portable and not slot.static)) for slot in slots):
-        return False
-    n_out = len(kernel.schema.arguments.out)
-    values = [host_args(a) for a in args] if portable else list(args)
-    positional, keywords = split_arguments(kernel.schema, values)
-    overload = aten_overload(step.op)._op  # the C++ callable OpOverload.__call__ forwards to
-    # ATen mode: a dynamic out is handed over empty, so PyTorch resizes it within its storage without warning
-    reads = args[: len(args) - n_out]
-    shrink = (
-        [
-            t
-            for t, slot in zip(args[len(args) - n_out :], slots[len(slots) - n_out :])
-            if slot is not None and not slot.static and not any(t is a for a in reads)
-        ]
-        if not portable
-        else []
+def _input_setter(position: int, slot: Slot, tensors: Any, memory: Any) -> Callable[[torch.Tensor], None]:
+    """Input `position` -> its planned memory: checks what a call can change (type, dtype, sizes)."""
+    spec, resize, what = slot.spec, tensors.resize, f"input {position}"
+    planned = (
+        None
+        if slot.ptr is None or slot.allocator is None
+        else slot.allocator.planned_copy(Direction.H2D, slot.ptr, memory.host(spec.nbytes), spec.nbytes, slot.ptr.index)
     )
-    error = Error.InvalidArgument if portable else Error.Internal
-    verb = f"failed with InvalidArgument: {step.op}:" if portable else "raised:"
+    sizes = torch.Size(spec.sizes)
+    target = code_view(slot, tensors) if planned is None else None
 
-    def run() -> None:
-        for tensor in shrink:
-            tensor.resize_(0)
-        try:
-            overload(*positional, **keywords)
-        except Exception as exc:
-            raise ExecutionError(error, f"instruction {step.index} ({step.op}) {verb} {exc}") from exc
+    def set_input(tensor: torch.Tensor) -> None:
+        if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu" or tensor.dtype != spec.dtype:
+            raise ExecutionError(
+                Error.InvalidArgument, f"input {position}: expected a CPU {spec.dtype} tensor, got {_describe(tensor)}"
+            )
+        if tensor.shape != sizes or spec.dynamic:
+            shape = tuple(tensor.shape)
+            problem = exported_dims_problem(spec, shape) if spec.dynamic else ""
+            if problem:
+                raise ExecutionError(Error.InvalidArgument, f"{what}: {problem}")
+            resize(slot.tensor, spec, shape, what)
+        if planned is None:  # a host value: copied in place
+            assert target is not None  # built above for exactly these slots
+            target().copy_(tensor)
+            return
+        nbytes = tensor.numel() * tensor.element_size()
+        planned.host[:nbytes] = host_bytes(tensor.detach().contiguous())
+        planned(nbytes)
 
-    step.run = run
-    return True
-
-
-# ---- delegates ------------------------------------------------------------------------------------------------
-_DIRECT: weakref.WeakKeyDictionary[torch.fx.GraphModule, torch.fx.GraphModule] = weakref.WeakKeyDictionary()
-
-
-def _direct_caller(overload: torch._ops.OpOverload) -> Any:
-    """An object that calls `overload`'s C++ operator directly (what OpOverload.__call__ forwards to, minus its
-    Python frame); its name is a valid identifier, so fx binds it as a global of the generated code."""
-    name = str(overload).replace("::", "_").replace(".", "_")
-    return type(
-        name, (), {"__call__": staticmethod(overload._op), "__slots__": (), "__name__": name, "__module__": __name__}
-    )()
+    return set_input
 
 
-def direct_module(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """The delegate's GraphModule with every ATen operator resolved once, at load, to its C++ callable (cached
-    per module, so methods loading one program share it); the computation is unchanged."""
-    direct = _DIRECT.get(module)
-    if direct is None:
-        graph = copy.deepcopy(module.graph)
-        for node in graph.nodes:
-            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
-                node.target = _direct_caller(node.target)
-        direct = _DIRECT[module] = torch.fx.GraphModule(module, graph)
-    return direct
-
-
-def check_delegate_devices(step: Step, delegate: Any, inputs: list[Slot], outputs: list[Slot]) -> None:
-    """Every device tensor a delegate reads or writes must be on the delegate's device (type and index): its
-    addresses are fixed at load, so a mismatch is refused here rather than computed on the wrong device."""
-    for role, slots in (("input", inputs), ("output", outputs)):
-        for position, slot in enumerate(slots):
-            if slot.ptr is not None and (
-                slot.spec.device != delegate.device or slot.ptr.index != delegate.device.index
-            ):
-                raise LoadError(
-                    Error.InvalidProgram,
-                    f"instruction {step.index} (delegate {delegate.name} on {delegate.device}): {role} "
-                    f"{position} is in {slot.spec.device} memory (cuda:{slot.ptr.index}), not on "
-                    f"{delegate.device}. Place a copy to {delegate.device} before the delegate "
-                    "(place_devices inserts one), or target the delegate at the input's device.",
-                )
-
-
-def delegate_step(step: Step, delegate: Any, inputs: list[Slot], outputs: list[Slot], tensors: Any) -> None:
-    """Run the delegate's GraphModule on views of its inputs; write each result into its planned output."""
-    check_delegate_devices(step, delegate, inputs, outputs)
-    forward = direct_module(delegate.module).forward
-    getters = [code_view(slot, tensors) for slot in inputs]
-    fixed = tuple(get() for get in getters) if all(slot.static for slot in inputs) else None
-    writes = [(slot, code_view(slot, tensors)) for slot in outputs]
-    resize, what = tensors.resize, f"instruction {step.index} (delegate {delegate.name} on {delegate.device})"
-    gpu = next(
-        (slot.allocator for slot in outputs if slot.allocator is not None and slot.allocator.backend == "cupy"), None
+def _output_getter(slot: Slot | None, value: Any, tensors: Any, memory: Any) -> Callable[[], Any]:
+    """Output -> a new CPU tensor (a D2H copy for a device value); a scalar output as it is."""
+    if slot is None:
+        return lambda: value
+    if slot.ptr is None or slot.allocator is None:
+        view = code_view(slot, tensors)
+        return lambda: view().clone()
+    spec, sizes_of, tensor = slot.spec, tensors.sizes, slot.tensor
+    planned = slot.allocator.planned_copy(
+        Direction.D2H, slot.ptr, memory.host(spec.nbytes), spec.nbytes, slot.ptr.index
     )
 
-    static_targets = [(slot, view, view()) for slot, view in writes] if all(s.static for s in outputs) else None
+    def read() -> torch.Tensor:
+        sizes = sizes_of(tensor)
+        nbytes = math.prod(sizes) * spec.dtype.itemsize
+        planned(nbytes)
+        return torch.from_numpy(planned.host[:nbytes].copy()).view(spec.dtype).view(sizes)
 
-    def run() -> None:
+    return read
+
+
+# ---- the plan -------------------------------------------------------------------------------------------------
+def _failure(step: Step, exc: Exception) -> ExecutionError:
+    """A step's failure as the call's ExecutionError, naming the instruction (index, op)."""
+    if isinstance(exc, ExecutionError):  # already names what failed (a delegate's output resize)
+        return exc
+    if isinstance(exc, KernelFailure):
+        return ExecutionError(exc.error, f"instruction {step.index} ({step.op}) failed with {exc.error.name}: {exc}")
+    return ExecutionError(Error.Internal, f"instruction {step.index} ({step.op}) raised: {exc}")
+
+
+def _prefix_sums(counts: Sequence[int]) -> tuple[int, ...]:
+    """counts -> how many after the first k items, for k = 0..len."""
+    return (0, *itertools.accumulate(counts))
+
+
+class Plan:
+    """The steps of one method with its input setters, output getters (mutated inputs written back) and counters.
+    `run(inputs, on_step)` is the call; `on_step(step)`, when given, runs each step in place of the plan (it must
+    call `step.run()`), so a profiler times exactly the loop a plain call runs."""
+
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        directions: Sequence[str],
+        setters: Sequence[tuple[Callable[[torch.Tensor], None], bool]] = (),
+        outputs: Sequence[tuple[Callable[[], Any], bool]] = (),
+        write_back: Sequence[tuple[int, Callable[[], Any], bool]] = (),
+    ) -> None:
+        self.steps = tuple(steps)
+        self._runs = _distinct(step.run for step in self.steps)
+        self._directions = tuple(directions)
+        self._per_call = Counter(step.direction for step in self.steps if step.kind == "copy")
+        self._calls = 0  # calls whose every step ran: each made `_per_call` copies
+        self._partial: Counter[str | None] = Counter()  # the copies of calls that failed midway
+        self.caller_copies = 0
+        self._setters = tuple(setter for setter, _ in setters)
+        self._setter_copies = _prefix_sums([int(device) for _, device in setters])
+        self._write_back = tuple((position, read) for position, read, _ in write_back)
+        self._outputs = tuple(read for read, _ in outputs)
+        self._reads_copies = sum(device for _, device in outputs) + sum(device for _, _, device in write_back)
+
+    @property
+    def copies(self) -> dict[str, int]:
+        """et_copy kernel runs by direction over every call so far."""
+        return {d: self._per_call[d] * self._calls + self._partial[d] for d in self._directions}
+
+    def run(self, inputs: Sequence[Any], on_step: OnStep | None = None) -> tuple[Any, ...]:
+        """Set the inputs, run every step (through `on_step` when given), write back, read the outputs. The
+        caller-side copies and the et_copy runs are counted, also on a failure midway (found by the identity of the
+        callable that raised, so the loops keep no counters)."""
+        setters = self._setters
+        if len(inputs) != len(setters):
+            raise ExecutionError(Error.InvalidArgument, f"The method takes {len(setters)} inputs, got {len(inputs)}.")
         try:
-            results = forward(*(fixed if fixed is not None else [get() for get in getters]))
-        except Exception as exc:
-            raise ExecutionError(Error.Internal, f"{what} raised: {exc}") from exc
-        for (slot, view, target), result in zip(static_targets or [(s, v, None) for s, v in writes], results):
-            if target is None:
-                target = view()
-            if target.shape != result.shape:
-                resize(slot.tensor, slot.spec, tuple(result.shape), f"{what} output")
-                target = view()
-            target.copy_(result)
-        if gpu is not None:  # the next copy may run on the copy engine's own stream
-            torch.cuda.synchronize()
+            # lengths checked above; zip's strict keyword would cost ~0.1 us per call on this path
+            for set_input, tensor in zip(setters, inputs):  # noqa: B905
+                set_input(tensor)
+        except BaseException:
+            self.caller_copies += self._setter_copies[setters.index(set_input)]
+            raise
+        self.caller_copies += self._setter_copies[-1]
+        runs = self._runs
+        try:
+            if on_step is None:
+                for run in runs:
+                    run()
+            else:
+                for step in self.steps:
+                    on_step(step)
+        except BaseException as exc:
+            failed = runs.index(run) if on_step is None else self.steps.index(step)
+            self._partial.update(s.direction for s in self.steps[:failed] if s.kind == "copy")
+            if not isinstance(exc, Exception):  # an interrupt: the method settles it (runtime/method.py)
+                raise
+            failure = _failure(self.steps[failed], exc)
+            if failure is exc:
+                raise
+            raise failure from exc
+        self._calls += 1
+        for position, read in self._write_back:  # a mutated input: the caller sees it, as in eager
+            inputs[position].copy_(read())
+        outputs = tuple(read() for read in self._outputs)
+        self.caller_copies += self._reads_copies
+        return outputs
 
-    step.run, step.allocator = run, next((s.allocator for s in (*inputs, *outputs) if s.allocator), None)
+
+def _distinct(runs: Iterable[Run]) -> tuple[Run, ...]:
+    """The steps' runs, each a distinct object (a kernel may hand one callable to two steps), so the run that
+    raised names its step."""
+    seen: set[int] = set()
+    distinct = []
+    for run in runs:
+        distinct.append(run if id(run) not in seen else functools.partial(run))
+        seen.add(id(distinct[-1]))
+    return tuple(distinct)
+
+
+def build_plan(
+    program: Program,
+    kernels: Sequence[Any],
+    slots: dict[int, Slot],
+    objects: list[Any],
+    tensors: Any,
+    memory: Any,
+    directions: Sequence[str],
+) -> tuple[Plan, dict[str, int]]:
+    """Prepare every instruction once, run the load-time ones (hoisted constants) and return the call's plan with
+    the copies the load-time part made (counted apart)."""
+    allocators = tuple(iter_allocators(slots))
+    steps = [
+        _step(position, instruction, program, kernels, slots, objects, tensors, allocators)
+        for position, instruction in enumerate(program.instructions)
+    ]
+    at_load = Plan(steps[: program.load_instructions], directions)
+    at_load.run(())
+
+    def device(index: int) -> bool:
+        slot = slots.get(index)
+        return slot is not None and slot.ptr is not None
+
+    setters = [
+        (_input_setter(position, slots[index], tensors, memory), device(index))
+        for position, index in enumerate(program.inputs)
+    ]
+
+    def getter(index: int) -> Callable[[], Any]:
+        return _output_getter(slots.get(index), objects[index], tensors, memory)
+
+    outputs = [(getter(index), device(index)) for index in program.outputs]
+    write_back = [
+        (position, getter(program.inputs[position]), device(program.inputs[position]))
+        for position in program.written_back_inputs
+    ]
+    plan = Plan(steps[program.load_instructions :], directions, setters, outputs, write_back)
+    return plan, at_load.copies
+
+
+def iter_allocators(slots: dict[int, Slot]) -> Iterator[DeviceAllocator]:
+    """The allocators a method's device memory came from, one per device type."""
+    yield from {s.allocator.device_type(): s.allocator for s in slots.values() if s.allocator}.values()

@@ -1,9 +1,10 @@
 """Per-instruction profile of a loaded method (devcopy's addition beyond ExecuTorch's ETDump).
 
-Each step of the precompiled plan is timed on the host's wall clock and, for device work on real CUDA, on the
-device clock too (CUDA events around the step); a copy's time sits beside the cost model's prediction for its bytes
-and host memory kind. The cost model is passed in (any object with `predict(direction, nbytes, memory)`), so the
-runtime does not depend on the benchmarks.
+`StepProfiler.on_step` is the plan's step hook (runtime/plan.py): profiled calls run the very loop a plain call runs,
+inputs, write-back and outputs included. Each step is timed on the host's wall clock and, for device work on a
+backend with a device clock, on that clock too (the allocator's event timer around the step); a copy's time sits
+beside the cost model's prediction for its bytes and host memory kind. The cost model is passed in (any object with
+`predict(direction, nbytes, memory)`), so the runtime does not depend on the benchmarks.
 """
 
 from __future__ import annotations
@@ -13,39 +14,22 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-
-class _EventTimer:
-    """CUDA events around one step on the current stream (the stream copies and delegates run on)."""
-
-    def __init__(self) -> None:
-        import torch
-
-        self._torch = torch
-        self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def __enter__(self) -> None:
-        self.start.record()
-
-    def __exit__(self, *exc) -> None:
-        self.end.record()
-
-    def seconds(self) -> float:
-        self.end.synchronize()
-        return self.start.elapsed_time(self.end) / 1e3
+from ..names import Direction
+from .plan import Step
 
 
-def _on_cuda(step: Any) -> bool:
-    return step.allocator is not None and step.allocator.backend == "cupy"
+def _memory_kind(step: Step) -> str:
+    """'pinned' when the copy's host buffer is page-locked (the allocator says so), else 'pageable'."""
+    moved = step.moved
+    pinned = (
+        step.allocator is not None and step.host is not None and moved and step.allocator.is_pinned(step.host, moved)
+    )
+    return "pinned" if pinned else "pageable"
 
 
-def _memory_kind(step: Any) -> str:
-    """'pinned' when the copy's host buffer is pinned (real CUDA's page-locked arenas), else 'pageable'."""
-    is_pinned = getattr(step.allocator, "is_pinned", None)
-    return "pinned" if is_pinned is not None and step.moved and is_pinned(step.host, step.moved) else "pageable"
-
-
-def _predicted(step: Any, cost_model: Any) -> float | None:
-    if cost_model is None or step.kind != "copy" or step.direction not in ("h2d", "d2h"):
+def _predicted(step: Step, cost_model: Any) -> float | None:
+    """The cost model's time for a host<->device copy's bytes, or None (no model, not such a copy, no line)."""
+    if cost_model is None or step.kind != "copy" or step.direction not in (Direction.H2D, Direction.D2H):
         return None
     try:
         return float(cost_model.predict(step.direction, step.moved, _memory_kind(step)))
@@ -53,49 +37,48 @@ def _predicted(step: Any, cost_model: Any) -> float | None:
         return None
 
 
-def profile_method(method: Any, inputs: Sequence[Any], repeat: int, cost_model: Any = None) -> list[dict]:
-    """Run `method` `repeat` times step by step; one row per instruction with median times (see Method.profile)."""
-    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
-        raise ValueError(f"repeat must be an int >= 1, got {repeat!r}")
-    steps = method.steps
-    wall: list[list[float]] = [[] for _ in steps]
-    device: list[list[float]] = [[] for _ in steps]
-    with method._lock:
-        for _ in range(repeat):
-            method._start(tuple(inputs))
-            try:
-                for k, step in enumerate(steps):
-                    timer = _EventTimer() if _on_cuda(step) else None
-                    begin = time.perf_counter()
-                    if timer is None:
-                        step.run()
-                    else:
-                        with timer:
-                            step.run()
-                    wall[k].append(time.perf_counter() - begin)
-                    if timer is not None:
-                        device[k].append(timer.seconds())
-            except BaseException as exc:
-                method._note_interrupt(exc)
-                raise
-            for read in method._outputs:
-                read()
-    rows = []
-    for k, step in enumerate(steps):
-        wall_s = statistics.median(wall[k])
-        device_s = statistics.median(device[k]) if device[k] else None
-        rows.append(
-            {
-                "index": step.index,
-                "kind": step.kind,
-                "op": step.op,
-                "bytes": step.moved if step.kind == "copy" else None,
-                "measured_s": device_s if device_s is not None else wall_s,
-                "predicted_s": _predicted(step, cost_model),
-                "clock": "events" if device_s is not None else "wall",
-                "wall_s": wall_s,
-                "device_s": device_s,
-                "memory": _memory_kind(step) if step.kind == "copy" else None,
-            }
-        )
-    return rows
+class StepProfiler:
+    """Times every step of the calls it hooks (`method(*inputs, on_step=profiler.on_step)`); `rows()` gives medians."""
+
+    def __init__(self, steps: Sequence[Step], repeat: int, cost_model: Any = None) -> None:
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+            raise ValueError(f"repeat must be an int >= 1, got {repeat!r}")
+        self._steps, self._cost_model = tuple(steps), cost_model
+        self._wall: dict[int, list[float]] = {id(step): [] for step in self._steps}
+        self._device: dict[int, list[float]] = {id(step): [] for step in self._steps}
+
+    def on_step(self, step: Step) -> None:
+        """Run `step`, timed on the wall clock and, where the backend has one, on the device clock."""
+        allocator = step.allocator
+        timer = allocator.event_timer() if allocator is not None and allocator.capabilities.device_clock else None
+        begin = time.perf_counter()
+        if timer is None:
+            step.run()
+        else:
+            with timer:
+                step.run()
+        self._wall[id(step)].append(time.perf_counter() - begin)
+        if timer is not None:
+            self._device[id(step)].append(timer.seconds())
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per step with median times (see Method.profile)."""
+        return [self._row(step) for step in self._steps]
+
+    def _row(self, step: Step) -> dict[str, Any]:
+        wall_s = statistics.median(self._wall[id(step)])
+        device = self._device[id(step)]
+        device_s = statistics.median(device) if device else None
+        copy = step.kind == "copy"
+        return {
+            "index": step.index,
+            "kind": step.kind,
+            "op": step.op,
+            "bytes": step.moved if copy else None,
+            "measured_s": device_s if device_s is not None else wall_s,
+            "predicted_s": _predicted(step, self._cost_model),
+            "clock": "events" if device_s is not None else "wall",
+            "wall_s": wall_s,
+            "device_s": device_s,
+            "memory": _memory_kind(step) if copy else None,
+        }

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import Union
 
 import numpy as np
 import torch
@@ -23,7 +22,7 @@ from ..devices.errors import DeviceMemoryAccessError
 from ..devices.registry import get_device_allocator
 from .error import Error
 
-Storage = Union[np.ndarray, DevicePtr]
+Storage = np.ndarray | DevicePtr
 
 
 class TensorShapeDynamism(IntEnum):
@@ -93,6 +92,7 @@ class PortableTensor:
         if self.capacity < self.numel:
             raise ValueError(f"capacity {self.capacity} elements is below the {self.numel} elements of {self.sizes}")
         self.storage = self._check_storage(storage)
+        self.owner: torch.Tensor | None = None  # the torch tensor whose memory `storage` shares (from_torch)
 
     def _check_storage(self, storage: Storage) -> Storage:
         need = self.capacity_nbytes
@@ -143,7 +143,7 @@ class PortableTensor:
         if tensor.is_contiguous() and capacity == numel and not tensor.requires_grad:
             storage = tensor.reshape(-1).view(torch.uint8).numpy() if numel else np.zeros(0, np.uint8)
             result = cls(tensor.dtype, tensor.shape, storage, dynamism=dynamism)
-            result._owner = tensor  # keep the torch storage alive
+            result.owner = tensor  # keep the torch storage alive
             return result
         result = cls.empty(tensor.dtype, tensor.shape, dynamism=dynamism, capacity=capacity)
         result.host_view().copy_(tensor.detach())
@@ -166,7 +166,7 @@ class PortableTensor:
         capacity = math.prod(sizes) if capacity is None else capacity
         nbytes = capacity * dtype.itemsize
         if device.is_cpu:
-            storage = np.zeros(nbytes, dtype=np.uint8)
+            storage: Storage = np.zeros(nbytes, dtype=np.uint8)
         else:
             allocator = get_device_allocator(device.type)
             if allocator is None:
@@ -225,23 +225,24 @@ class PortableTensor:
     # ---- host access ----------------------------------------------------------------------------------------
     def host_buffer(self) -> np.ndarray:
         """The bytes of this CPU tensor's elements (a uint8 view), e.g. for an allocator copy."""
-        self._require_host("host_buffer")
-        return self.storage[: self.nbytes]
+        return self._host_storage("host_buffer")[: self.nbytes]
 
     def host_view(self) -> torch.Tensor:
         """A zero-copy torch view of this CPU tensor (over the whole capacity, so PyTorch may resize it in place)."""
-        self._require_host("host_view")
+        storage = self._host_storage("host_view")
         if self.capacity == 0:  # no bytes to share; PyTorch cannot reinterpret an empty byte tensor
             return torch.empty(self.sizes, dtype=self.dtype)
-        flat = torch.from_numpy(self.storage[: self.capacity_nbytes]).view(self.dtype)
+        flat = torch.from_numpy(storage[: self.capacity_nbytes]).view(self.dtype)
         return flat.as_strided(self.sizes, self.strides)
 
-    def _require_host(self, what: str) -> None:
-        if not self.is_cpu:
+    def _host_storage(self, what: str) -> np.ndarray:
+        """This CPU tensor's host bytes; DeviceMemoryAccessError for a device tensor (host code cannot read it)."""
+        if not isinstance(self.storage, np.ndarray):
             raise DeviceMemoryAccessError(
                 f"{what}() on a {self.device} tensor {self.sizes}: host code cannot read device memory. "
                 "A D2H copy is missing: copy it to a CPU tensor with et_copy::_d2h_copy.out first."
             )
+        return self.storage
 
     def __repr__(self) -> str:
         extra = "" if self.dynamism is TensorShapeDynamism.STATIC else f", {self.dynamism.name}({self.capacity})"

@@ -27,7 +27,7 @@ def test_fit_from_a_sweep_gives_one_line_per_direction_and_memory():
     rows = [
         Measurement(FIT_METHOD, d, mem, n, "wall", [t, t, t])
         for d, mem, lat, bw in [("h2d", "pinned", 10e-6, 50.0), ("d2h", "pageable", 20e-6, 20.0)]
-        for n, t in zip(SIZES, _synthetic(lat, bw))
+        for n, t in zip(SIZES, _synthetic(lat, bw), strict=True)
     ]
     model = CostModel.fit(SweepResult("cupy", "gpu", rows))
     assert model.predict("h2d", 1 << 30) == pytest.approx(10e-6 + (1 << 30) / 50e9, rel=1e-6)

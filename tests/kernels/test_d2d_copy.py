@@ -1,5 +1,5 @@
-"""et_copy::_d2d_copy.out (devcopy's addition): portable and ATen-mode kernels, checks in docs/semantics.md §3/§4's order, `out`
-untouched on failure; and the ATen-mode H2D device rules on two simulated indices."""
+"""et_copy::_d2d_copy.out (devcopy's addition): portable and ATen-mode kernels, checks in docs/semantics.md §3/§4's
+order, `out` untouched on failure; and the ATen-mode H2D device rules on two simulated indices."""
 
 from __future__ import annotations
 

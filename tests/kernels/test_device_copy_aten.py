@@ -1,4 +1,5 @@
-"""The ATen-mode et_copy kernels: ExecuTorch's seven cases (docs/semantics.md §4b), the other checks, and the device rules."""
+"""The ATen-mode et_copy kernels: ExecuTorch's seven cases (docs/semantics.md §4b), the other checks, and the device
+rules."""
 
 from __future__ import annotations
 

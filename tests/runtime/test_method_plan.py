@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import re
 import sys
 import threading
 import warnings
@@ -17,15 +18,19 @@ from torch import nn
 from devcopy_lib import models
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.devices.device import Device
+from devcopy_lib.devices.errors import DeviceCopyError
 from devcopy_lib.load import load_method
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.passes.emit import emit
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
 from devcopy_lib.runtime.failures import ExecutionError, LoadError
-from devcopy_lib.runtime.libs import aten_lib
+from devcopy_lib.runtime.libs import aten_lib, libs_of_mode
+from devcopy_lib.runtime.method import Method
 from devcopy_lib.runtime.program import DelegateCall
+from devcopy_lib.runtime.resolve import resolve_operators
 from devcopy_lib.tensors.error import Error
+from devcopy_lib.tensors.tensor import PortableTensor, TensorShapeDynamism
 
 
 class _ReluMix(nn.Module):
@@ -86,12 +91,14 @@ def test_one_method_shared_by_threads_returns_each_caller_its_own_outputs(sim, m
 def test_an_interrupt_mid_call_leaves_the_method_usable(sim, mode):
     module, inputs, program = _program("add")
     with load_method(program, mode, _libs(mode)) as method:
-        delegate = next(step for step in method.steps if step.kind == "delegate")
-        run = delegate.run
-        method._runs[delegate.index] = lambda: (_ for _ in ()).throw(KeyboardInterrupt())
+
+        def interrupt_at_the_delegate(step):
+            if step.kind == "delegate":
+                raise KeyboardInterrupt
+            step.run()
+
         with pytest.raises(KeyboardInterrupt):
-            method(*inputs)
-        method._runs[delegate.index] = run
+            method(*inputs, on_step=interrupt_at_the_delegate)
         x, y = torch.randn(4, 4), torch.randn(4, 4)
         (got,) = method(x, y)  # the next call is not blocked and rewrites everything the interrupted one left
         torch.testing.assert_close(got, module(x, y))
@@ -108,9 +115,10 @@ def test_a_method_dropped_without_close_frees_its_device_memory(sim):
     assert sim.live_allocations() == 0 and sim.stats.allocate_count == sim.stats.deallocate_count
 
 
-def test_a_method_keeps_the_allocator_it_was_loaded_with(sim):
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_a_method_keeps_the_allocator_it_was_loaded_with(sim, mode):
     module, inputs, program = _program("add")
-    with load_method(program) as method:
+    with load_method(program, mode, _libs(mode)) as method:
         other = SimulatedCudaAllocator()
         with scoped_allocators(other):  # what a background sweep or another notebook cell may register
             (got,) = method(*inputs)
@@ -124,8 +132,10 @@ def test_dynamic_shapes_refuse_a_changed_static_dimension(sim, mode):
     batch = torch.export.Dim("batch", max=16)
     lowered = export_and_lower(module, (torch.randn(16, 8),), dynamic_shapes=({0: batch},))
     with load_method(place_devices(lowered), mode, _libs(mode)) as method:
-        with pytest.raises(ExecutionError, match=r"dimension 1 \(9 > 8\)") as info:
-            method(torch.randn(4, 9))  # 36 elements fit the plan of 16x8, the second dimension does not
+        with pytest.raises(
+            ExecutionError, match=r"input 0: dimension 1 is static in the plan \(size 8\) and cannot take 9"
+        ) as info:
+            method(torch.randn(4, 9))  # 36 elements fit the plan of 16x8, the second dimension was exported static
         assert info.value.error is Error.InvalidArgument
         with pytest.raises(ExecutionError, match=r"dimension 1 is static in the plan \(size 8\) and cannot take 7"):
             method(torch.randn(4, 7))
@@ -242,17 +252,115 @@ def test_a_planned_copy_is_refused_for_another_devices_index(sim):
     assert sim.planned_copy("h2d", ptr, np.zeros(64, np.uint8), 64, -1).index == 0  # -1: the current device
 
 
-@pytest.mark.parametrize("mode", ["portable", "aten"])
-def test_copies_run_by_their_kernel_also_use_the_methods_allocator(sim, mode, monkeypatch):
-    import devcopy_lib.runtime.method as method_module
+def _boxed_only(kernel, calls):
+    """`kernel` as a user would register it: a plain boxed function, no prepare step."""
 
-    monkeypatch.setattr(method_module, "copy_step", lambda *args: False)  # every copy through its et_copy kernel
+    def boxed(ctx, args):
+        calls.append(kernel.name)
+        return kernel.fn(ctx, args)
+
+    return dataclasses.replace(kernel, fn=boxed)
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_a_kernel_without_prepare_runs_boxed_every_call_on_the_methods_allocator(sim, mode):
     module, inputs, program = _program("add")
-    with load_method(program, mode, _libs(mode)) as method:
-        assert [step.run.__qualname__.split(".")[0] for step in method.steps if step.kind == "copy"] == [
-            "kernel_step"
-        ] * 3
+    calls = []
+    kernels = [
+        _boxed_only(k, calls) if k.name.startswith("et_copy::") else k
+        for k in resolve_operators(program, libs_of_mode(mode, _libs(mode)))
+    ]
+    with Method(program, mode, kernels) as method:
         other = SimulatedCudaAllocator()
-        with scoped_allocators(other):
-            torch.testing.assert_close(method(*inputs)[0], module(*inputs))
-        assert other.stats.h2d_count == 0 and sim.stats.h2d_count == 2
+        for _ in range(2):
+            with scoped_allocators(other):  # registered after load: the method's copies must not use it
+                torch.testing.assert_close(method(*inputs)[0], module(*inputs))
+        assert len(calls) == 6 and set(calls) == {"et_copy::_h2d_copy.out", "et_copy::_d2h_copy.out"}
+        assert other.stats.h2d_count == 0 and sim.stats.h2d_count == 4 and sim.stats.d2h_count == 2
+        assert method.copies_executed == {"h2d": 4, "d2h": 2}
+
+
+def test_a_failing_kernel_without_prepare_names_its_instruction(sim):
+    _, inputs, program = _program("add")
+
+    def refuse(ctx, args):
+        ctx.fail(Error.NotSupported, "refused by the user's kernel")
+        return args[-1]
+
+    kernels = [
+        dataclasses.replace(k, fn=refuse) if k.name == "et_copy::_d2h_copy.out" else k
+        for k in resolve_operators(program, libs_of_mode("portable", None))
+    ]
+    with Method(program, "portable", kernels) as method:
+        index = next(s.index for s in method.steps if s.direction == "d2h")
+        with pytest.raises(
+            ExecutionError,
+            match=rf"^instruction {index} \(et_copy::_d2h_copy.out\) failed with "
+            "NotSupported: refused by the user's kernel$",
+        ) as info:
+            method(*inputs)
+        assert info.value.error is Error.NotSupported and method.copies_executed == {"h2d": 2, "d2h": 0}
+
+
+class _FailNextCopyIn(SimulatedCudaAllocator):
+    """Fails the next host->device copy once `armed`."""
+
+    armed = False
+
+    def _copy_in(self, dst, src_address, nbytes, index):
+        if self.armed:
+            self.armed = False
+            raise DeviceCopyError("injected copy failure")
+        super()._copy_in(dst, src_address, nbytes, index)
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_a_failed_dynamic_copy_in_a_loaded_method_leaves_its_out_as_it_was(mode):
+    module, _ = models.mlp()
+    batch = torch.export.Dim("batch", max=16)
+    lowered = export_and_lower(module, (torch.randn(16, 8),), dynamic_shapes=({0: batch},))
+    allocator = _FailNextCopyIn()
+    with scoped_allocators(allocator), load_method(place_devices(lowered), mode, _libs(mode)) as method:
+        method(torch.randn(16, 8))
+        copy = next(step for step in method.steps if step.direction == "h2d")
+        assert copy.moved == 16 * 8 * 4
+        allocator.armed = True
+        with pytest.raises(
+            ExecutionError,
+            match=rf"^instruction {copy.index} \(et_copy::_h2d_copy.out\) failed with "
+            r"Internal: et_copy::_h2d_copy.out: device copy .*injected copy failure",
+        ) as info:
+            method(torch.randn(5, 8))
+        assert info.value.error is Error.Internal
+        assert copy.moved == 16 * 8 * 4  # out kept the sizes of the last call that succeeded, not (5, 8)
+        x = torch.randn(5, 8)
+        torch.testing.assert_close(method(x)[0], module(x))
+        assert copy.moved == 5 * 8 * 4
+
+
+class _Double(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_a_method_and_a_portable_tensor_resize_by_one_rule(sim, mode):
+    """ExecuTorch's rule (docs/semantics.md §3.1): a DYNAMIC_BOUND tensor takes any sizes of its rank whose element
+    count fits its capacity, so (4, 4) -> (2, 8) is accepted by both; more elements or another rank by neither."""
+    module = _Double()
+    rows, cols = torch.export.Dim("rows", max=4), torch.export.Dim("cols", max=4)
+    lowered = export_and_lower(module, (torch.randn(4, 4),), dynamic_shapes=({0: rows, 1: cols},))
+    tensor = PortableTensor.empty(torch.float32, (4, 4), dynamism=TensorShapeDynamism.DYNAMIC_BOUND)
+    answers = []
+    with load_method(place_devices(lowered), mode, _libs(mode)) as method:
+        for sizes in [(2, 8), (3, 6), (16, 1), (2, 2, 4), (1, 16)]:
+            x = torch.randn(sizes)
+            problem = tensor.resize_problem(sizes)
+            if problem:
+                with pytest.raises(ExecutionError, match="^input 0: " + re.escape(problem) + "$"):
+                    method(x)
+            else:
+                torch.testing.assert_close(method(x)[0], module(x))
+                tensor.resize(sizes)
+            answers.append(not problem)
+    assert answers == [True, False, True, False, True]

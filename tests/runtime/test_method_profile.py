@@ -12,6 +12,8 @@ from devcopy_lib import models
 from devcopy_lib.bench.cost_model import FIT_METHOD
 from devcopy_lib.bench.profile_view import markdown_table, plot_timeline, profile_table
 from devcopy_lib.cli import main
+from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.devices.allocator import Capabilities, DeviceTimer
 from devcopy_lib.load import load_method
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
@@ -71,3 +73,92 @@ def test_devcopy_run_profile_puts_rows_in_the_json(capsys):
     assert all(set(r) >= {"index", "kind", "op", "bytes", "measured_s", "predicted_s"} for r in result["profile"])
     assert result["profile"][0]["predicted_s"] > 0 and result["profile"][2]["predicted_s"] is None
     assert result["cost_model"]["method"] == FIT_METHOD
+
+
+class _MutateInput(torch.nn.Module):
+    def forward(self, x, y):
+        x.mul_(2)
+        return x + y
+
+
+def test_profiled_and_plain_calls_give_the_same_outputs_and_write_back_a_mutated_input(sim):
+    module = _MutateInput()
+    x, y = torch.randn(2, 2), torch.randn(2, 2)
+    placed = place_devices(export_and_lower(module, (x.clone(), y)))
+    assert placed.written_back_inputs == (0,)
+    with load_method(placed) as method:
+        plain_x, hooked_x, profiled_x = x.clone(), x.clone(), x.clone()
+        plain = method(plain_x, y)
+        hooked = method(hooked_x, y, on_step=lambda step: step.run())
+        method.profile(profiled_x, y, repeat=1)
+    torch.testing.assert_close(plain, hooked)
+    torch.testing.assert_close(plain[0], x * 2 + y)
+    for written in (plain_x, hooked_x, profiled_x):  # every way of calling writes the mutated input back
+        torch.testing.assert_close(written, x * 2)
+
+
+def test_on_step_sees_every_step_of_a_call_in_order_and_profiled_calls_count_as_calls(sim):
+    module, inputs, method = _add_method()
+    seen = []
+
+    def record(step):
+        seen.append(step.index)
+        step.run()
+
+    with method:
+        (got,) = method(*inputs, on_step=record)
+        assert seen == [step.index for step in method.steps] == [0, 1, 2, 3]
+        torch.testing.assert_close(got, module(*inputs))
+        assert method.copies_executed == {"h2d": 2, "d2h": 1} and method.caller_copies == 0
+
+
+class _FixedTimer(DeviceTimer):
+    """A device clock that always reads 5 us."""
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def seconds(self) -> float:
+        return 5e-6
+
+
+class _RealLikeAllocator(SimulatedCudaAllocator):
+    """The simulated device claiming a real device's capabilities, counting what the runtime asks of them."""
+
+    capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.synchronized = 0
+
+    def synchronize(self) -> None:
+        self.synchronized += 1
+
+    def event_timer(self) -> DeviceTimer:
+        return _FixedTimer()
+
+    def is_pinned(self, host, nbytes=None) -> bool:
+        return True
+
+
+def test_the_runtime_asks_the_allocators_capabilities_not_its_backend_name():
+    module, inputs = models.add()
+    allocator = _RealLikeAllocator()
+    with scoped_allocators(allocator), load_method(place_devices(export_and_lower(module, inputs))) as method:
+        torch.testing.assert_close(method(*inputs)[0], module(*inputs))
+        assert allocator.synchronized == 1  # after the one delegate, before the next copy
+        rows = method.profile(*inputs, repeat=2)
+        assert {(r["clock"], r["device_s"]) for r in rows} == {("events", 5e-6)}
+        assert {r["memory"] for r in rows if r["kind"] == "copy"} == {"pinned"}
+        assert allocator.synchronized == 3
+
+        def interrupt(step):
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            method(*inputs, on_step=interrupt)
+        method(*inputs)
+        assert allocator.synchronized == 5  # the next call first waits for what the interrupted one left

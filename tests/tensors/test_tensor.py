@@ -1,4 +1,5 @@
-"""PortableTensor: construction over planned memory, resize rules (docs/semantics.md §3.1), host access only for CPU tensors."""
+"""PortableTensor: construction over planned memory, resize rules (docs/semantics.md §3.1), host access only for CPU
+tensors."""
 
 from __future__ import annotations
 
