@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ..names import format_bytes as format_bytes  # the one bytes formatter (names.py), re-exported for the panels
+
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
 
@@ -47,12 +49,3 @@ def format_size(nbytes: int) -> str:
         if nbytes >= unit and nbytes % unit == 0:
             return f"{nbytes // unit}{suffix}"
     return f"{nbytes}B"
-
-
-def format_bytes(nbytes: float) -> str:
-    """Bytes for people, binary units: 64 -> '64 B', 4096 -> '4 KiB', 156552192 -> '149.3 MiB' (never e-notation)."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(nbytes) >= scale:
-            value = nbytes / scale
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{nbytes:.0f} B"
