@@ -88,24 +88,37 @@ def test_zero_byte_async_copies_are_counted_and_done(sim):
     assert (sim.stats.h2d_count, sim.stats.h2d_bytes) == (1, 0)
 
 
+H2D, D2H = "copy_host_to_device_async: ", "copy_device_to_host_async: "
+
+
 @pytest.mark.parametrize(
     "bad, message",
     [
-        (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(64, np.uint8), 64), "do not fit"),
-        (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(4, np.uint8), 16), "host buffer holds 4 bytes"),
-        (lambda a, ptr: a.copy_host_to_device_async(None, np.zeros(16, np.uint8), 16), "null pointer"),
-        (lambda a, ptr: a.copy_host_to_device_async(ptr, 0, 16), "null pointer"),
+        (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(64, np.uint8), 64), H2D + "64 bytes do not fit"),
+        (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(4, np.uint8), 16), H2D + "16 bytes requested but"),
+        (lambda a, ptr: a.copy_host_to_device_async(None, np.zeros(16, np.uint8), 16), H2D + "null pointer"),
+        (lambda a, ptr: a.copy_host_to_device_async(ptr, 0, 16), H2D + "null pointer"),
         (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(16, np.uint8), -1), "nbytes must be an int"),
-        (lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8)[::-1], ptr, 16), "not contiguous"),
-        (lambda a, ptr: a.copy_device_to_host_async(_read_only(16), ptr, 16), "read-only"),
-        (lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8), "0x10", 16), "expected a DevicePtr"),
+        (lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8)[::-1], ptr, 16), D2H + "host buffer is not"),
+        (lambda a, ptr: a.copy_device_to_host_async(_read_only(16), ptr, 16), D2H + "host destination is read-only"),
+        (lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8), "0x10", 16), D2H + "expected a DevicePtr"),
+        (lambda a, ptr: a.copy_device_to_host_async(0, ptr, 16), D2H + "null pointer"),
+        (lambda a, ptr: a.copy_device_to_host_async(np.zeros(4, np.uint8), ptr, 16), D2H + "16 bytes requested but"),
     ],
 )
 def test_async_copies_are_checked_as_the_public_copies_and_failures_are_not_counted(sim, bad, message):
+    """Each refusal names the call that refused (the message starts with it) and counts nothing."""
     ptr = sim.allocate(16)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError) as info:
         bad(sim, ptr)
+    assert str(info.value).startswith(message)
     assert (sim.stats.h2d_count, sim.stats.d2h_count) == (0, 0)
+
+
+def test_a_zero_byte_async_read_is_done_and_counted_on_its_pointers_device(sim):
+    ptr = sim.allocate(0, index=3)
+    assert sim.copy_device_to_host_async(np.empty(0, np.uint8), ptr, 0).done
+    assert (sim.stats.d2h_count, sim.stats.d2h_bytes, sim.stats.last_d2h.index) == (1, 0, 3)
 
 
 def test_async_copies_refuse_a_freed_pointer(sim):
