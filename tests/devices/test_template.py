@@ -160,3 +160,40 @@ def test_release_cached_trims_the_resolved_device_and_refuses_a_closed_allocator
     sim.close()
     with pytest.raises(ValueError, match="release_cached: .* was closed"):
         sim.release_cached()
+
+
+def test_the_public_copies_read_a_read_only_source_and_record_what_they_moved(sim):
+    """H2D only reads its host source (a read-only array is fine); each copy records dst, src, size and index."""
+    ptr = sim.allocate(16, index=2)
+    source = _read_only(16)
+    sim.copy_host_to_device(ptr, source, 16, 2)
+    assert sim.copy_host_to_device_async(ptr, source, 16).done
+    out = np.zeros(16, np.uint8)
+    sim.copy_device_to_host(out, ptr, 16, 2)
+    last = sim.stats.last_d2h
+    assert (last.dst, last.src, last.size, last.index) == (out, ptr, 16, 2)
+    assert (sim.stats.h2d_count, sim.stats.d2h_count, sim.stats.d2h_bytes) == (2, 1, 16)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda a, ptr: a.copy_host_to_device(ptr, 0, 16), "copy_host_to_device: null pointer"),
+        (
+            lambda a, ptr: a.copy_device_to_host(np.zeros(4, np.uint8), ptr, 16),
+            "copy_device_to_host: 16 bytes requested",
+        ),
+        (lambda a, ptr: a.copy_device_to_host(np.zeros(16, np.uint8), None, 16), "copy_device_to_host: null pointer"),
+    ],
+)
+def test_the_public_copies_name_themselves_when_they_refuse(sim, bad, message):
+    ptr = sim.allocate(16)
+    with pytest.raises(ValueError) as info:
+        bad(sim, ptr)
+    assert str(info.value).startswith(message)
+
+
+def test_device_resolves_its_index():
+    sim = SimulatedCudaAllocator()
+    sim.set_current_index(3)
+    assert (str(sim.device(2)), str(sim.device()), str(sim.device(-1))) == ("cuda:2", "cuda:3", "cuda:3")

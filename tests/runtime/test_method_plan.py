@@ -364,3 +364,21 @@ def test_a_method_and_a_portable_tensor_resize_by_one_rule(sim, mode):
                 tensor.resize(sizes)
             answers.append(not problem)
     assert answers == [True, False, True, False, True]
+
+
+def test_a_cpu_only_program_loads_without_the_device_backend_it_names():
+    """backend= only matters when the program has device memory: a CPU-only program loads with 'cupy' even where
+    CuPy is absent, and runs."""
+    from devcopy_lib.runtime.method import load_program
+
+    module, inputs = models.add()
+    program = emit(place_devices(export_and_lower(module, inputs, delegate_ops=[])))
+    with load_program(program, backend="cupy") as method:
+        torch.testing.assert_close(method(*inputs)[0], module(*inputs))
+
+
+def test_an_input_of_the_wrong_type_is_named_with_its_type():
+    module, inputs = models.add()
+    with load_method(place_devices(export_and_lower(module, inputs)), backend="simulated") as method:
+        with pytest.raises(ExecutionError, match=r"input 0: expected a CPU torch.float32 tensor, got str"):
+            method("x", inputs[1])
