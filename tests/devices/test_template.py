@@ -101,7 +101,10 @@ H2D, D2H = "copy_host_to_device_async: ", "copy_device_to_host_async: "
         (lambda a, ptr: a.copy_host_to_device_async(ptr, np.zeros(16, np.uint8), -1), "nbytes must be an int"),
         (lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8)[::-1], ptr, 16), D2H + "host buffer is not"),
         (lambda a, ptr: a.copy_device_to_host_async(_read_only(16), ptr, 16), D2H + "host destination is read-only"),
-        (lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8), "0x10", 16), D2H + "expected a DevicePtr"),
+        (
+            lambda a, ptr: a.copy_device_to_host_async(np.zeros(16, np.uint8), "0x10", 16),
+            D2H + "expected a DevicePtr from allocate(), got str",
+        ),
         (lambda a, ptr: a.copy_device_to_host_async(0, ptr, 16), D2H + "null pointer"),
         (lambda a, ptr: a.copy_device_to_host_async(np.zeros(4, np.uint8), ptr, 16), D2H + "16 bytes requested but"),
     ],
@@ -197,3 +200,30 @@ def test_device_resolves_its_index():
     sim = SimulatedCudaAllocator()
     sim.set_current_index(3)
     assert (str(sim.device(2)), str(sim.device()), str(sim.device(-1))) == ("cuda:2", "cuda:3", "cuda:3")
+
+
+def test_allocate_names_what_it_refuses_and_keeps_the_peak():
+    sim = SimulatedCudaAllocator()
+    with pytest.raises(ValueError, match=r"^nbytes must be an int >= 0, got -1$"):
+        sim.allocate(-1)
+    first = sim.allocate(32)
+    sim.allocate(64)
+    sim.deallocate(first)
+    assert (sim.stats.peak_bytes, sim.stats.live_bytes) == (96, 64)
+    sim.close()
+    with pytest.raises(ValueError, match=r"^allocate: this simulated allocator was closed; make a new one"):
+        sim.allocate(8)
+
+
+class _TwoDevices(SimulatedCudaAllocator):
+    """A backend that sees a fixed number of devices, as CuPy does (the simulated one sees any number)."""
+
+    def device_count(self) -> int:
+        return 2
+
+
+def test_a_backend_with_a_fixed_device_count_refuses_the_index_past_it():
+    two = _TwoDevices()
+    assert two.allocate(8, index=1).index == 1
+    with pytest.raises(ValueError, match=r"device index 2 is out of range: .* sees 2 device\(s\), valid 0\.\.1$"):
+        two.allocate(8, index=2)

@@ -382,3 +382,12 @@ def test_an_input_of_the_wrong_type_is_named_with_its_type():
     with load_method(place_devices(export_and_lower(module, inputs)), backend="simulated") as method:
         with pytest.raises(ExecutionError, match=r"input 0: expected a CPU torch.float32 tensor, got str"):
             method("x", inputs[1])
+
+
+def test_load_program_names_an_unknown_mode_and_the_valid_ones():
+    from devcopy_lib.runtime.method import load_program
+
+    module, inputs = models.add()
+    program = emit(place_devices(export_and_lower(module, inputs, delegate_ops=[])))
+    with pytest.raises(ValueError, match=r"^Unknown mode 'fast'\. Valid: portable, aten$"):
+        load_program(program, mode="fast")
