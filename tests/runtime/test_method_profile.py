@@ -52,6 +52,13 @@ def test_profile_times_every_instruction_and_prices_only_copies(sim):
         assert all(r["predicted_s"] is None for r in method.profile(*inputs, repeat=1))
 
 
+def test_profile_runs_ten_calls_by_default(sim):
+    _, inputs, method = _add_method()
+    with method:
+        method.profile(*inputs)
+        assert method.copies_executed == {"h2d": 20, "d2h": 10}
+
+
 def test_profile_table_and_timeline_show_each_step_and_the_prediction_ratio(sim):
     _, inputs, method = _add_method()
     with method:
