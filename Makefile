@@ -50,7 +50,8 @@ test-fast: $(STAMP)
 test-deep: $(STAMP)
 	$(BIN)/python -m pytest -p no:nbval --deep -m deep tests
 
-# Mutation testing of the kernels and the placement pass (docs/testing.md); about 20 minutes on 2 cores.
+# Mutation testing of the kernels, the placement pass, the runtime plan and method, memory planning, the allocator
+# template, partitioning and hoisting (docs/testing.md): over an hour on 2 cores; run it on an idle machine.
 mutation: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt "mutmut>=3.8"
 	rm -rf mutants && mkdir mutants  # mutants/ must exist before Python starts, or the import system skips it

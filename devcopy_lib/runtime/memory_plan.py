@@ -101,7 +101,7 @@ class _Lifetimes:
 def _plan_device(requests: list[Request], alignment: int) -> tuple[int, dict[Hashable, int]]:
     """Greedy by size: largest first, each at the lowest offset clear of every placed, lifetime-overlapping one."""
     offsets: dict[Hashable, int] = {}
-    placed = _Lifetimes(max((r.lifetime[1] for r in requests), default=0))
+    placed = _Lifetimes(max(r.lifetime[1] for r in requests))  # a device has at least one request
     total = 0
     for request in sorted(requests, key=lambda r: (-r.nbytes, r.lifetime)):
         size = _aligned(request.nbytes, alignment)

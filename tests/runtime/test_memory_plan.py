@@ -3,6 +3,7 @@ buffer 0."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -164,3 +165,15 @@ def test_indexed_lifetimes_plan_exactly_as_a_scan_of_everything_placed(specs, al
     total, offsets = _first_fit_by_scan(requests, alignment)
     assert got.buffers[-1].nbytes == total if requests else len(got.buffers) == 1
     assert {key: a.offset for key, a in got.allocations.items()} == offsets
+
+
+@pytest.mark.parametrize("nbytes, lifetime", [(-1, (0, 1)), (8, (2, 1))])
+def test_a_bad_request_is_refused_naming_it(nbytes, lifetime):
+    with pytest.raises(ValueError, match=r"^Bad planning request .*: nbytes must be >= 0 and lifetime \(first, last\)"):
+        plan([Request("a", CPU, 8, (0, 0)), Request("b", CPU, nbytes, lifetime)])
+
+
+def test_the_plan_keeps_its_requests_and_a_cpu_constants_buffer():
+    requests = (Request("a", CUDA0, 8, (0, 1)),)
+    memory = plan(requests)
+    assert memory.requests == requests and memory.buffers[0] == Buffer(CPU, 0)
