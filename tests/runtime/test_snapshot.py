@@ -160,11 +160,12 @@ def test_a_changed_tensor_is_refused_by_name_then_reload_gives_the_new_model(bac
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", NAMES)
-def test_a_write_torch_does_not_track_never_mixes_old_and_new_weights(backend, mode, name):
+@pytest.mark.parametrize("hoist", [False, True])
+def test_a_write_torch_does_not_track_never_mixes_old_and_new_weights(backend, mode, name, hoist):
     """`.data.add_` bypasses the version counter, so the change goes unseen; the method still computes the whole
     model as it was at load, never delegate constants of one model and CPU constants of another."""
     model, x = _mixed()
-    with _backend(backend), _load(model, (x,), mode, hoist=True) as method:
+    with _backend(backend), _load(model, (x,), mode, hoist) as method:
         old = _eager(model, x)
         _tensor(model, name).data.add_(0.5)
         assert not torch.allclose(_eager(model, x), old)
