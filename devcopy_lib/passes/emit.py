@@ -97,9 +97,7 @@ def _device_of(node: fx.Node) -> Device:
 class _Emitter:
     """Walks the graph once, in order, appending values and instructions."""
 
-    def __init__(
-        self, graph_module: fx.GraphModule, device_planning: bool, sources: dict[str, ConstantSource]
-    ) -> None:
+    def __init__(self, graph_module: fx.GraphModule, device_planning: bool, sources: dict[str, ConstantSource]) -> None:
         self.gm = graph_module
         self.device_planning = device_planning
         self.sources = sources
