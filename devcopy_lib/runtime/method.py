@@ -146,6 +146,7 @@ class Method:
                 self._at_load.run(())
             except BaseException as exc:
                 self._snapshot.broken(f"reloading them failed midway ({type(exc).__name__}: {exc})")
+                self._note_interrupt(exc)
                 raise
             self._snapshot.commit(taken)
 
