@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from devcopy_lib import models
+from devcopy_lib.cli import common
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.devices.allocator import DeviceAllocator
 from devcopy_lib.load import load_method
@@ -192,6 +193,7 @@ def test_the_error_is_an_execution_failure_in_invalid_state_naming_every_changed
     error = raised.value
     assert isinstance(error, ExecutionError) and error.kind == ErrorKind.EXECUTION
     assert error.error == Error.InvalidState
+    assert common.classify(error) == (ErrorKind.EXECUTION, {"error_code": "InvalidState"})  # as the CLI reports it
     assert sorted(error.changed) == ["fc.bias", "w"]
     message = str(error)
     assert "fc.bias was written in place (its version went from" in message
