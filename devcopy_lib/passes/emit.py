@@ -3,7 +3,8 @@
 Every functional op becomes its out variant plus a planned `out` (the copies become `et_copy::_h2d_copy.out` /
 `_d2h_copy.out`, views their `_copy` variants); Python scalars where the schema wants a Tensor become lifted tensor
 constants; a delegate call becomes a delegate instruction whose outputs `getitem` reads; constants a delegate owns
-become device constants, copied host -> device once at load.
+become device constants, copied host -> device once at load. A constant that is the model's own tensor keeps its
+source (`TensorValue.source`, passes/sources.py): a loaded method takes its snapshot from there at load.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from torch.utils._sympy.numbers import int_oo
 from ..devices.device import CPU, Device
 from ..runtime.program import (
     BackendDelegate,
+    ConstantSource,
     DelegateCall,
     KernelCall,
     Program,
@@ -33,6 +35,7 @@ from .edge_form import WRITE_BACK
 from .hoist import HOISTED
 from .nodes import node_arg
 from .out_variant import operator_name, out_variant
+from .sources import constant_sources
 
 if TYPE_CHECKING:
     from .lower import LoweredProgram
@@ -94,9 +97,10 @@ def _device_of(node: fx.Node) -> Device:
 class _Emitter:
     """Walks the graph once, in order, appending values and instructions."""
 
-    def __init__(self, graph_module: fx.GraphModule, device_planning: bool) -> None:
+    def __init__(self, graph_module: fx.GraphModule, device_planning: bool, sources: dict[str, ConstantSource]) -> None:
         self.gm = graph_module
         self.device_planning = device_planning
+        self.sources = sources
         self.program = Program(values=[], instructions=[], operators=[], inputs=[], outputs=[])
         self.op_index: dict[str, int] = {}
         self.node_value: dict[fx.Node, NodeValue] = {}
@@ -114,9 +118,13 @@ class _Emitter:
         self.program.values.append(value)
         return len(self.program.values) - 1
 
-    def constant(self, tensor: torch.Tensor, device: Device = CPU, mutable: bool = False) -> int:
+    def constant(self, tensor: torch.Tensor, device: Device = CPU, mutable: bool = False, name: str = "") -> int:
+        """A constant value; `name` (its placeholder) finds its source when `tensor` is the model's own."""
         spec = TensorSpec(tensor.dtype, tuple(tensor.shape), device)
-        return self.add(TensorValue(spec, planned=False, data=tensor.detach().contiguous(), mutable=mutable))
+        source = self.sources.get(name)
+        source = source if source is not None and source.tensor is tensor else None
+        data = tensor.detach().contiguous()
+        return self.add(TensorValue(spec, planned=False, data=data, mutable=mutable, source=source))
 
     def planned(self, val: torch.Tensor, node: fx.Node, device: Device | None = None) -> int:
         """A new tensor slot for `node`'s value; a hoisted value gets memory of its own (it lives across runs)."""
@@ -143,7 +151,7 @@ class _Emitter:
         attr = operator.attrgetter(node.target)(self.gm)
         if isinstance(attr, torch.Tensor):  # a mutated buffer's initial state is a copy of the model's value
             mutable = any(u.target is WRITE_BACK and u.args[0] is node for u in node.users)
-            self.node_value[node] = self.constant(attr.clone() if mutable else attr, mutable=mutable)
+            self.node_value[node] = self.constant(attr.clone() if mutable else attr, mutable=mutable, name=node.target)
 
     def _call_module(self, node: fx.Node) -> None:
         delegate = delegate_of(node)
@@ -152,7 +160,8 @@ class _Emitter:
         device = delegate.target_device or CPU
         args = tuple(self.index(arg) for arg in node.args)
         constants = tuple(
-            self.constant(t, device if self.device_planning else CPU) for t in delegate.constants.values()
+            self.constant(t, device if self.device_planning else CPU, name=name)
+            for name, t in delegate.constants.items()
         )
         outputs = tuple(self.planned(v, node, device) for v in node.meta["val"])
         self.program.delegates.append(BackendDelegate(delegate.name, delegate.graph_module, device, constants))
@@ -268,7 +277,7 @@ def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
     the caller; with non-CPU memory planning off every tensor is planned on CPU (ExecuTorch's legacy planning)."""
     graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
     options = getattr(placed, "options", {})
-    program = _Emitter(graph_module, options.get("non_cpu_memory_planning", True)).run()
+    program = _Emitter(graph_module, options.get("non_cpu_memory_planning", True), constant_sources(placed)).run()
     program.written_back_inputs = list(getattr(placed, "written_back_inputs", ()))
     if options.get("skip_h2d_for_method_inputs"):
         _unplanned(program, program.inputs)

@@ -60,6 +60,7 @@ from .delegate import Delegate
 from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
 from .partition import propose_partitions
+from .sources import note_model
 
 # One device for every delegate (None: no device), or delegate name / op overload -> device
 TargetDevice = str | Device | Mapping[str, str | Device] | None
@@ -180,6 +181,7 @@ def export_program(
     """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set."""
     exported = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
     decomposed: ExportedProgram = exported.run_decompositions()  # untyped in torch (behind a decorator)
+    note_model(decomposed, model)  # a loaded method then sees a parameter the model replaces (passes/sources.py)
     return decomposed
 
 

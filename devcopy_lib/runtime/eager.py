@@ -35,7 +35,8 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
     """`run(*inputs) -> outputs` running `program` with torch eager. Values the program places on a device live on
     torch's `device_type` device of the same index (`"cuda"` on a real device; `"cpu"` when the device is simulated,
     where they are ordinary CPU tensors), host values on the CPU, pinned when a device is real. Instructions run at
-    load (hoisted constants) run once here; outputs come back as CPU tensors the caller owns."""
+    load (hoisted constants) run once here; constants are copied when it is built (docs/reliability.md); outputs come
+    back as CPU tensors the caller owns."""
     on_device = device_type != "cpu"
 
     def where(value: TensorValue) -> torch.device:
@@ -44,8 +45,8 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
         return torch.device("cpu")
 
     def make(value: TensorValue) -> torch.Tensor:
-        if value.data is not None:
-            return value.data.to(where(value))
+        if value.data is not None:  # its own copy: a snapshot of the model, as a loaded method holds
+            return value.data.to(where(value), copy=True)
         pinned = on_device and where(value).type == "cpu"
         return torch.empty(value.spec.sizes, dtype=value.spec.dtype, device=where(value), pin_memory=pinned)
 

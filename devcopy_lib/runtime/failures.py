@@ -25,3 +25,13 @@ class LoadError(MethodError):
 
 class ExecutionError(MethodError):
     """Running a loaded method failed: a kernel recorded a failure or a delegate raised."""
+
+
+class ConstantsChangedError(ExecutionError):
+    """The model's parameters or buffers changed after the method was loaded (InvalidState): the method holds a
+    snapshot taken at load and refuses to run rather than compute with weights the model no longer has.
+    `changed` names each changed tensor as the model calls it."""
+
+    def __init__(self, message: str, changed: tuple[str, ...]) -> None:
+        super().__init__(Error.InvalidState, message)
+        self.changed = changed

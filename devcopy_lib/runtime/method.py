@@ -2,9 +2,11 @@
 
 Loading resolves every operator in the linked libs (a missing one fails here, not at execution), allocates the
 planned arenas through the allocators registered at load (the method keeps using them, whatever the registry holds
-later), copies delegate-owned constants to their device once and builds the precompiled plan (runtime/plan.py): one
-prepared step per instruction. A call sets the inputs, runs the steps and reads the outputs. Calls are serialized:
-one method shared by threads runs one call at a time (a lock), so every caller gets its own inputs' outputs.
+later), takes its own copy of every constant (delegate-owned ones on their device, the others on the host: a snapshot
+of the model at load, runtime/constants.py) and builds the precompiled plan (runtime/plan.py): one prepared step per
+instruction. A call checks that the model's tensors did not change since, sets the inputs, runs the steps and reads
+the outputs. Calls are serialized: one method shared by threads runs one call at a time (a lock), so every caller
+gets its own inputs' outputs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
 from ..names import COPY_OP, Direction, Mode
 from ..tensors.error import Error
+from .constants import ConstantSnapshot
 from .failures import ExecutionError, LoadError
 from .libs import libs_of_mode
 from .memory import OwnedMemory, allocator_for
@@ -48,7 +51,9 @@ def _load_constant(allocator: DeviceAllocator, ptr: DevicePtr, spec: TensorSpec,
 class Method:
     """A loaded program: `method(*inputs)` returns the outputs as CPU tensors. Close it (or use `with`) to free its
     arenas; a method dropped without `close()` frees them when collected. `copies_executed` counts et_copy kernel
-    runs, `caller_copies` the moves the caller side made. Thread-safe: concurrent calls run one at a time."""
+    runs, `caller_copies` the moves the caller side made. Thread-safe: concurrent calls run one at a time.
+    Its constants are a snapshot of the model at load: a call after the model's parameters or buffers changed raises
+    ConstantsChangedError until `reload_constants()` (docs/reliability.md)."""
 
     def __init__(self, program: Program, mode: str, kernels: Sequence[Any]) -> None:
         self.program = program
@@ -64,15 +69,19 @@ class Method:
         self._closed = False
         self._interrupted: str | None = None
         self._lock = threading.Lock()
+        self._snapshot = ConstantSnapshot(program)
+        self._host_constants: dict[int, torch.Tensor] = {}  # value index -> the method's own copy
         try:
             self._slots: dict[int, Slot] = {}
             self._objects: list[Any] = []
             arenas = self._allocate_arenas()
+            taken = self._snapshot.take()
             for index, value in enumerate(program.values):
-                self._objects.append(self._build(index, value, arenas))
-            self._plan, self.load_copies = build_plan(
+                self._objects.append(self._build(index, value, arenas, taken.tensors.get(index)))
+            self._plan, self._at_load = build_plan(
                 program, self.kernels, self._slots, self._objects, self._tensors, self._memory, directions
             )
+            self._snapshot.commit(taken)
         except BaseException:
             self._release()
             raise
@@ -85,19 +94,21 @@ class Method:
             for b in self.program.memory_plan.buffers[1:]
         ]
 
-    def _build(self, index: int, value: Any, arenas: list[Any]) -> Any:
+    def _build(self, index: int, value: Any, arenas: list[Any], live: torch.Tensor | None) -> Any:
+        """Value `index` as the method holds it; `live` is the model's tensor a constant is taken from."""
         if isinstance(value, ScalarValue):
             return value.value
         if isinstance(value, TensorListValue):
             return [None if i is None else self._objects[i] for i in value.items]
-        slot = self._tensor_slot(index, value, arenas)
+        slot = self._tensor_slot(index, value, arenas, value.data if live is None else live)
         self._slots[index] = slot
         return slot.tensor
 
-    def _tensor_slot(self, index: int, value: TensorValue, arenas: list[Any]) -> Slot:
-        spec, data = value.spec, value.data
-        if data is not None and spec.device.is_cpu:  # a constant shared by every method, unless written to
-            return Slot(spec, self._tensors.constant(data.clone() if value.mutable else data))
+    def _tensor_slot(self, index: int, value: TensorValue, arenas: list[Any], data: torch.Tensor | None) -> Slot:
+        spec = value.spec
+        if data is not None and spec.device.is_cpu:  # the method's own copy: the model's later changes never reach it
+            own = self._host_constants[index] = data.detach().cpu().clone(memory_format=torch.contiguous_format)
+            return Slot(spec, self._tensors.constant(own))
         if value.planned and not value.is_constant:
             where = self.program.memory_plan.allocations[index]
             base = arenas[where.buffer]
@@ -118,6 +129,32 @@ class Method:
             _load_constant(allocator, ptr, spec, constant)
         return Slot(spec, self._tensors.device(spec, ptr, allocator), ptr, allocator)
 
+    def reload_constants(self) -> None:
+        """Take the model's parameters and buffers again, as loading does (copied into this method's memory, hoisted
+        values computed again), after the model changed. A tensor whose sizes or dtype changed needs a new program:
+        LoadError, and the method keeps its previous snapshot."""
+        with self._lock:
+            self._ready()
+            taken = self._snapshot.take()
+            try:
+                for index, tensor in taken.tensors.items():
+                    slot = self._slots[index]
+                    if slot.ptr is None or slot.allocator is None:
+                        self._host_constants[index].copy_(tensor.detach())
+                    else:
+                        _load_constant(slot.allocator, slot.ptr, slot.spec, tensor)
+                self._at_load.run(())
+            except BaseException as exc:
+                self._snapshot.broken(f"reloading them failed midway ({type(exc).__name__}: {exc})")
+                self._note_interrupt(exc)
+                raise
+            self._snapshot.commit(taken)
+
+    @property
+    def load_copies(self) -> dict[str, int]:
+        """et_copy kernel runs by direction of the load-time part (hoisted constants), reloads included."""
+        return self._at_load.copies
+
     # ---- execute ----------------------------------------------------------------------------------------------
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -129,15 +166,20 @@ class Method:
         step (it must call `step.run()`), so a profiler or a test sees every step of the very loop a plain call
         runs, write-back included."""
         with self._lock:
-            if self._closed:
-                raise ExecutionError(Error.InvalidState, "This method was closed; load it again to run it.")
-            if self._interrupted is not None:
-                self._settle()
+            self._ready()
+            self._snapshot.check()
             try:
                 return self._plan.run(inputs, on_step)
             except BaseException as exc:
                 self._note_interrupt(exc)
                 raise
+
+    def _ready(self) -> None:
+        """Refuse a closed method; settle an interrupted call's device work first."""
+        if self._closed:
+            raise ExecutionError(Error.InvalidState, "This method was closed; load it again to run it.")
+        if self._interrupted is not None:
+            self._settle()
 
     def _note_interrupt(self, exc: BaseException) -> None:
         """An interrupt (Ctrl-C) mid-call: the next call first waits for device work already enqueued; it then

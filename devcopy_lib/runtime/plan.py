@@ -320,9 +320,9 @@ def build_plan(
     tensors: Any,
     memory: Any,
     directions: Sequence[str],
-) -> tuple[Plan, dict[str, int]]:
-    """Prepare every instruction once, run the load-time ones (hoisted constants) and return the call's plan with
-    the copies the load-time part made (counted apart)."""
+) -> tuple[Plan, Plan]:
+    """Prepare every instruction once, run the load-time ones (hoisted constants) and return the call's plan and the
+    load-time part's (its copies counted apart; a method runs it again when it reloads its constants)."""
     allocators = tuple(iter_allocators(slots))
     steps = [
         _step(position, instruction, program, kernels, slots, objects, tensors, allocators)
@@ -349,7 +349,7 @@ def build_plan(
         for position in program.written_back_inputs
     ]
     plan = Plan(steps[program.load_instructions :], directions, setters, outputs, write_back)
-    return plan, at_load.copies
+    return plan, at_load
 
 
 def iter_allocators(slots: dict[int, Slot]) -> Iterator[DeviceAllocator]:

@@ -6,6 +6,7 @@ names its operator by index into the operator table (the `[i]` of `Missing opera
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,16 +42,32 @@ class TensorSpec:
         return self.numel * self.dtype.itemsize
 
 
+@dataclass(frozen=True, eq=False)
+class ConstantSource:
+    """The model's tensor a constant was emitted from: `name` as the model calls it (`fc.weight`), the `tensor`
+    itself and, when the model is known, the mapping that holds it (`owner[key]`: a module's `_parameters`,
+    `_buffers` or attributes), so that a tensor the model replaced (`load_state_dict(..., assign=True)`) is seen
+    too. A loaded method copies the live tensor at load and checks it before every call (runtime/constants.py)."""
+
+    name: str
+    tensor: torch.Tensor
+    owner: Mapping[str, Any] | None = None
+    key: str = ""
+
+
 @dataclass(frozen=True)
 class TensorValue:
-    """A tensor slot. `planned`: gets arena memory; `data`: a constant's contents (on `spec.device` after load:
-    a device constant is owned by a delegate and copied host -> device once, at load). `mutable`: a buffer the
-    program writes back; each loaded method starts from its own copy of `data` (ExecuTorch's mutable buffers)."""
+    """A tensor slot. `planned`: gets arena memory; `data`: a constant's contents (a device constant is owned by a
+    delegate). `source`: the model's tensor behind `data`, when it came from a model (a parameter, buffer or tensor
+    constant). A loaded method computes on its own copy of every constant, taken at load (docs/reliability.md,
+    "Constants"). `mutable`: a buffer the program writes back; each method starts from its own copy of `data`
+    (ExecuTorch's mutable buffers)."""
 
     spec: TensorSpec
     planned: bool = True
     data: torch.Tensor | None = field(default=None, compare=False)
     mutable: bool = False
+    source: ConstantSource | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_constant(self) -> bool:
