@@ -17,7 +17,7 @@ from ..names import (
     Strategy,
     device_string,
 )
-from . import model_spec
+from . import model_spec, pte
 from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_name, linked_libs, split_list
 from .place import add_placement_args, lower_and_place
 
@@ -87,6 +87,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
 
     libs = _libs(args)
     backend = backend_name(args)
+    if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
+        return pte.run(args, libs, backend)
     module, inputs, placed = lower_and_place(args)
     with (
         make_allocator(backend) as allocator,

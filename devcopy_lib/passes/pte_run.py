@@ -124,4 +124,22 @@ def pte_program(p: PteProgram) -> Program:
     return program
 
 
-__all__ = ["PteUnsupportedError", "pte_program"]
+def pte_inputs(p: PteProgram, seed: int = 0) -> list[Any]:
+    """Inputs for a run of `p`, made from its input values (a `.pte` keeps no example inputs): a tensor input gets
+    seeded random data of its dtype and sizes (floats normal, integers 0..9, bools either), a scalar its value."""
+    generator = torch.Generator().manual_seed(seed)
+    inputs: list[Any] = []
+    for index in p.inputs:
+        v = p.values[index]
+        if not isinstance(v, PteTensor):
+            inputs.append(v.value if isinstance(v, PteScalar) else list(v.items))
+        elif v.dtype.is_floating_point or v.dtype.is_complex:
+            inputs.append(torch.randn(v.sizes, generator=generator, dtype=v.dtype))
+        elif v.dtype == torch.bool:
+            inputs.append(torch.randint(0, 2, v.sizes, generator=generator).bool())
+        else:
+            inputs.append(torch.randint(0, 10, v.sizes, generator=generator, dtype=v.dtype))
+    return inputs
+
+
+__all__ = ["PteUnsupportedError", "pte_inputs", "pte_program"]
