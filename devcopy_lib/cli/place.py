@@ -284,7 +284,9 @@ def _render(result: dict[str, Any]) -> str:
         )
     if SAVED_PTE_FIELD in result:
         saved = result[SAVED_PTE_FIELD]
-        lines.append(f"wrote {saved['path']} ({saved['bytes']} B): ExecuTorch's program, operators {saved['operators']}")
+        lines.append(
+            f"wrote {saved['path']} ({saved['bytes']} B): ExecuTorch's program, operators {saved['operators']}"
+        )
     return "\n".join(lines)
 
 

@@ -215,7 +215,12 @@ class PteProgram:
                 for i, size in enumerate(self.buffer_sizes)
             ],
             "delegates": [
-                {"name": f"delegate_{i}", "backend_id": d.backend_id, "device": str(d.device or CPU), "blob_bytes": len(d.blob)}
+                {
+                    "name": f"delegate_{i}",
+                    "backend_id": d.backend_id,
+                    "device": str(d.device or CPU),
+                    "blob_bytes": len(d.blob),
+                }
                 for i, d in enumerate(self.delegates)
             ],
         }
@@ -452,6 +457,16 @@ def _program(raw: Any, plan_name: str | None, size: int) -> PteProgram:
                     f"value {i} ({v.nbytes} bytes at offset {v.offset}) overflows buffer {v.mem_id} "
                     f"of {buffer_sizes[v.mem_id]} bytes"
                 )
+            buffer_device = buffer_devices.get(v.mem_id, CPU)
+            if v.device != buffer_device:
+                raise _invalid(f"value {i} is on {v.device}, but planned in buffer {v.mem_id} on {buffer_device}")
+    constants = [bytes(b.storage) for b in raw.constant_buffer]
+    for i, v in enumerate(values):
+        if isinstance(v, PteTensor) and v.constant and constants[v.constant] and len(constants[v.constant]) != v.nbytes:
+            raise _invalid(
+                f"value {i}'s constant {v.constant} holds {len(constants[v.constant])} bytes, its "
+                f"{v.dtype} {list(v.sizes)} needs {v.nbytes}"
+            )
     delegates = [_delegate(d, f"delegate {i}", raw.backend_delegate_data) for i, d in enumerate(plan.delegates)]
     operators = [f"{op.name}.{op.overload}" if op.overload else str(op.name) for op in plan.operators]
     raw_instructions = [ins for chain in plan.chains for ins in chain.instructions]
@@ -471,7 +486,7 @@ def _program(raw: Any, plan_name: str | None, size: int) -> PteProgram:
         buffer_sizes=buffer_sizes,
         buffer_devices=buffer_devices,
         delegates=delegates,
-        constants=[bytes(b.storage) for b in raw.constant_buffer],
+        constants=constants,
         size=size,
     )
 

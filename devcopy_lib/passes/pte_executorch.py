@@ -2,15 +2,16 @@
 `.pte`: which of the program's operators it registers, whether it loads the program, and what its first call
 returns or why it fails. The measure devcopy's own run of the same bytes is held against (docs/pte.md).
 
-ExecuTorch's C++ runtime logs to the process's stderr (file descriptor 2), not through Python; `run_in_executorch`
-catches those lines into the result instead of letting them through, so a notebook or a `--json` run shows them
-once, as data.
+ExecuTorch's runtime logs to stderr (through Python's `sys.stderr`, or straight to file descriptor 2);
+`run_in_executorch` catches those lines into the result instead of letting them through, so a notebook or a `--json`
+run shows them once, as data.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import os
 import sys
 import tempfile
@@ -57,11 +58,13 @@ class ExecuTorchRun:
 
 @contextlib.contextmanager
 def _stderr_lines() -> Iterator[list[str]]:
-    """Collect what is written to file descriptor 2 meanwhile (a C++ library's log), restoring it afterwards."""
+    """Collect what is written to stderr meanwhile - to file descriptor 2 (a C++ library's own writes) and to
+    Python's `sys.stderr` (where ExecuTorch's pybindings send its log) - restoring both afterwards."""
     lines: list[str] = []
     sys.stderr.flush()
     saved = os.dup(2)
-    with tempfile.TemporaryFile() as sink:
+    python_side = io.StringIO()
+    with tempfile.TemporaryFile() as sink, contextlib.redirect_stderr(python_side):
         os.dup2(sink.fileno(), 2)
         try:
             yield lines
@@ -69,7 +72,8 @@ def _stderr_lines() -> Iterator[list[str]]:
             os.dup2(saved, 2)
             os.close(saved)
             sink.seek(0)
-            lines.extend(line for line in sink.read().decode("utf-8", errors="replace").splitlines() if line)
+            text = sink.read().decode("utf-8", errors="replace") + python_side.getvalue()
+            lines.extend(line for line in text.splitlines() if line)
 
 
 def executorch_operators() -> set[str] | None:
