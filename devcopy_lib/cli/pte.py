@@ -64,8 +64,9 @@ def refuse_placement_options(args: argparse.Namespace, extra: dict[str, Any] | N
         if getattr(args, name, default) != default
     ]
     if given:
+        verb = "does" if len(given) == 1 else "do"
         raise UsageError(
-            f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {args.model}: a .pte is a program ExecuTorch already placed. "
+            f"{', '.join(given)} {verb} not apply to {args.model}: a .pte is a program ExecuTorch already placed. "
             "Drop them, or pass the model (a sample or file.py:factory) to place it again"
         )
 
