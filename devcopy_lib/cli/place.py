@@ -232,7 +232,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     if args.compare_executorch:
         result[EXECUTORCH_FIELD] = _executorch(args, module, inputs, placed)
     if getattr(args, "save_pte", None) is not None:
-        result[SAVED_PTE_FIELD] = pte.save(args, module, inputs, placed)
+        result[SAVED_PTE_FIELD] = pte.save(args, module, inputs, placed, default)
     return result
 
 

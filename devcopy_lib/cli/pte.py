@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ..passes.pte import PteProgram
 
 SUFFIX = ".pte"
+RUNTIME_FIELD = "executorch"  # names: registry's JSON field of ExecuTorch's own runtime, not the strategy
 # the placement options and their defaults: a .pte was placed by ExecuTorch already, so none applies to one
 PLACEMENT_DEFAULTS = {
     "delegate": None,
@@ -106,9 +108,10 @@ def _render_place(result: dict[str, Any], program: PteProgram) -> str:
     )
 
 
-def run(args: argparse.Namespace, libs: list[Any] | None, backend: str) -> dict[str, Any]:
+def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile: Callable[..., Any]) -> dict[str, Any]:
     """`devcopy run PATH.pte`: load the program in `args.mode` with `libs` on `backend`, call it once on seeded
-    random inputs (a .pte keeps no example inputs) and compare with the same program run by torch eagerly."""
+    random inputs (a .pte keeps no example inputs) and compare with the same program run by torch eagerly;
+    `profile(method, inputs, repeat)` gives `--profile`'s fields."""
     import torch
 
     from ..compare import compare_outputs
@@ -133,9 +136,7 @@ def run(args: argparse.Namespace, libs: list[Any] | None, backend: str) -> dict[
             "arena_bytes": method.arena_sizes,
         }
         if args.profile:
-            from .run import _profile
-
-            result.update(_profile(method, tuple(inputs), args.profile))
+            result.update(profile(method, tuple(inputs), args.profile))
     with torch.no_grad():  # the delegates' modules hold parameters that require grad
         expected = eager_program(pte_program(program))(*inputs)
     ok, max_abs_err = compare_outputs(outputs, expected)
@@ -156,9 +157,9 @@ def lib_sets(mode: str | None, libs: list[str] | None) -> list[tuple[str, list[s
     seed's ATen runtime without device_copy_ops_aten_lib."""
     if libs is not None:
         return [(mode or Mode.PORTABLE, libs)]
-    sets = [(m, list(DEFAULT_LIBS[m])) for m in MODES if mode in (None, m)]
+    sets = [(m, [str(lib) for lib in DEFAULT_LIBS[Mode(m)]]) for m in MODES if mode in (None, m)]
     if mode in (None, Mode.ATEN):
-        sets.append((Mode.ATEN, [NATIVE_LIB]))
+        sets.append((Mode.ATEN, [str(NATIVE_LIB)]))
     return sets
 
 
@@ -198,7 +199,7 @@ def registry(path: str, mode: str | None, libs: list[str] | None, ops_given: boo
         "plan": program.plan,
         "operators": program.operators,
         "sets": sets,
-        "executorch": executorch,
+        RUNTIME_FIELD: executorch,
     }
     return Outcome(result, _render_registry)
 
@@ -212,7 +213,7 @@ def _render_registry(result: dict[str, Any]) -> str:
             continue
         lines.append(head + f"{len(s['missing'])} of {len(result['operators'])} MISSING")
         lines.extend("  " + line for line in s["message"].splitlines())
-    et = result["executorch"]
+    et = result[RUNTIME_FIELD]
     if et["available"]:
         lacks = f", lacks {', '.join(et['missing'])}" if et["missing"] else ", every one of the table among them"
         lines.append(f"ExecuTorch's portable_lib registers {et['registered']} operators{lacks}")
@@ -234,19 +235,22 @@ def check_save(args: argparse.Namespace) -> None:
 
 
 def save(
-    args: argparse.Namespace, module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], placed: PlacedProgram
+    args: argparse.Namespace,
+    module: torch.nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    placed: PlacedProgram,
+    target: str,
 ) -> dict[str, Any]:
     """Write the `.pte` ExecuTorch's own pipeline makes of the model with devcopy's partitioner and backend (the
-    same delegate ops, target, partitioning and skip options) to `args.save_pte`, whole or not at all."""
+    same delegate ops, `target` device, partitioning and skip options) to `args.save_pte`, whole or not at all."""
     from ..passes.pte import open_pte
     from ..passes.pte_backend import executorch_pte
-    from .place import parse_targets
 
     data = executorch_pte(
         module,
         inputs,
         placed.delegate_ops,
-        parse_targets(args.target)[0],
+        target,
         args.partition,
         args.skip_h2d_inputs,
         args.skip_d2h_outputs,

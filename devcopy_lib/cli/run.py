@@ -88,7 +88,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     libs = _libs(args)
     backend = backend_name(args)
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
-        return pte.run(args, libs, backend)
+        return pte.run(args, libs, backend, _profile)
     module, inputs, placed = lower_and_place(args)
     with (
         make_allocator(backend) as allocator,

@@ -181,7 +181,9 @@ class PteProgram:
         (the out tensor's, the call's last argument) - per run, as devcopy's PlacementReport counts them."""
         counts = {op.direction.value: (0, 0) for op in COPY_OP_BY_NAME.values()}
         for ins in self.instructions:
-            copy = COPY_OP_BY_NAME.get(self.operators[ins.op]) if isinstance(ins, PteKernel) else None
+            if not isinstance(ins, PteKernel):
+                continue
+            copy = COPY_OP_BY_NAME.get(self.operators[ins.op])
             if copy is not None:
                 calls, nbytes = counts[copy.direction.value]
                 out = self.values[ins.args[-1]]

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 PORTABLE_LIB = "executorch.extension.pybindings.portable_lib"  # ExecuTorch's Python runtime module
+PACKAGE = "executorch"  # names: the package ExecuTorch installs, not the placement strategy
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def _stderr_lines() -> Iterator[list[str]]:
 def executorch_operators() -> set[str] | None:
     """The operator names ExecuTorch's portable_lib registers (`_get_operator_names()`); None when it is not
     importable."""
-    if importlib.util.find_spec("executorch") is None:
+    if importlib.util.find_spec(PACKAGE) is None:
         return None
     with _stderr_lines():
         try:
