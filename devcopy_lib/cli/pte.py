@@ -140,6 +140,7 @@ def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile:
     with torch.no_grad():  # the delegates' modules hold parameters that require grad
         expected = eager_program(pte_program(program))(*inputs)
     ok, max_abs_err = compare_outputs(outputs, expected)
+    result[RUNTIME_FIELD] = _executorch_run(args.model, program, inputs, outputs)
     return {
         "ok": ok,
         "model": args.model,
@@ -150,6 +151,18 @@ def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile:
         "reference": "the program run by torch eagerly (eager_program) on seeded random inputs",
         **result,
     }
+
+
+def _executorch_run(path: str, program: PteProgram, inputs: list[Any], outputs: list[Any]) -> dict[str, Any]:
+    """ExecuTorch's portable_lib on the same bytes and inputs: whether it ran, its one-line summary, and where it ran
+    the largest difference between its outputs and devcopy's."""
+    from ..compare import compare_outputs
+    from ..passes.pte_executorch import run_in_executorch
+
+    with open(path, "rb") as file:
+        theirs = run_in_executorch(file.read(), inputs, program.operators)
+    difference = compare_outputs(outputs, theirs.outputs)[1] if theirs.outputs is not None else None
+    return {"available": theirs.available, "ran": theirs.ok, "summary": theirs.summary(), "max_abs_err": difference}
 
 
 def lib_sets(mode: str | None, libs: list[str] | None) -> list[tuple[str, list[str]]]:

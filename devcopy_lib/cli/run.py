@@ -146,6 +146,7 @@ def _render(result: dict[str, Any]) -> str:
             f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
             f"by the caller: {result['caller_copies']}",
             "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
+            *([f"  {result[pte.RUNTIME_FIELD]['summary']}"] if pte.RUNTIME_FIELD in result else []),  # a .pte's
             *profile,
         ]
     )

@@ -76,6 +76,25 @@ def test_run_in_both_modes_equals_the_program_run_eagerly(capsys, sin_path, mode
     assert result["arena_bytes"] == {"cpu": 96, "cuda:0": 96}
 
 
+def test_run_shows_executorchs_runtime_refusing_the_same_bytes(capsys, sin_path):
+    code, result = run_json(capsys, "run", sin_path)
+    theirs = result["executorch"]
+    assert code == 0 and theirs["available"] and not theirs["ran"] and theirs["max_abs_err"] is None
+    assert "error: 0x20" in theirs["summary"] and "No device allocator registered" in theirs["summary"]
+    assert main(["run", sin_path]) == 0
+    assert "the first call failed" in capsys.readouterr().out
+
+
+def test_run_of_a_cpu_only_program_equals_executorchs_runtime(capsys, tmp_path):
+    from devcopy_lib import executorch_pte
+
+    path = tmp_path / "cpu.pte"
+    path.write_bytes(executorch_pte(SinAddMul(), (torch.randn(2, 3), torch.randn(2, 3)), [], None))
+    code, result = run_json(capsys, "run", str(path), "--mode", "aten")
+    assert code == 0 and result["ok"] and result["executorch"]["ran"]
+    assert result["executorch"]["max_abs_err"] == 0.0 and "loaded and ran" in result["executorch"]["summary"]
+
+
 def test_run_in_aten_mode_without_the_device_copy_lib_is_the_seeds_missing_operator(capsys, sin_path):
     code, result = run_json(capsys, "run", sin_path, "--mode", "aten", "--aten-libs", "native")
     assert code == 1 and result["error"]["kind"] == "missing_operator"
