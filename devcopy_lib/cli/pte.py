@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile:
     }
 
 
-def _executorch_run(path: str, program: PteProgram, inputs: list[Any], outputs: list[Any]) -> dict[str, Any]:
+def _executorch_run(path: str, program: PteProgram, inputs: Sequence[Any], outputs: Sequence[Any]) -> dict[str, Any]:
     """ExecuTorch's portable_lib on the same bytes and inputs: whether it ran, its one-line summary, and where it ran
     the largest difference between its outputs and devcopy's."""
     from ..compare import compare_outputs
