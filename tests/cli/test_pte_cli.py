@@ -221,3 +221,18 @@ def test_a_corrupted_pte_gives_one_json_object_of_a_devcopy_kind(capsys, tmp_pat
         assert code == 1
     else:
         assert code in (0, 1)  # read whole (run: a flipped constant or op may change the numbers)
+
+
+def test_another_backends_program_opens_but_does_not_run(capsys, tmp_path):
+    """The reference's pass-through backend writes a blob no one can execute: place and registry read it, run
+    refuses it naming the backend (unsupported_model, exit 1)."""
+    from devcopy_lib.passes.executorch_reference import executorch_program
+
+    path = tmp_path / "pass_through.pte"
+    path.write_bytes(executorch_program(SinAddMul(), (torch.randn(2, 3), torch.randn(2, 3)), ["add.Tensor"]).buffer)
+    code, result = run_json(capsys, "place", str(path))
+    assert code == 0 and result["program"]["delegates"][0]["backend_id"] == "DevcopyPassThroughBackend"
+    assert run_json(capsys, "registry", str(path))[0] == 0
+    code, result = run_json(capsys, "run", str(path))
+    assert code == 1 and result["error"]["kind"] == "unsupported_model"
+    assert "0: DevcopyPassThroughBackend" in result["error"]["message"]
