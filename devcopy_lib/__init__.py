@@ -54,6 +54,16 @@ _EXPORTS = {
     "delegate_source": "passes.delegate",
     "emit": "passes.emit",
     "PlacementReport": "passes.report",
+    "executorch_pte": "passes.pte_backend",
+    "open_pte": "passes.pte",
+    "pte_registration": "passes.pte",
+    "PteProgram": "passes.pte",
+    "PteLoadError": "passes.pte",
+    "PteUsageError": "passes.pte",
+    "pte_program": "passes.pte_run",
+    "pte_inputs": "passes.pte_run",
+    "PteUnsupportedError": "passes.pte_run",
+    "run_in_executorch": "passes.pte_executorch",
 }
 
 # public modules reached as attributes: the sample models, and ExecuTorch itself as the reference (`reference` extra)

@@ -24,6 +24,12 @@ class RegistrationPanel(w.VBox):
             options=self.state.placement.model_names, value=self.state.placement.model, description="model"
         )
         self.mode = w.ToggleButtons(options=MODES, value=self.state.mode)
+        self.pte_path = w.Text(  # an ExecuTorch program instead of the model (empty: the model)
+            value=self.state.pte or "",
+            placeholder="path/to/program.pte",
+            description=".pte",
+            continuous_update=False,
+        )
         self.lib_boxes = {
             name: w.Checkbox(description=name, indent=False, layout=w.Layout(width="auto")) for name in LIB_NAMES
         }
@@ -33,6 +39,7 @@ class RegistrationPanel(w.VBox):
             box.add_class(f"devcopy-lib-{name}")
         for widget, name in (
             (self.mode, "devcopy-mode"),
+            (self.pte_path, "devcopy-pte-path"),
             (self.load, "devcopy-load"),
             (self.outcome, "devcopy-outcome"),
         ):
@@ -41,7 +48,7 @@ class RegistrationPanel(w.VBox):
         wrap = w.Layout(**html.WRAP)
         super().__init__(
             [
-                w.HBox([self.model, self.mode], layout=wrap),
+                w.HBox([self.model, self.pte_path, self.mode], layout=wrap),
                 w.HBox([w.HTML("<b>linked libs:</b>&nbsp;"), self.libs_row], layout=wrap),
                 self.matrix,
                 self.load,
@@ -56,7 +63,7 @@ class RegistrationPanel(w.VBox):
 
     def _wire(self) -> None:
         """The one place controls are connected."""
-        for widget in (self.model, self.mode, *self.lib_boxes.values()):
+        for widget in (self.model, self.pte_path, self.mode, *self.lib_boxes.values()):
             widget.observe(self._changed, names="value")
         self.load.on_click(lambda _: self.run())
 
@@ -80,6 +87,8 @@ class RegistrationPanel(w.VBox):
             self._show_libs()
         elif owner is self.model:
             self.state.placement.model, self.state.placement.delegate_ops = self.model.value, None
+        elif owner is self.pte_path:
+            self.state.pte = self.pte_path.value.strip() or None
         else:
             self.state.libs = tuple(n for n in self.state.libs_of(self.state.mode) if self.lib_boxes[n].value)
         self.outcome.value = ""
@@ -88,6 +97,7 @@ class RegistrationPanel(w.VBox):
     @shown_errors
     def refresh(self) -> None:
         """Redraw the op-by-lib matrix of the program's operators."""
+        self.model.disabled = self.state.pte is not None
         self.matrix.value = html.table(self.state.matrix(), ("op", *LIB_NAMES, "resolved by"))
 
     @shown_errors

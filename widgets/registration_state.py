@@ -5,12 +5,25 @@ No display calls; `load_and_run` returns a `RunResult` or raises (MissingOperato
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
 
-from devcopy_lib import compare_outputs, emit, load_method, make_allocator, registration_status, scoped_allocators
+from devcopy_lib import (
+    compare_outputs,
+    eager_program,
+    emit,
+    load_method,
+    make_allocator,
+    open_pte,
+    pte_inputs,
+    pte_program,
+    registration_status,
+    scoped_allocators,
+)
 from devcopy_lib.names import AUTO_BACKEND, DEFAULT_LIBS, LIB_NAMES, MODES, Direction, Mode
 
 from .placement_state import PlacementState
@@ -37,13 +50,21 @@ class RunResult:
 
 @dataclass
 class RegistrationState:
-    """Which mode, which libs are linked, and the placed program (from a PlacementState) that Load runs."""
+    """Which mode, which libs are linked, and the program Load runs: the placed one of a PlacementState, or an
+    ExecuTorch `.pte` when `pte` is its path (`from_pte`)."""
 
     mode: str = Mode.PORTABLE
     libs: tuple[str, ...] | None = None  # None: the mode's default libs
     backend: str = AUTO_BACKEND
     placement: PlacementState = field(default_factory=PlacementState)
+    pte: str | None = None  # an ExecuTorch program's path: its operator table and plan replace the placed model's
     _libs_by_mode: dict[str, tuple[str, ...] | None] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_pte(cls, path: str, **settings) -> RegistrationState:
+        """The state of an ExecuTorch program at `path`, read at once (a bad file raises PteLoadError here)."""
+        open_pte(path)
+        return cls(pte=str(path), **settings)
 
     def switch_mode(self, mode: str) -> None:
         """Change mode, keeping each mode's own lib choice: coming back restores what was (un)ticked there, so no
@@ -63,7 +84,9 @@ class RegistrationState:
         return DEFAULT_LIBS[self.mode] if self.libs is None else tuple(self.libs)
 
     def operators(self) -> list[str]:
-        """The placed program's operator table (the names load resolves, in first-use order)."""
+        """The program's operator table (the names load resolves, in first-use order)."""
+        if self.pte is not None:
+            return list(open_pte(self.pte).operators)
         return list(emit(self.placement.placed()).operators)
 
     def matrix(self) -> list[dict]:
@@ -82,9 +105,15 @@ class RegistrationState:
         return list(rows.values())
 
     def load_and_run(self) -> RunResult:
-        """Load the placed program in this mode with the linked libs, run it on its example inputs, compare."""
-        placed = self.placement.placed()
-        module, inputs = self.placement.module_and_inputs()
+        """Load the program in this mode with the linked libs, run it on its example inputs (a .pte's: seeded random
+        ones) and compare with eager PyTorch (a .pte's: the same program run by torch eagerly)."""
+        if self.pte is not None:
+            program = open_pte(self.pte)
+            placed, inputs = pte_program(program), tuple(pte_inputs(program))
+            module: Callable[..., Any] = eager_program(pte_program(program))
+        else:
+            placed = self.placement.placed()
+            module, inputs = self.placement.module_and_inputs()
         with (
             make_allocator(self.backend) as allocator,
             scoped_allocators(allocator),

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy
-from . import model_spec
+from . import model_spec, pte
 from .common import Outcome, Parser, UsageError, add_json, split_list
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..passes.placement import PlacedProgram
 
 EXECUTORCH_FIELD = "executorch"  # names: the JSON field of ExecuTorch's own counts (--compare-executorch)
+SAVED_PTE_FIELD = "saved_pte"  # the JSON field of the .pte --save-pte wrote
 
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +26,8 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model",
         metavar="MODEL",
-        help="a sample name (add, mlp, ...) or path/to/file.py:factory (this executes the file: "
-        "factory() returns (module, example_inputs))",
+        help="a sample name (add, mlp, ...), path/to/file.py:factory (this executes the file: "
+        "factory() returns (module, example_inputs)) or an ExecuTorch program path/to/file.pte",
     )
     parser.add_argument(
         "--delegate",
@@ -215,6 +216,7 @@ def _executorch(
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
+    pte.check_save(args)
     module, inputs, placed = lower_and_place(args)
     default, per_key = parse_targets(args.target)
     devices = {name: str(d.target_device or "cpu") for name, d in placed.delegates.items()}
@@ -229,6 +231,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.compare_executorch:
         result[EXECUTORCH_FIELD] = _executorch(args, module, inputs, placed)
+    if getattr(args, "save_pte", None) is not None:
+        result[SAVED_PTE_FIELD] = pte.save(args, module, inputs, placed, default)
     return result
 
 
@@ -278,10 +282,17 @@ def _render(result: dict[str, Any]) -> str:
             else f"ExecuTorch: {et['delegates']} delegate(s), {et['copies'][Direction.H2D]} H2D, "
             f"{et['copies'][Direction.D2H]} D2H"
         )
+    if SAVED_PTE_FIELD in result:
+        saved = result[SAVED_PTE_FIELD]
+        lines.append(
+            f"wrote {saved['path']} ({saved['bytes']} B): ExecuTorch's program, operators {saved['operators']}"
+        )
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> Outcome:
+    if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
+        return pte.place(args)
     return Outcome(collect(args), _render)
 
 
@@ -292,6 +303,12 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
         "--compare-executorch",
         action="store_true",
         help="also lower with ExecuTorch 1.5.1 and show its own counts (the `reference` extra)",
+    )
+    parser.add_argument(
+        "--save-pte",
+        metavar="PATH",
+        default=None,
+        help="also write the .pte ExecuTorch's own pipeline makes with devcopy's backend (the `reference` extra)",
     )
     add_json(parser)
     parser.set_defaults(handler=run)

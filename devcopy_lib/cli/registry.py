@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..names import COPY_OP, DEFAULT_LIBS, LIB_NAMES, MODES, Direction, Mode
-from .common import Outcome, Parser, add_json, linked_libs, split_list
+from . import pte
+from .common import Outcome, Parser, UsageError, add_json, linked_libs, split_list
 
 DEFAULT_OPS = ",".join((COPY_OP[Direction.H2D].name, COPY_OP[Direction.D2H].name))
 
@@ -43,19 +44,32 @@ def _render(result: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> Outcome:
-    libs = split_list(args.libs, "--libs") if args.libs is not None else DEFAULT_LIBS[args.mode]
-    return Outcome(collect(args.mode, libs, split_list(args.ops, "--ops")), _render)
+    given_libs = split_list(args.libs, "--libs") if args.libs is not None else None
+    if args.program is not None:  # ExecuTorch's own program: its operator table in each mode and lib set
+        if not pte.is_pte(args.program):
+            raise UsageError(f"PROGRAM {args.program!r} is not a .pte path; give an ExecuTorch program (file.pte)")
+        return pte.registry(args.program, args.mode, given_libs, args.ops is not None)
+    mode = args.mode or Mode.PORTABLE
+    libs = DEFAULT_LIBS[mode] if given_libs is None else given_libs
+    return Outcome(collect(mode, libs, split_list(DEFAULT_OPS if args.ops is None else args.ops, "--ops")), _render)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser("registry", help="which ops the libs of a mode register")
-    parser.add_argument("--mode", default=Mode.PORTABLE, choices=MODES, help="runtime mode")
+    parser.add_argument(
+        "program",
+        nargs="?",
+        default=None,
+        metavar="PATH.pte",
+        help="an ExecuTorch program: the operators each mode and lib set resolves, and what a runtime misses",
+    )
+    parser.add_argument("--mode", default=None, choices=MODES, help="runtime mode (default portable)")
     parser.add_argument(
         "--libs", default=None, help="comma list of libs (portable; native,device_copy_ops_aten_lib); default per mode"
     )
     parser.add_argument(
         "--ops",
-        default=DEFAULT_OPS,
+        default=None,
         help="comma list of op names or glob patterns like 'aten::add*' (default: the two et_copy ops)",
     )
     add_json(parser)

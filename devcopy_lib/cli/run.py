@@ -17,7 +17,7 @@ from ..names import (
     Strategy,
     device_string,
 )
-from . import model_spec
+from . import model_spec, pte
 from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_name, linked_libs, split_list
 from .place import add_placement_args, lower_and_place
 
@@ -87,6 +87,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
 
     libs = _libs(args)
     backend = backend_name(args)
+    if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
+        return pte.run(args, libs, backend, _profile)
     module, inputs, placed = lower_and_place(args)
     with (
         make_allocator(backend) as allocator,
@@ -144,6 +146,7 @@ def _render(result: dict[str, Any]) -> str:
             f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
             f"by the caller: {result['caller_copies']}",
             "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
+            *([f"  {result[pte.RUNTIME_FIELD]['summary']}"] if pte.RUNTIME_FIELD in result else []),  # a .pte's
             *profile,
         ]
     )

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from ..devices.device import CPU, Device, DeviceType
-from ..names import DEFAULT_LIBS, MODES, ErrorKind, Mode
+from ..names import COPY_OP_BY_NAME, DEFAULT_LIBS, MODES, ErrorKind, Mode
 from ..runtime.failures import LoadError
 from ..runtime.libs import RegistrationRow, libs_of_mode, registration_status
 from ..runtime.resolve import MissingOperatorError, resolve_operators
@@ -175,6 +175,57 @@ class PteProgram:
         if not isinstance(value, PteTensor):
             raise TypeError(f"value {index} is a {type(value).__name__}, not a tensor")
         return value
+
+    def copies(self) -> dict[str, tuple[int, int]]:
+        """Per direction (`h2d`, `d2h`, `d2d`): how many et_copy kernel calls the plan makes and the bytes they move
+        (the out tensor's, the call's last argument) - per run, as devcopy's PlacementReport counts them."""
+        counts = {op.direction.value: (0, 0) for op in COPY_OP_BY_NAME.values()}
+        for ins in self.instructions:
+            if not isinstance(ins, PteKernel):
+                continue
+            copy = COPY_OP_BY_NAME.get(self.operators[ins.op])
+            if copy is not None:
+                calls, nbytes = counts[copy.direction.value]
+                out = self.values[ins.args[-1]]
+                counts[copy.direction.value] = (calls + 1, nbytes + (out.nbytes if isinstance(out, PteTensor) else 0))
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The program as JSON-ready data (what `devcopy place PATH.pte --json` prints under `program`): its table,
+        instructions, memory plan per buffer and device, inputs, outputs and delegates (blobs by size)."""
+
+        def instruction(i: int, ins: PteInstruction) -> dict[str, Any]:
+            row: dict[str, Any] = {"index": i, "kind": ins.kind}
+            if isinstance(ins, PteKernel):
+                row.update(name=self.operators[ins.op], args=list(ins.args))
+            elif isinstance(ins, PteDelegate):
+                row.update(name=f"delegate_{ins.delegate}", args=list(ins.args))
+            else:
+                row.update(args=[v for k, v in vars(ins).items() if k != "kind"])
+            return row
+
+        return {
+            "plan": self.plan,
+            "plans": list(self.plans),
+            "bytes": self.size,
+            "operators": list(self.operators),
+            "instructions": [instruction(i, ins) for i, ins in enumerate(self.instructions)],
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "buffers": [
+                {"index": i, "bytes": size, "device": str(self.buffer_devices.get(i, CPU))}
+                for i, size in enumerate(self.buffer_sizes)
+            ],
+            "delegates": [
+                {
+                    "name": f"delegate_{i}",
+                    "backend_id": d.backend_id,
+                    "device": str(d.device or CPU),
+                    "blob_bytes": len(d.blob),
+                }
+                for i, d in enumerate(self.delegates)
+            ],
+        }
 
     def __str__(self) -> str:
         lines = [
@@ -408,6 +459,16 @@ def _program(raw: Any, plan_name: str | None, size: int) -> PteProgram:
                     f"value {i} ({v.nbytes} bytes at offset {v.offset}) overflows buffer {v.mem_id} "
                     f"of {buffer_sizes[v.mem_id]} bytes"
                 )
+            buffer_device = buffer_devices.get(v.mem_id, CPU)
+            if v.device != buffer_device:
+                raise _invalid(f"value {i} is on {v.device}, but planned in buffer {v.mem_id} on {buffer_device}")
+    constants = [bytes(b.storage) for b in raw.constant_buffer]
+    for i, v in enumerate(values):
+        if isinstance(v, PteTensor) and v.constant and constants[v.constant] and len(constants[v.constant]) != v.nbytes:
+            raise _invalid(
+                f"value {i}'s constant {v.constant} holds {len(constants[v.constant])} bytes, its "
+                f"{v.dtype} {list(v.sizes)} needs {v.nbytes}"
+            )
     delegates = [_delegate(d, f"delegate {i}", raw.backend_delegate_data) for i, d in enumerate(plan.delegates)]
     operators = [f"{op.name}.{op.overload}" if op.overload else str(op.name) for op in plan.operators]
     raw_instructions = [ins for chain in plan.chains for ins in chain.instructions]
@@ -427,7 +488,7 @@ def _program(raw: Any, plan_name: str | None, size: int) -> PteProgram:
         buffer_sizes=buffer_sizes,
         buffer_devices=buffer_devices,
         delegates=delegates,
-        constants=[bytes(b.storage) for b in raw.constant_buffer],
+        constants=constants,
         size=size,
     )
 

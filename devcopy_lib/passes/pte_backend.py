@@ -28,13 +28,17 @@ BLOB_MAGIC = b"DEVCOPY-EXPORT-1\n"  # first bytes of this backend's blob, then t
 
 def _to_aten(program: Any) -> Any:
     """The delegated subgraph with each edge-dialect op replaced by the ATen overload it wraps, so that
-    `torch.export.save` (which knows ATen ops, not ExecuTorch's EdgeOpOverload) can serialize it."""
+    `torch.export.save` (which knows ATen ops, not ExecuTorch's EdgeOpOverload) can serialize it; its verifier
+    becomes torch's own, so `torch.export.load` checks it as the ATen program it now is (with ExecuTorch's edge
+    verifier registered, a program saved as edge dialect fails to load)."""
     from executorch.exir.dialects.edge._ops import EdgeOpOverload
+    from torch._export.verifier import Verifier
 
     for node in program.graph_module.graph.nodes:
         if node.op == "call_function" and isinstance(node.target, EdgeOpOverload):
             node.target = node.target._op
     program.graph_module.recompile()
+    program._verifiers = [Verifier]
     return program
 
 
@@ -114,11 +118,17 @@ def executorch_manager(
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str] | None = None,
     target_device: str | None = "cuda:0",
+    partition: str = Partition.CAPABILITY,
+    skip_h2d_for_method_inputs: bool = False,
+    skip_d2h_for_method_outputs: bool = False,
 ) -> Any:
     """ExecuTorch's `ExecutorchProgramManager` for `model`: exported, decomposed, then ExecuTorch's own
-    `to_edge_transform_and_lower(partitioner=[devcopy's])` and `to_executorch()` (its device pass and non-CPU memory
-    planning inside). Raises ExecuTorchRefusal, naming the stage, when ExecuTorch refuses."""
+    `to_edge_transform_and_lower(partitioner=[devcopy's])` and `to_executorch()` (its device pass, with the two skip
+    options of its PropagateDeviceConfig, and its non-CPU memory planning inside). Raises ExecuTorchRefusal, naming
+    the stage, when ExecuTorch refuses."""
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+    from executorch.exir.passes import MemoryPlanningPass
+    from executorch.exir.passes.propagate_device_pass import PropagateDeviceConfig
 
     exported = torch.export.export(model, tuple(example_inputs)).run_decompositions()
     _tag_origins(exported)
@@ -126,11 +136,21 @@ def executorch_manager(
     try:
         lowered = to_edge_transform_and_lower(
             exported,
-            partitioner=[partitioner(delegate_ops, target_device)],
+            partitioner=[partitioner(delegate_ops, target_device, partition)],
             compile_config=EdgeCompileConfig(_check_ir_validity=False),
         )
         stage = "to_executorch"
-        return lowered.to_executorch(ExecutorchBackendConfig(emit_stacktrace=False))
+        config = ExecutorchBackendConfig(
+            emit_stacktrace=False,
+            propagate_device_config=PropagateDeviceConfig(
+                skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
+                skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
+            ),
+            memory_planning_pass=MemoryPlanningPass(
+                alloc_graph_input=not skip_h2d_for_method_inputs, alloc_graph_output=not skip_d2h_for_method_outputs
+            ),
+        )
+        return lowered.to_executorch(config)
     except Exception as exc:  # ExecuTorch's own refusal, told apart from a devcopy error by its type
         raise ExecuTorchRefusal(stage, exc) from exc
 
@@ -140,9 +160,22 @@ def executorch_pte(
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str] | None = None,
     target_device: str | None = "cuda:0",
+    partition: str = Partition.CAPABILITY,
+    skip_h2d_for_method_inputs: bool = False,
+    skip_d2h_for_method_outputs: bool = False,
 ) -> bytes:
-    """The `.pte` bytes ExecuTorch writes for `model` lowered with devcopy's partitioner and backend."""
-    return bytes(executorch_manager(model, example_inputs, delegate_ops, target_device).buffer)
+    """The `.pte` bytes ExecuTorch writes for `model` lowered with devcopy's partitioner and backend (the options
+    as `executorch_manager` takes them)."""
+    manager = executorch_manager(
+        model,
+        example_inputs,
+        delegate_ops,
+        target_device,
+        partition,
+        skip_h2d_for_method_inputs,
+        skip_d2h_for_method_outputs,
+    )
+    return bytes(manager.buffer)
 
 
 __all__ = [

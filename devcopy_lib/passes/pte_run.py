@@ -32,7 +32,8 @@ from ..runtime.program import (
     TensorValue,
     Value,
 )
-from .pte import PteDelegate, PteKernel, PteList, PteProgram, PteScalar, PteTensor
+from ..tensors.error import Error
+from .pte import PteDelegate, PteKernel, PteList, PteLoadError, PteProgram, PteScalar, PteTensor
 from .pte_backend import BACKEND_ID, load_delegate
 
 
@@ -77,6 +78,18 @@ def _value(p: PteProgram, v: Any) -> Value:
     return TensorListValue(tuple(None if i == -1 else i for i in v.items))
 
 
+def _exported(index: int, blob: bytes) -> torch.export.ExportedProgram:
+    """Delegate `index`'s blob read back; a blob torch.export cannot read is a PteLoadError naming the delegate."""
+    try:
+        return load_delegate(blob)
+    except Exception as exc:  # a damaged archive makes torch.export.load raise anything
+        raise PteLoadError(
+            Error.InvalidProgram,
+            f"delegate {index}'s blob ({len(blob)} bytes) is no {BACKEND_ID} program: {type(exc).__name__}: {exc}",
+            "the file is corrupted; write it again with executorch_pte() or devcopy place MODEL --save-pte",
+        ) from exc
+
+
 def pte_program(p: PteProgram) -> Program:
     """A devcopy `Program` running `p` with ExecuTorch's memory plan (see the module docstring for what changes and
     what is refused)."""
@@ -86,7 +99,7 @@ def pte_program(p: PteProgram) -> Program:
             f"delegates of another backend ({', '.join(foreign)}): devcopy runs only {BACKEND_ID}'s blobs. "
             "To fix: lower with devcopy's partitioner (executorch_pte), or run the program in ExecuTorch"
         )
-    exported = [load_delegate(d.blob) for d in p.delegates]
+    exported = [_exported(i, d.blob) for i, d in enumerate(p.delegates)]
     delegates = [
         BackendDelegate(f"delegate_{i}", ep.module(), d.device or CPU)
         for i, (d, ep) in enumerate(zip(p.delegates, exported, strict=True))
@@ -124,4 +137,22 @@ def pte_program(p: PteProgram) -> Program:
     return program
 
 
-__all__ = ["PteUnsupportedError", "pte_program"]
+def pte_inputs(p: PteProgram, seed: int = 0) -> list[Any]:
+    """Inputs for a run of `p`, made from its input values (a `.pte` keeps no example inputs): a tensor input gets
+    seeded random data of its dtype and sizes (floats normal, integers 0..9, bools either), a scalar its value."""
+    generator = torch.Generator().manual_seed(seed)
+    inputs: list[Any] = []
+    for index in p.inputs:
+        v = p.values[index]
+        if not isinstance(v, PteTensor):
+            inputs.append(v.value if isinstance(v, PteScalar) else list(v.items))
+        elif v.dtype.is_floating_point or v.dtype.is_complex:
+            inputs.append(torch.randn(v.sizes, generator=generator, dtype=v.dtype))
+        elif v.dtype == torch.bool:
+            inputs.append(torch.randint(0, 2, v.sizes, generator=generator).bool())
+        else:
+            inputs.append(torch.randint(0, 10, v.sizes, generator=generator, dtype=v.dtype))
+    return inputs
+
+
+__all__ = ["PteUnsupportedError", "pte_inputs", "pte_program"]

@@ -90,5 +90,6 @@ timing
 
 # %% [markdown]
 # **Next:** [01 · Placement](01_placement.ipynb), every placement case. Then
-# [02 · Copy timings](02_copy_timings.ipynb), [03 · Registration](03_registration_aten_vs_portable.ipynb) and
-# [04 · Bring your own model](04_bring_your_own_model.ipynb).
+# [02 · Copy timings](02_copy_timings.ipynb), [03 · Registration](03_registration_aten_vs_portable.ipynb),
+# [04 · Bring your own model](04_bring_your_own_model.ipynb) and
+# [05 · ExecuTorch's own programs](05_executorch_programs.ipynb).

@@ -69,4 +69,5 @@ from devcopy_widgets import PlacementExplorer
 PlacementExplorer.for_model(model, inputs, name="gate")
 
 # %% [markdown]
-# Back to the start: [00 · devcopy in five minutes](00_tour.ipynb).
+# **Next:** [05 · ExecuTorch's own programs](05_executorch_programs.ipynb): the `.pte` ExecuTorch writes, opened
+# and run.

@@ -17,7 +17,8 @@ from devcopy_lib.cli.common import KIND_EXITS
 
 # Free-text options: (valid values, invalid values); {tmp} is a fresh folder per example.
 VALUES = {
-    "model": (["add", "mlp", "shared_input"], ["nope", "x.py:f", ""]),
+    "model": (["add", "mlp", "shared_input"], ["nope", "x.py:f", "", "{tmp}/none.pte"]),
+    "program": (["{tmp}/none.pte"], ["x.py", ""]),  # registry's optional PATH.pte (tests/cli/test_pte_cli.py runs one)
     "--delegate": (["add.Tensor", "mm.default,add.Tensor"], ["", "bogus", "add.tensor"]),
     "--target": (
         ["cuda:0", "cuda:1", "delegate_0=cuda:1", "add.Tensor=cuda:1"],
@@ -32,7 +33,8 @@ VALUES = {
     "--profile": (["2"], ["0", "x"]),  # devcopy run --profile N (the runtime's execution plan)
 }
 JUNK = ["--js", "--bogus", "-x", "extra"]
-SKIPPED = {"--help", "--json", "--compare-executorch"}  # --json is placed separately; ExecuTorch takes seconds
+# --json is placed separately; ExecuTorch takes seconds (--compare-executorch, --save-pte: tests/cli/test_pte_cli.py)
+SKIPPED = {"--help", "--json", "--compare-executorch", "--save-pte"}
 
 
 def _subcommands():
@@ -52,7 +54,7 @@ def argument_lists(draw):
     argv = [command]
     for action in SUBCOMMANDS[command]:
         name = action.option_strings[0] if action.option_strings else action.dest
-        required = not action.option_strings or (command == "bench" and name == "--sizes")
+        required = (not action.option_strings and action.nargs != "?") or (command == "bench" and name == "--sizes")
         if not required and draw(st.integers(0, 2)):
             continue
         if action.nargs == 0:
