@@ -203,7 +203,8 @@ def change_text(before, after) -> str:
     if not (fewer or more or nbytes):
         return "saves no copy"
     words = ([f"saves {' and '.join(fewer)}"] if fewer else []) + ([f"adds {' and '.join(more)}"] if more else [])
-    return f"{', '.join(words) or 'same copies'} ({format_bytes(abs(nbytes))} {'less' if nbytes >= 0 else 'more'} per call)"
+    size = f"{format_bytes(abs(nbytes))} {'less' if nbytes > 0 else 'more'}" if nbytes else "same bytes"
+    return f"{', '.join(words) or 'same copies'} ({size} per call)"
 
 
 def _what_if_text(what: Mapping[str, str], before, report_for: Callable[[Mapping[str, str]], Any]) -> str:
