@@ -89,7 +89,9 @@ def _h2d_cause(copy, source, devices: Mapping[str, str]) -> Cause:
             [{"switch": INPUT_SWITCH}],
         )
     if producer.op == "get_attr":
-        return Cause(f"{source.name} is program state (a buffer the program writes) kept on the CPU; {readers} reads it")
+        return Cause(
+            f"{source.name} is program state (a buffer the program writes) kept on the CPU; {readers} reads it"
+        )
     kind = node_kind(producer)
     if kind in DIRECTIONS:
         return Cause(
@@ -190,7 +192,11 @@ def node_rows(
     elif kind in DIRECTIONS:
         rows = head + tensor + [["bytes", shown["bytes_text"]], *_copy_rows(node, shown, cause, devices)]
     else:
-        rows = head + [["device", shown["device"]], *tensor, ["bytes", shown["bytes_text"] if nbytes[node.name] else ""]]
+        rows = head + [
+            ["device", shown["device"]],
+            *tensor,
+            ["bytes", shown["bytes_text"] if nbytes[node.name] else ""],
+        ]
     return [*rows, ["module", shown["module"] or "(the model itself)"], ["reason", shown["reason"]]], cause.what_ifs
 
 

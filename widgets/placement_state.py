@@ -182,8 +182,10 @@ class PlacementState:
         elif change.get("switch") in SWITCHES:
             other = dataclasses.replace(self, **{change["switch"]: True})
         else:
-            raise ValueError(f"Unknown what-if {dict(change)!r}: give {{'delegate': op}} or {{'switch': name}}, "
-                             f"name one of {', '.join(SWITCHES)}.")
+            raise ValueError(
+                f"Unknown what-if {dict(change)!r}: give {{'delegate': op}} or {{'switch': name}}, "
+                f"name one of {', '.join(SWITCHES)}."
+            )
         return other.placed()
 
     def executorch_counts(self) -> dict:

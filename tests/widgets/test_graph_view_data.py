@@ -91,7 +91,10 @@ def test_a_method_boundary_names_the_switch_and_what_it_saves(cpu_between):
     refused = rows_of(selected(cpu_between, "b_h2d"))["what if"]  # b feeds two delegates: the pass refuses the switch
     assert refused.startswith("skip_h2d_for_method_inputs=True: refused (PlacementError: ") and "'b'" in refused
     add = PlacementExplorer(model="add")
-    assert rows_of(selected(add, "a_h2d"))["what if"] == "skip_h2d_for_method_inputs=True: saves 2 H2D (128 B less per call)"
+    assert (
+        rows_of(selected(add, "a_h2d"))["what if"]
+        == "skip_h2d_for_method_inputs=True: saves 2 H2D (128 B less per call)"
+    )
 
 
 def test_no_copy_anywhere_is_named_by_its_default_overload():
@@ -108,7 +111,11 @@ def test_a_delegate_says_its_ops_the_bytes_it_reads_and_writes_and_its_device(cp
     node = next(n for n in cpu_between.graph.nodes if n["id"] == "delegate_1")
     rows, nbytes = rows_of(node), {r.name: r.bytes for r in placed.report.rows}
     assert rows["device"] == "cuda:0" and rows["ops"] == "1: mul.Tensor"
-    assert rows["reads"] == f"2 values, {format_bytes(sum(nbytes[i.name] for i in call.all_input_nodes))}" == "2 values, 128 B"
+    assert (
+        rows["reads"]
+        == f"2 values, {format_bytes(sum(nbytes[i.name] for i in call.all_input_nodes))}"
+        == "2 values, 128 B"
+    )
     assert rows["writes"] == "1 value, 64 B"
     assert "bytes" not in rows and node["label"] == "delegate_1\n1 op"
 
