@@ -1,4 +1,4 @@
-"""What a user's own model meets at `torch.export` (docs/real_models.md, "Bring your own model"): example inputs
+"""What a user's own model meets at `torch.export` (docs/reliability.md, "Bring your own model"): example inputs
 given as one bare tensor become a one-input tuple, and a branch on a tensor's value becomes one clear message,
 printed once, instead of torch's traceback and the partial graph torch prints twice.
 """

@@ -1,4 +1,4 @@
-"""Bring your own model (docs/real_models.md, "Bring your own model"): one bare tensor is one input; a branch on a
+"""Bring your own model (docs/reliability.md, "Bring your own model"): one bare tensor is one input; a branch on a
 tensor's value is one clear message (what torch.export needs, its guide), printed once, from the library, the CLI
 and the explorer; an op named without its overload suggests the overloads the model uses first."""
 
