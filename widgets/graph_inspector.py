@@ -159,7 +159,10 @@ def _delegate_rows(node, nbytes: Mapping[str, int]) -> list[list[str]]:
         ["ops", f"{len(delegate.ops)}: {listed}"],
         ["reads", _bytes_of((i.name for i in node.all_input_nodes), nbytes)],
         ["writes", _bytes_of((u.name for u in node.users), nbytes)],
-        ["constants", f"{len(delegate.constants)}, {format_bytes(constants)} (on the device from load)"],
+        [
+            "constants",
+            f"{len(delegate.constants)}, {format_bytes(constants)} (on the device from load)" if constants else "none",
+        ],
     ]
 
 

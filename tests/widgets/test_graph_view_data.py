@@ -116,7 +116,7 @@ def test_a_delegate_says_its_ops_the_bytes_it_reads_and_writes_and_its_device(cp
         == f"2 values, {format_bytes(sum(nbytes[i.name] for i in call.all_input_nodes))}"
         == "2 values, 128 B"
     )
-    assert rows["writes"] == "1 value, 64 B"
+    assert rows["writes"] == "1 value, 64 B" and rows["constants"] == "none"
     assert "bytes" not in rows and node["label"] == "delegate_1\n1 op"
 
 
@@ -153,6 +153,10 @@ def test_gpt2_delegates_show_bytes_and_sit_where_most_of_their_ops_come_from(gpt
         deeper += home != ".".join(os.path.commonprefix([p.split(".") for p in inner]))  # the module holding all
         rows = rows_of(shown[call.name])
         assert not rows["reads"].endswith(" 0 B") and not rows["writes"].endswith(" 0 B"), rows
+        owned = delegate_of(call).constants.values()
+        assert rows["constants"].startswith(f"{len(owned)}, {format_bytes(sum(t.nbytes for t in owned))} ") or (
+            not owned and rows["constants"] == "none"
+        )
     assert deeper > 0  # some delegate spans two modules and now sits in the one holding most of it
 
 
