@@ -134,9 +134,13 @@ class PlacementExplorer(w.VBox):
         self._show_preset()
 
     def _show_preset(self) -> None:
-        """Show the preset the ticked ops equal (CUSTOM when none does), without applying it again."""
+        """Show the preset the ticked ops equal (CUSTOM when none does, or none is ticked), without applying it; of
+        presets giving the same ops (all ops of `add` are in `cnn` and `default`) the one shown stays, else
+        `default` (what the explorer opens with), else the first."""
         ticked = self.state.ticked_ops()
-        match = next((name for name in models.DELEGATE_SETS if self.state.preset_ops(name) == ticked), CUSTOM)
+        order = dict.fromkeys([self.preset.value, "default", *models.DELEGATE_SETS])
+        presets = (name for name in order if name != CUSTOM and ticked and self.state.preset_ops(name) == ticked)
+        match = next(presets, CUSTOM)
         self.preset.unobserve(self._preset_chosen, names="value")
         self.preset.value = match
         self.preset.observe(self._preset_chosen, names="value")

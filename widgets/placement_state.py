@@ -22,7 +22,7 @@ from devcopy_lib.names import Partition, Strategy
 __all__ = ["PlacementState", "parse_target", "target_devices"]
 
 KEPT_RESULTS = 32  # lowered and placed programs kept per state (least recently used dropped first)
-SWITCHES = ("skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs", "hoist_constants")  # placed_if's switches
+SWITCHES = ("skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs")  # what placed_if can turn on
 
 
 def parse_target(text: str) -> str | dict[str, str]:

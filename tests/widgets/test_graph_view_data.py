@@ -209,3 +209,22 @@ def test_the_explorer_offers_the_real_models_and_the_delegate_presets():
     explorer.select_all.click()
     assert all(box.value for box in explorer.op_boxes)
     assert explorer.placed.delegate_ops == explorer.state.model_ops()
+
+
+def test_a_what_if_the_state_does_not_know_is_refused_naming_the_valid_ones():
+    state = PlacementState(model="add")
+    with pytest.raises(ValueError, match=r"Unknown what-if \{'switch': 'hoist'\}.*skip_h2d_for_method_inputs"):
+        state.placed_if({"switch": "hoist"})
+
+
+def test_the_preset_shown_follows_the_ticked_ops():
+    explorer = PlacementExplorer(model="add")  # add.Tensor only: in the cnn and default sets, none of the matrix ones
+    assert explorer.preset.value == "default"
+    explorer.preset.value = "cnn"
+    assert explorer.preset.value == "cnn" and explorer.state.ticked_ops() == ("add.Tensor",)
+    explorer.preset.value = "matrix"
+    assert explorer.preset.value == "custom" and explorer.state.ticked_ops() == ()  # nothing of add is a matrix op
+    explorer.select_all.click()
+    assert explorer.preset.value == "default"
+    explorer.select_none.click()
+    assert explorer.preset.value == "custom" and explorer.state.ticked_ops() == ()
