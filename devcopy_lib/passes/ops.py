@@ -55,7 +55,7 @@ def suggestions(name: str, used: Sequence[str] = ()) -> list[str]:
     op, dot, _ = name.partition(".")
     mine = [u for u in used if u.partition(".")[0] == op] or difflib.get_close_matches(name, used, n=3, cutoff=0.6)
     same_op = _overloads_of(op)
-    if dot:  # a wrong overload: the closest spelling first
+    if dot and same_op:  # a wrong overload: the closest spelling first
         same_op = difflib.get_close_matches(name, same_op, n=len(same_op), cutoff=0)
     others = same_op + difflib.get_close_matches(name, all_aten_overloads(), n=5, cutoff=0.6)
     ordered = [f"{u} (used by the model)" for u in mine] + [o for o in dict.fromkeys(others) if o not in mine]

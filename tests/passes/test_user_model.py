@@ -5,16 +5,19 @@ and the explorer; an op named without its overload suggests the overloads the mo
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from devcopy_widgets import PlacementExplorer, PlacementState
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from devcopy_lib import export_and_lower, export_program, lower
 from devcopy_lib.cli import main
-from devcopy_lib.passes.ops import validate_overloads
+from devcopy_lib.passes.ops import all_aten_overloads, validate_overloads
 from devcopy_lib.passes.user_model import EXPORT_DOCS, UnsupportedModelError, partial_graph_once
 
 MODEL_FILE = """
@@ -135,3 +138,24 @@ def test_a_bad_op_is_named_even_when_the_model_fails_to_export(user_models):
     _, mod = user_models
     with pytest.raises(ValueError, match="Unknown delegate op 'addmm'"):
         export_and_lower(mod.Branchy(), torch.randn(2), delegate_ops=["addmm"])
+
+
+names = st.one_of(
+    st.text("abdmz._T", max_size=14),  # typos near add / addmm / mm, with and without an overload
+    st.sampled_from(["add", "addmm", "mm", "addd.Tensor", "add.tensor", "relu.", ".default", "zzz.q"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=names, used=st.lists(st.sampled_from(["addmm.default", "mm.default", "add.Tensor", "relu.default"])))
+def test_any_unknown_op_is_refused_with_real_overloads_as_suggestions(name, used):
+    if name.strip() in all_aten_overloads():
+        assert validate_overloads([name], used=used) == (name.strip(),)
+        return
+    with pytest.raises(ValueError, match=r"^Unknown delegate op ") as info:
+        validate_overloads([name], used=used)
+    close = re.search(r"Close matches: (.*?)\. Write ops", str(info.value))
+    suggested = close.group(1).split(", ") if close else []
+    marked = [s.removesuffix(" (used by the model)") for s in suggested if s.endswith("(used by the model)")]
+    assert all(s.removesuffix(" (used by the model)") in all_aten_overloads() for s in suggested), suggested
+    assert set(marked) <= set(used) and suggested[: len(marked)] == [f"{m} (used by the model)" for m in marked]
