@@ -10,9 +10,9 @@ import sys
 
 import pytest
 import torch
+from devcopy_widgets import PlacementExplorer, PlacementState
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from devcopy_widgets import PlacementExplorer, PlacementState
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from devcopy_lib import export_and_lower, export_program, lower
