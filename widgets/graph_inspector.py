@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
-from devcopy_lib.names import DIRECTIONS, Direction, format_bytes
+from devcopy_lib.names import DIRECTIONS, Direction, Strategy, format_bytes
 
 # Short dtype names for node labels (`f32[1,64,768]`), as torch.fx prints them.
 DTYPE_SHORT = {
@@ -35,6 +35,7 @@ MAX_WHAT_IFS = 3  # distinct not-delegated ops tried per copy (each is one re-pl
 PENDING = "computed when the copy is selected in the explorer"
 WHAT_IF_LABEL = "what if"
 INPUT_SWITCH, OUTPUT_SWITCH = "skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs"
+PEER = Strategy.PEER.value
 
 
 def dtype_name(value: Any) -> str:
@@ -58,7 +59,7 @@ def tensor_text(value: Any) -> str:
 @dataclass
 class Cause:
     """Why a copy exists, in words, and the changes that could remove it: `{"delegate": op}` (add the op to the
-    delegated set) or `{"switch": name}` (turn a placement switch on)."""
+    delegated set), `{"switch": name}` (turn a placement switch on) or `{"strategy": name}` (place with another)."""
 
     text: str
     what_ifs: list[dict[str, str]] = field(default_factory=list)
@@ -94,9 +95,11 @@ def _h2d_cause(copy, source, devices: Mapping[str, str]) -> Cause:
         )
     kind = node_kind(producer)
     if kind in DIRECTIONS:
+        origin = producer.args[0]
         return Cause(
-            f"{source.name} crosses from {devices[producer.args[0].name]} to {target} through the host "
-            "(a direct copy needs the peer strategy)"
+            f"{origin.name} crosses from {devices[origin.name]} to {target} through the host ({source.name} brought "
+            "it to the CPU); the peer strategy copies it directly",
+            [{"strategy": PEER}],
         )
     if kind == "cpu_op":
         return Cause(
@@ -125,6 +128,7 @@ def _d2h_cause(copy, source, devices: Mapping[str, str]) -> Cause:
     hops = [u.name for u in copy.users if node_kind(u) in DIRECTIONS]
     if hops:
         parts.append(f"{made} goes on to another device through the host ({', '.join(hops)})")
+        what_ifs.append({"strategy": PEER})
     readers = ", ".join(u.name for u in copy.users)
     return Cause("; ".join(parts) or f"{readers} reads {made} on the CPU", what_ifs)
 
@@ -170,8 +174,11 @@ def _copy_rows(node, shown: Mapping, cause: Cause, devices: Mapping[str, str]) -
     source = node.args[0]
     producer = _producer(source)
     made_by = f" ({_op_name(producer)})" if node_kind(producer) == "cpu_op" else ""
+    value = source
+    if node_kind(source) in DIRECTIONS:  # the second half of a host hop
+        made_by, value = f" (through {source.name})", source.args[0]
     return [
-        ["value", f"{source.name}{made_by}"],
+        ["value", f"{value.name}{made_by}"],
         ["from", f"{devices[source.name]} ({source.name})"],
         ["to", f"{devices[node.name]} ({', '.join(u.name for u in node.users)})"],
         ["why", cause.text],
@@ -217,7 +224,13 @@ def change_text(before, after) -> str:
 
 
 def _what_if_text(what: Mapping[str, str], before, report_for: Callable[[Mapping[str, str]], Any]) -> str:
-    change = f"delegate {what['delegate']}" if "delegate" in what else f"{what['switch']}=True"
+    change = (
+        f"delegate {what['delegate']}"
+        if "delegate" in what
+        else f"strategy {what['strategy']}"
+        if "strategy" in what
+        else f"{what['switch']}=True"
+    )
     try:
         after = report_for(what)
     except Exception as exc:  # the change itself may be refused (a placement error): say so in the row

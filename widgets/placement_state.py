@@ -17,7 +17,7 @@ import torch
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_program, lower, models, overload_name, place_devices
 from devcopy_lib import reference as executorch_reference
 from devcopy_lib.bench.cost_model import default_model
-from devcopy_lib.names import Partition, Strategy
+from devcopy_lib.names import STRATEGIES, Partition, Strategy
 
 __all__ = ["PlacementState", "parse_target", "target_devices"]
 
@@ -176,15 +176,18 @@ class PlacementState:
 
     def placed_if(self, change: Mapping[str, str]):
         """What `placed()` would give with one change (the inspector's what-if): `{"delegate": op}` delegates `op`
-        too, `{"switch": name}` turns a placement switch on. Shares this state's caches; the state is unchanged."""
+        too, `{"switch": name}` turns a placement switch on, `{"strategy": name}` places with that strategy. Shares
+        this state's caches; the state is unchanged."""
         if "delegate" in change:
             other = dataclasses.replace(self, delegate_ops=(*self.ticked_ops(), change["delegate"]))
         elif change.get("switch") in SWITCHES:
             other = dataclasses.replace(self, **{change["switch"]: True})
+        elif change.get("strategy") in STRATEGIES:
+            other = dataclasses.replace(self, strategy=change["strategy"])
         else:
             raise ValueError(
-                f"Unknown what-if {dict(change)!r}: give {{'delegate': op}} or {{'switch': name}}, "
-                f"name one of {', '.join(SWITCHES)}."
+                f"Unknown what-if {dict(change)!r}: give {{'delegate': op}}, {{'switch': name}} with name one of "
+                f"{', '.join(SWITCHES)}, or {{'strategy': name}} with name one of {', '.join(STRATEGIES)}."
             )
         return other.placed()
 

@@ -228,3 +228,23 @@ def test_the_preset_shown_follows_the_ticked_ops():
     assert explorer.preset.value == "default"
     explorer.select_none.click()
     assert explorer.preset.value == "custom" and explorer.state.ticked_ops() == ()
+
+
+def test_a_host_hop_between_two_devices_names_the_peer_strategy_and_what_it_saves():
+    two = {"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
+    hop = PlacementExplorer(model="back_to_back", partition="per_node", target_device=two)
+    rows = rows_of(selected(hop, "add_h2d"))
+    assert (rows["value"], rows["from"], rows["to"]) == (
+        "add (through add_d2h)",
+        "cpu (add_d2h)",
+        "cuda:1 (delegate_1)",
+    )
+    assert rows["why"].startswith("add crosses from cuda:0 to cuda:1 through the host")
+    peer = place_devices(hop.state.lowered(), strategy="peer").report
+    before = hop.placed.report
+    assert {d: before.copies.get(d, 0) - peer.copies.get(d, 0) for d in DIRECTIONS} == {"h2d": 1, "d2h": 1, "d2d": -1}
+    saved = sum(before.copy_bytes.values()) - sum(peer.copy_bytes.values())
+    assert rows["what if"] == f"strategy peer: saves 1 H2D and 1 D2H, adds 1 D2D ({format_bytes(saved)} less per call)"
+    direct = PlacementExplorer(model="back_to_back", partition="per_node", target_device=two, strategy="peer")
+    rows = rows_of(selected(direct, "add_d2d"))
+    assert rows["op"] == COPY_OPS["d2d"] and "delegates on two devices" in rows["why"] and "what if" not in rows
