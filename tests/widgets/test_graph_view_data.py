@@ -248,3 +248,18 @@ def test_a_host_hop_between_two_devices_names_the_peer_strategy_and_what_it_save
     direct = PlacementExplorer(model="back_to_back", partition="per_node", target_device=two, strategy="peer")
     rows = rows_of(selected(direct, "add_d2d"))
     assert rows["op"] == COPY_OPS["d2d"] and "delegates on two devices" in rows["why"] and "what if" not in rows
+
+
+module_path = st.lists(st.sampled_from(["h", "0", "1", "attn", "mlp"]), min_size=1, max_size=4).map(".".join)
+
+
+@given(st.lists(module_path, min_size=1, max_size=12))
+def test_a_delegate_sits_in_the_deepest_module_holding_most_of_its_ops(paths):
+    home = data._majority(paths)
+    inside = [p for p in paths if home == "" or p == home or p.startswith(home + ".")]
+    assert home == "" or 2 * len(inside) > len(paths)
+    children = {p[len(home) :].lstrip(".").split(".")[0] for p in inside} - {""}
+    for child in children:
+        deeper = f"{home}.{child}" if home else child
+        held = [p for p in paths if p == deeper or p.startswith(deeper + ".")]
+        assert 2 * len(held) <= len(paths), (paths, home, deeper)
