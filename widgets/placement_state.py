@@ -127,6 +127,10 @@ class PlacementState:
     def ticked_ops(self) -> tuple[str, ...]:
         """The model's ops that will be delegated: the chosen ones, or those in DEFAULT_DELEGATE_OPS."""
         chosen = DEFAULT_DELEGATE_OPS if self.delegate_ops is None else self.delegate_ops
+        strays = tuple(op for op in chosen if op not in self.model_ops())
+        if strays and self.delegate_ops is not None:  # checked once by `lower`: the model has none of them, so it
+            # partitions nothing, and an unknown name (`addmm`) is refused naming the overloads the model uses
+            self._cached(("checked", self.model, strays), lambda: lower(self.exported(), strays, None) and strays)
         return tuple(op for op in self.model_ops() if op in chosen)
 
     def preset_ops(self, preset: str) -> tuple[str, ...]:

@@ -159,3 +159,14 @@ def test_any_unknown_op_is_refused_with_real_overloads_as_suggestions(name, used
     marked = [s.removesuffix(" (used by the model)") for s in suggested if s.endswith("(used by the model)")]
     assert all(s.removesuffix(" (used by the model)") in all_aten_overloads() for s in suggested), suggested
     assert set(marked) <= set(used) and suggested[: len(marked)] == [f"{m} (used by the model)" for m in marked]
+
+
+def test_the_explorer_refuses_an_op_without_overload_naming_the_models(user_models):
+    _, mod = user_models
+    state = PlacementState()
+    state.add_model("bare", *mod.bare())
+    state.delegate_ops = ("addmm", "relu.default")
+    with pytest.raises(ValueError, match=r"Close matches: addmm\.default \(used by the model\)"):
+        state.placed()
+    state.delegate_ops = ("addmm.default", "mm.default")  # mm: a real overload the model does not call
+    assert state.ticked_ops() == ("addmm.default",) and state.placed().report.delegates == 1
