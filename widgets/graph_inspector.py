@@ -2,7 +2,7 @@
 
 A copy: its value, shape, dtype, bytes, the devices it goes between, the op that is not delegated (or the method
 boundary) that makes it necessary, and what delegating that op would save, found by placing again with the op
-delegated (`what_if_rows`, asked for one node at a time: a re-placement of a real model takes a tenth of a second).
+delegated (`what_if_rows`, asked for one node at a time: a re-placement of GPT-2 12-layer takes about 0.2 s).
 A delegate: its ops, the bytes it reads and writes, its device. Pure functions over a placed graph
 (docs/explorer.md, "The inspector").
 """
@@ -36,6 +36,7 @@ PENDING = "computed when the copy is selected in the explorer"
 WHAT_IF_LABEL = "what if"
 INPUT_SWITCH, OUTPUT_SWITCH = "skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs"
 PEER = Strategy.PEER.value
+WORDING = {"delegate": "delegate {}", "switch": "{}=True", "strategy": "strategy {}"}  # how each change is named
 
 
 def dtype_name(value: Any) -> str:
@@ -224,13 +225,8 @@ def change_text(before, after) -> str:
 
 
 def _what_if_text(what: Mapping[str, str], before, report_for: Callable[[Mapping[str, str]], Any]) -> str:
-    change = (
-        f"delegate {what['delegate']}"
-        if "delegate" in what
-        else f"strategy {what['strategy']}"
-        if "strategy" in what
-        else f"{what['switch']}=True"
-    )
+    ((key, value),) = what.items()
+    change = WORDING[key].format(value)
     try:
         after = report_for(what)
     except Exception as exc:  # the change itself may be refused (a placement error): say so in the row
