@@ -16,7 +16,7 @@ import traitlets as t
 from . import graph_view_data as data
 
 STATIC = Path(__file__).parent / "static"
-UPDATABLE = ("device", "kind", "reason", "bytes", "bytes_text", "predicted_s", "predicted_text", "label")
+UPDATABLE = ("device", "kind", "reason", "bytes", "bytes_text", "predicted_s", "predicted_text", "label", "rows")
 
 
 class GraphView(anywidget.AnyWidget):

@@ -1,10 +1,11 @@
 """What the graph view shows, as plain data: one dict per node of a placed graph (kind, device, module path, reason,
-bytes, predicted time, users, inputs), the module groups they nest in, and the elements visible when some groups are
-collapsed. Pure functions, no widget: the view (`graph_view.py`) sends their output to the browser.
+bytes, shape, predicted time, users, inputs, the inspector's rows), the module groups they nest in, and the elements
+visible when some groups are collapsed. Pure functions, no widget: the view (`graph_view.py`) sends their output to
+the browser.
 
 Nodes are grouped by the innermost module of their `nn_module_stack` (the module path torch.export records); a copy
-sits in the module of the value it copies, a delegate in the deepest module holding all of its ops, a constant in the
-deepest module holding all of its readers (docs/design.md describes the placed graph these nodes come from).
+sits in the module of the value it copies, a delegate in the deepest module holding most of its ops, a constant in
+the deepest module holding all of its readers (docs/design.md describes the placed graph these nodes come from).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
-from devcopy_lib.names import DIRECTIONS, device_string, format_bytes
+from devcopy_lib.names import COPY_OP, DIRECTIONS, device_string, format_bytes
+
+from .graph_inspector import node_rows, tensor_text
 
 _CUDA_COLOURS = ("#b9e3bc", "#ffd59e", "#e1bee7", "#b2ebf2")  # cuda:0 .. cuda:3
 DEVICE_COLOURS = {"cpu": "#dbe4f3", **{device_string(i): colour for i, colour in enumerate(_CUDA_COLOURS)}}
@@ -50,11 +53,18 @@ def _common(paths: Iterable[str]) -> str:
     return ".".join(common)
 
 
+def _majority(paths: Sequence[str]) -> str:
+    """The deepest module path holding more than half of `paths` ('' when none does): a delegate spanning the end of
+    one layer and the start of the next sits in the layer holding most of it."""
+    held = Counter(a for p in paths for a in ancestors(p))
+    return max((a for a, n in held.items() if 2 * n > len(paths)), key=lambda a: a.count("."), default="")
+
+
 def _delegate_paths(delegate) -> tuple[str, list[str]]:
-    """(the deepest module holding all of the delegate's ops, the module of each of its outputs)."""
+    """(the deepest module holding most of the delegate's ops, the module of each of its outputs)."""
     graph = delegate.graph_module.graph
     inner = {n: _innermost(n) for n in graph.nodes if n.op == "call_function"}  # its inputs belong elsewhere
-    home = _common(p for p in inner.values() if p is not None)
+    home = _majority([p for p in inner.values() if p is not None])
     output = next(n for n in graph.nodes if n.op == "output")
     values = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
     return home, [inner.get(v) or home for v in values]
@@ -80,16 +90,25 @@ def module_paths(graph) -> dict[str, str]:
     return paths
 
 
-def _op(node) -> str:
+def _op(node, kind: str) -> str:
+    """The op a node runs, as the runtime names it: a copy by its out variant (`et_copy::_h2d_copy.out`)."""
+    if kind in DIRECTIONS:
+        return COPY_OP[kind].name
     if node.op == "call_function":
         return overload_name(node.target) or getattr(node.target, "__name__", str(node.target))
     return str(node.target) if node.op in ("call_module", "get_attr") else node.op
 
 
-def _label(name: str, kind: str, op: str, nbytes: int) -> str:
+def _label(node, kind: str, op: str, nbytes: int) -> str:
+    """The node's name, then its op, then its value's dtype and shape (`f32[1,64,768]`); a copy: direction, name,
+    dtype and shape with bytes; a delegate: its name and op count."""
+    name, tensor = node.name, tensor_text(node.meta.get("val"))
     if kind in DIRECTIONS:
-        return f"{kind.upper()} {name}\n{format_bytes(nbytes)}"
-    return name if kind in ("input", "output", "getitem") or op == name else f"{name}\n{op}"
+        return f"{kind.upper()} {name}\n{tensor} {format_bytes(nbytes)}".rstrip()
+    if kind == "delegate" and (delegate := delegate_of(node)) is not None:
+        return f"{name}\n{len(delegate.ops)} op{'s' if len(delegate.ops) != 1 else ''}"
+    lines = [name] if kind in ("input", "output", "getitem") or op == name else [name, op]
+    return "\n".join([*lines, tensor] if tensor else lines)
 
 
 def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
@@ -97,13 +116,15 @@ def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
     rows = {row.name: row for row in placed.report.rows}
     graph = placed.graph_module.graph
     paths = module_paths(graph)
+    devices, nbytes = {r.name: r.device for r in rows.values()}, {r.name: r.bytes for r in rows.values()}
     nodes = []
     for node in graph.nodes:
-        row, op = rows[node.name], _op(node)
+        row = rows[node.name]
+        op = _op(node, row.kind)
         nodes.append(
             {
                 "id": node.name,
-                "label": _label(node.name, row.kind, op, row.bytes),
+                "label": _label(node, row.kind, op, row.bytes),
                 "kind": row.kind,
                 "op": op,
                 "device": row.device,
@@ -115,8 +136,10 @@ def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
                 "predicted_text": time_text(row.predicted_s),
                 "users": [u.name for u in node.users],
                 "inputs": [i.name for i in node.all_input_nodes],
+                "shape": tensor_text(node.meta.get("val")),
             }
         )
+        nodes[-1]["rows"], nodes[-1]["what_if"] = node_rows(node, nodes[-1], devices, nbytes)
     edges = [(i.name, node.name) for node in graph.nodes for i in node.all_input_nodes]
     return nodes, edges
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import ipywidgets as w
 
+from devcopy_lib import models
 from devcopy_lib.names import PARTITIONS, STRATEGIES, Strategy
 
 from . import html
 from . import placement_summary as summary
+from .graph_inspector import what_if_rows
 from .graph_view import GraphView
 from .graph_view_data import graph_elements
 from .guard import shown_errors
 from .placement_state import PlacementState, parse_target
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
+CUSTOM = "custom"  # the delegate-set menu's entry when the ticked ops match no preset
 
 
 def _strategies(state: PlacementState) -> tuple[str, ...]:
@@ -56,6 +59,11 @@ class PlacementExplorer(w.VBox):
         self.op_boxes: list[w.Checkbox] = []
         wrap = w.Layout(**html.WRAP)
         self.ops = w.HBox(layout=wrap)
+        self.preset = w.Dropdown(options=(CUSTOM, *models.DELEGATE_SETS), value=CUSTOM, description="delegate set")
+        self.select_all, self.select_none = w.Button(description="select all"), w.Button(description="select none")
+        self.preset.observe(self._preset_chosen, names="value")
+        self.select_all.on_click(lambda _: self._tick(self.state.model_ops()))
+        self.select_none.on_click(lambda _: self._tick(()))
         self.counts, self.graph, self.table = w.HTML(), GraphView(), w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
         for widget, name in (
@@ -69,7 +77,15 @@ class PlacementExplorer(w.VBox):
             [
                 w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
                 w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
-                w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"),
+                w.HBox(
+                    [
+                        w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"),
+                        self.preset,
+                        self.select_all,
+                        self.select_none,
+                    ],
+                    layout=wrap,
+                ),
                 self.ops,
                 self.error_html,
                 self.counts,
@@ -90,6 +106,7 @@ class PlacementExplorer(w.VBox):
             self.hoist,
             self.compare,
         )
+        self.graph.observe(self._explain, names="selected")
         self._rebuild_ops()
         self.refresh()
 
@@ -114,6 +131,39 @@ class PlacementExplorer(w.VBox):
         ]
         self.ops.children = self.op_boxes
         self._wire(*self.op_boxes)
+        self._show_preset()
+
+    def _show_preset(self) -> None:
+        """Show the preset the ticked ops equal (CUSTOM when none does, or none is ticked), without applying it; of
+        presets giving the same ops (all ops of `add` are in `cnn` and `default`) the one shown stays, else
+        `default` (what the explorer opens with), else the first."""
+        ticked = self.state.ticked_ops()
+        order = dict.fromkeys([self.preset.value, "default", *models.DELEGATE_SETS])
+        presets = (name for name in order if name != CUSTOM and ticked and self.state.preset_ops(name) == ticked)
+        match = next(presets, CUSTOM)
+        self.preset.unobserve(self._preset_chosen, names="value")
+        self.preset.value = match
+        self.preset.observe(self._preset_chosen, names="value")
+
+    def _preset_chosen(self, change) -> None:
+        if change["new"] != CUSTOM:
+            self._tick(self.state.preset_ops(change["new"]))
+
+    @shown_errors
+    def _tick(self, ops) -> None:
+        """Delegate exactly `ops` (a preset, all or none): the boxes change together and the view is redone once."""
+        self.state.delegate_ops = tuple(ops)
+        self._rebuild_ops()
+        self.refresh()
+
+    def _explain(self, _change=None) -> None:
+        """Fill the selected copy's what-if rows: each change is placed again (the state caches it) and compared with
+        the placement shown; a change that fails says so in its row."""
+        node = next((n for n in self.graph.nodes if n["id"] == self.graph.selected), None)
+        if node is None or not node.get("what_if") or self.placed is None:
+            return
+        rows = what_if_rows(node, self.placed.report, lambda change: self.state.placed_if(change).report)
+        self.graph.update_nodes({node["id"]: {"rows": rows}})
 
     def _changed(self, change) -> None:
         if self._read_controls(change["owner"]):
@@ -136,6 +186,7 @@ class PlacementExplorer(w.VBox):
             self._rebuild_ops()
         elif owner in self.op_boxes:
             s.delegate_ops = tuple(box.description for box in self.op_boxes if box.value)
+            self._show_preset()
         return True
 
     def add_model(self, name: str, module, example_inputs) -> None:
@@ -157,6 +208,7 @@ class PlacementExplorer(w.VBox):
         self.graph.show(*graph_elements(self.placed))
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self.executorch.value = self._executorch_html()
+        self._explain()
 
     def _executorch_html(self) -> str:
         if not self.compare.value:

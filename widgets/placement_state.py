@@ -6,19 +6,23 @@ The expensive step, `torch.export` + decompositions, runs once per model and inp
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import torch
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_program, lower, models, overload_name, place_devices
 from devcopy_lib import reference as executorch_reference
 from devcopy_lib.bench.cost_model import default_model
-from devcopy_lib.names import Partition, Strategy
+from devcopy_lib.names import STRATEGIES, Partition, Strategy
 
 __all__ = ["PlacementState", "parse_target", "target_devices"]
 
 KEPT_RESULTS = 32  # lowered and placed programs kept per state (least recently used dropped first)
+SWITCHES = ("skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs")  # what placed_if can turn on
 
 
 def parse_target(text: str) -> str | dict[str, str]:
@@ -62,13 +66,14 @@ class PlacementState:
     hoist_constants: bool = False  # constant-derived CPU values and their H2D copies run once at load
     # prices each copy in the report: the model measured on the H200, or anything with predict(direction, nbytes)
     cost_model: Any = field(default_factory=default_model, repr=False)
-    factories: dict[str, Callable[[], tuple]] = field(default_factory=lambda: dict(models.MODELS))
+    # the samples, then the real models (these need the `models` extra: without it, choosing one says how to install)
+    factories: dict[str, Callable[[], tuple]] = field(default_factory=lambda: {**models.MODELS, **models.REAL_MODELS})
     _cache: dict[tuple, Any] = field(default_factory=dict, repr=False)  # per model: module, exported program, ops
     _results: OrderedDict = field(default_factory=OrderedDict, repr=False)  # lowered / placed programs, LRU
 
     def add_model(self, name: str, module, example_inputs) -> None:
-        """Offer your own module (with example inputs) under `name`, and select it."""
-        inputs = tuple(example_inputs)
+        """Offer your own module (with example inputs: a tuple, or one bare tensor) under `name`, and select it."""
+        inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
         self.factories[name] = lambda: (module, inputs)
         self._forget(name)  # a name given again means a new module
         self.model = name
@@ -122,7 +127,17 @@ class PlacementState:
     def ticked_ops(self) -> tuple[str, ...]:
         """The model's ops that will be delegated: the chosen ones, or those in DEFAULT_DELEGATE_OPS."""
         chosen = DEFAULT_DELEGATE_OPS if self.delegate_ops is None else self.delegate_ops
+        strays = tuple(op for op in chosen if op not in self.model_ops())
+        if strays and self.delegate_ops is not None:  # checked once by `lower`: the model has none of them, so it
+            # partitions nothing, and an unknown name (`addmm`) is refused naming the overloads the model uses
+            self._cached(("checked", self.model, strays), lambda: lower(self.exported(), strays, None) and strays)
         return tuple(op for op in self.model_ops() if op in chosen)
+
+    def preset_ops(self, preset: str) -> tuple[str, ...]:
+        """The model's ops in the delegate set `preset` of `models.DELEGATE_SETS` (what ticking that preset ticks)."""
+        if preset not in models.DELEGATE_SETS:
+            raise ValueError(f"Unknown delegate set {preset!r}. Valid: {', '.join(models.DELEGATE_SETS)}.")
+        return tuple(op for op in self.model_ops() if op in models.DELEGATE_SETS[preset])
 
     def _target_key(self):
         target = self.target_device
@@ -162,6 +177,23 @@ class PlacementState:
                 cost_model=self.cost_model,
             ),
         )
+
+    def placed_if(self, change: Mapping[str, str]):
+        """What `placed()` would give with one change (the inspector's what-if): `{"delegate": op}` delegates `op`
+        too, `{"switch": name}` turns a placement switch on, `{"strategy": name}` places with that strategy. Shares
+        this state's caches; the state is unchanged."""
+        if "delegate" in change:
+            other = dataclasses.replace(self, delegate_ops=(*self.ticked_ops(), change["delegate"]))
+        elif change.get("switch") in SWITCHES:
+            other = dataclasses.replace(self, **{change["switch"]: True})
+        elif change.get("strategy") in STRATEGIES:
+            other = dataclasses.replace(self, strategy=change["strategy"])
+        else:
+            raise ValueError(
+                f"Unknown what-if {dict(change)!r}: give {{'delegate': op}}, {{'switch': name}} with name one of "
+                f"{', '.join(SWITCHES)}, or {{'strategy': name}} with name one of {', '.join(STRATEGIES)}."
+            )
+        return other.placed()
 
     def executorch_counts(self) -> dict:
         """ExecuTorch 1.5.1's own {delegates, h2d, d2h, order} for the same model, ops, partition and switches."""

@@ -34,7 +34,7 @@ def user_code(spec: str, stage: str) -> Iterator[None]:
     except KeyboardInterrupt:
         raise
     except (Exception, SystemExit) as exc:
-        if named is None or isinstance(exc, UsageError):
+        if named is None or isinstance(exc, UsageError) or _devcopy_refusal(exc):
             raise
         path, factory = named
         what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
@@ -44,6 +44,13 @@ def user_code(spec: str, stage: str) -> Iterator[None]:
             file=path,
             factory=factory,
         ) from None
+
+
+def _devcopy_refusal(exc: BaseException) -> bool:
+    """True for devcopy's own refusal of the model (a branch torch.export cannot trace), not a fault in its code."""
+    from ..passes.user_model import UnsupportedModelError
+
+    return isinstance(exc, UnsupportedModelError)
 
 
 def load(spec: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:

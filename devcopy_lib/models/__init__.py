@@ -14,8 +14,10 @@ import os
 import sys
 import types
 
+import torch
 from torch import nn
 
+from ..passes.user_model import example_tuple
 from .extras import INSTALL_HINT, ModelsExtraMissing
 from .real import DELEGATE_SETS, REAL_MODELS, bert_small, gpt2_2l, gpt2_12l, llama_tiny, mobilenet_v3_small, resnet18
 from .samples import (
@@ -97,11 +99,11 @@ def load_model(spec: str) -> Sample:
         isinstance(result, tuple)
         and len(result) == 2
         and isinstance(result[0], nn.Module)
-        and isinstance(result[1], (tuple, list))
+        and isinstance(result[1], (tuple, list, torch.Tensor))
     ):
         raise ValueError(
             f"{spec!r} returned {type(result).__name__}; a factory returns (module, example_inputs), "
-            f"e.g. `return MyModel(), (torch.randn(2, 8),)`."
+            f"e.g. `return MyModel(), (torch.randn(2, 8),)` (one bare tensor is one input)."
         )
     module_, inputs = result
-    return module_, tuple(inputs)
+    return module_, example_tuple(inputs)

@@ -51,16 +51,18 @@ import torch.utils._pytree as pytree
 from torch import fx
 from torch.export import ExportedProgram
 from torch.fx._lazy_graph_module import _LazyGraphModule
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..devices import Device
-from ..names import PARTITIONS, ErrorKind, Partition
+from ..names import PARTITIONS, Partition
 from .delegate import Delegate
 from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
 from .partition import propose_partitions
 from .sources import note_model
+from .user_model import UnsupportedModelError, data_dependent, example_tuple, partial_graph_once
 
 # One device for every delegate (None: no device), or delegate name / op overload -> device
 TargetDevice = str | Device | Mapping[str, str | Device] | None
@@ -144,21 +146,27 @@ class OverloadSupport(OperatorSupportBase):
         return node.op == "call_function" and overload_name(node.target) in self.ops
 
 
-def _checked_options(delegate_ops: Sequence[str] | None, partition: str) -> tuple[str, ...]:
-    """The validated delegate ops (DEFAULT_DELEGATE_OPS for None); a ValueError naming the valid partitions."""
+def _check_partition(partition: str) -> None:
+    """A ValueError naming the valid partitions."""
     if partition not in PARTITIONS:
         raise ValueError(
             f"Unknown partition {partition!r}. Valid: {', '.join(PARTITIONS)}. 'capability' groups "
             f"supported ops like ExecuTorch's partitioners; 'fx' gives the same groups from torch.fx's "
             f"own (slower) partitioner; 'per_node' makes one delegate per op."
         )
-    return validate_overloads(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops)
 
 
-class UnsupportedModelError(Exception):
-    """A model that exports but uses a construct devcopy's programs cannot express."""
+def _checked_ops(delegate_ops: Sequence[str] | None, exported: ExportedProgram | None = None) -> tuple[str, ...]:
+    """The validated delegate ops (DEFAULT_DELEGATE_OPS for None); an unknown one is a ValueError suggesting the
+    overloads `exported` uses first."""
+    used = () if exported is None else model_ops(exported)
+    return validate_overloads(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops, used=used)
 
-    kind = ErrorKind.UNSUPPORTED_MODEL
+
+def model_ops(exported: ExportedProgram) -> tuple[str, ...]:
+    """The ATen overloads a decomposed program calls, in graph order."""
+    graph = exported.graph_module.graph
+    return tuple(dict.fromkeys(name for n in graph.nodes if (name := overload_name(n.target)) is not None))
 
 
 def _refuse_control_flow(exported: ExportedProgram) -> None:
@@ -176,10 +184,15 @@ def _refuse_control_flow(exported: ExportedProgram) -> None:
 
 
 def export_program(
-    model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None
+    model: torch.nn.Module, example_inputs: torch.Tensor | Sequence[Any], dynamic_shapes: Any = None
 ) -> ExportedProgram:
-    """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set."""
-    exported = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
+    """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set.
+    One bare tensor is one input; a branch on a tensor's value is an UnsupportedModelError saying what to change."""
+    try:
+        with partial_graph_once():
+            exported = torch.export.export(model, example_tuple(example_inputs), dynamic_shapes=dynamic_shapes)
+    except GuardOnDataDependentSymNode as exc:
+        raise data_dependent(model, exc) from None
     decomposed: ExportedProgram = exported.run_decompositions()  # untyped in torch (behind a decorator)
     note_model(decomposed, model)  # a loaded method then sees a parameter the model replaces (passes/sources.py)
     return decomposed
@@ -197,7 +210,8 @@ def lower(
     `target_device`: a device string / Device for every delegate, None for none, or a mapping from delegate name
     (`delegate_0`) or op overload (`add.Tensor`) to a device (delegates it does not cover get no device).
     """
-    ops = _checked_options(delegate_ops, partition)
+    _check_partition(partition)
+    ops = _checked_ops(delegate_ops, exported)
     _refuse_control_flow(exported)
     edge = edge_form(exported)
     gm = edge.graph_module
@@ -215,14 +229,24 @@ def lower(
 
 def export_and_lower(
     model: torch.nn.Module,
-    example_inputs: Sequence[Any],
+    example_inputs: torch.Tensor | Sequence[Any],
     delegate_ops: Sequence[str] | None = None,
     target_device: TargetDevice = "cuda:0",
     dynamic_shapes: Any = None,
     partition: str = Partition.CAPABILITY,
 ) -> LoweredProgram:
-    """`export_program` then `lower`: export `model`, decompose, and delegate the partitions of `delegate_ops`."""
-    _checked_options(delegate_ops, partition)  # refuse bad options before the expensive export
+    """`export_program` then `lower`: export `model`, decompose, and delegate the partitions of `delegate_ops`.
+    Bad options are refused before the export, except an unknown op: its message names the model's overloads."""
+    _check_partition(partition)
+    try:
+        _checked_ops(delegate_ops)
+    except ValueError as unknown:
+        try:
+            exported = export_program(model, example_inputs, dynamic_shapes)
+        except Exception:
+            raise unknown from None  # the op is wrong whatever the model: say that first
+        _checked_ops(delegate_ops, exported)  # raises again, naming the overloads the model uses
+        raise
     return lower(export_program(model, example_inputs, dynamic_shapes), delegate_ops, target_device, partition)
 
 

@@ -77,7 +77,7 @@ def test_copies_carry_bytes_with_units_and_their_predicted_time(block):
     copy = nodes["view_1_d2h"]
     assert (copy["bytes"], copy["bytes_text"]) == (768, "768 B")
     assert copy["predicted_text"].endswith(" us") and copy["predicted_s"] > 0
-    assert copy["label"] == "D2H view_1_d2h\n768 B"
+    assert copy["label"] == "D2H view_1_d2h\nf32[1,4,48] 768 B"
 
 
 def test_groups_nest_by_module_path_and_count_every_node_below_them():

@@ -35,6 +35,8 @@ export const STYLE = [
   { selector: "node.picked", style: { "border-width": 5, "border-color": "#1565c0" } },
   { selector: "node.found", style: { "underlay-color": "#ffb300", "underlay-opacity": 0.6, "underlay-padding": 6 } },
 ];
+// The inspector shows the (label, text) rows Python sends with each node (`rows`); a node without them (a graph
+// shown by hand) gets these fields.
 const INSPECTOR_ROWS = [
   ["op", "op"], ["kind", "kind"], ["device", "device"], ["module", "module"], ["reason", "reason"],
   ["bytes", "bytes_text"], ["predicted", "predicted_text"],
@@ -129,10 +131,11 @@ function render({ model, el }) {
     }
     inspector.append(make("div", "dgv-title", node.id));
     const table = make("table");
-    for (const [label, key] of INSPECTOR_ROWS) {
-      if (node[key] === "" || node[key] === null || node[key] === undefined) continue;
-      const row = make("tr", `dgv-row-${label}`);
-      row.append(make("th", "", label), make("td", "", String(node[key])));
+    const rows = node.rows || INSPECTOR_ROWS.map(([label, key]) => [label, node[key]]);
+    for (const [label, text] of rows) {
+      if (text === "" || text === null || text === undefined) continue;
+      const row = make("tr", `dgv-row-${String(label).replace(/\W+/g, "-")}`);
+      row.append(make("th", "", label), make("td", "", String(text)));
       table.append(row);
     }
     for (const [label, key] of [["inputs", "inputs"], ["users", "users"]]) {
@@ -252,6 +255,7 @@ function render({ model, el }) {
   };
   model.on("change:elements", draw);
   model.on("change:selected", onSelected);
+  model.on("change:nodes", showInspector); // Python fills a copy's what-if rows after it is selected
   const resize = new ResizeObserver(() => {
     cy.resize();
     if (model.get("layout_version") !== laidOut) draw();
@@ -263,6 +267,7 @@ function render({ model, el }) {
     resize.disconnect();
     model.off("change:elements", draw);
     model.off("change:selected", onSelected);
+    model.off("change:nodes", showInspector);
     cy.destroy();
   };
 }
