@@ -59,7 +59,7 @@ __all__ = [
 def _import_file(path: str) -> types.ModuleType:
     """Import the user's file as a module registered in `sys.modules`, as a normal import would be: dataclasses,
     pickling and torch.export's tracing of `torch.cond` look the module up there."""
-    name = f"devcopy_user_model_{hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]}"
+    name = f"devcopy_user_model_{hashlib.sha1(os.fsencode(os.path.abspath(path))).hexdigest()[:16]}"
     module_spec = importlib.util.spec_from_file_location(name, path)
     assert module_spec is not None and module_spec.loader is not None  # a .py path always has a source loader
     module = importlib.util.module_from_spec(module_spec)
