@@ -252,12 +252,27 @@ def _output_problem(path: str, suffixes: tuple[str, ...]) -> str | None:
     if too_long or len(os.fsencode(path)) > PATH_MAX:
         what = f"a name of {len(too_long[0])} bytes" if too_long else f"{len(os.fsencode(path))} bytes"
         return f"is too long ({what}; at most {NAME_MAX} bytes a name, {PATH_MAX} a path); give a shorter name"
+    if os.path.basename(path) in ("", ".", ".."):
+        return f"names a folder, not a file; {fix} (a file name inside it)"
     stream = _stream_fd(path)
-    if stream is not None:
-        if stream == 1 and JSON_STREAM.get() is not None:
-            return "is stdout, where the one JSON object goes; give a file path, or leave --json out"
-        return None
+    if stream == 1 and JSON_STREAM.get() is not None:
+        return "is stdout, where the one JSON object goes; give a file path, or leave --json out"
+    json_problem = _json_stream_problem(path)
+    if json_problem or stream is not None:  # stdout or stderr otherwise: written to as the streams they are
+        return json_problem
     return _file_problem(path, fix) or _place_problem(path, suffixes, fix)
+
+
+def _json_stream_problem(path: str) -> str | None:
+    """Under --json: refuse the file stdout is redirected to (also through another name, such as /dev/stderr)."""
+    json_stream = JSON_STREAM.get()
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if json_stream is None or json_stream.identity != (info.st_dev, info.st_ino) or os.path.samefile(path, os.devnull):
+        return None
+    return "is the file stdout writes to, where the one JSON object goes; give another file, or leave --json out"
 
 
 def _stream_fd(path: str) -> int | None:
@@ -276,7 +291,7 @@ def _stream_fd(path: str) -> int | None:
 
 def _file_problem(path: str, fix: str) -> str | None:
     """What is wrong with the file `path` names (when it exists, or is a link): a directory, a dangling link or a
-    loop, a device, FIFO or socket, the JSON stream."""
+    loop, a device, FIFO or socket."""
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -287,9 +302,6 @@ def _file_problem(path: str, fix: str) -> str | None:
         return f"is a dangling symbolic link (to {os.readlink(path)!r}); remove it or give another path"
     if os.path.samefile(path, os.devnull):
         return None
-    json_stream = JSON_STREAM.get()
-    if json_stream is not None and json_stream.identity == (info.st_dev, info.st_ino):
-        return "is the file stdout writes to, where the one JSON object goes; give another file, or leave --json out"
     if stat.S_ISDIR(info.st_mode):
         return f"is a directory; {fix} (a file name inside it)"
     if not stat.S_ISREG(info.st_mode):

@@ -38,7 +38,11 @@ def user_code(spec: str, stage: str) -> Iterator[None]:
         if named is None or isinstance(exc, UsageError):
             raise
         path, factory = named
-        what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else ": ".join(filter(None, (type(exc).__name__, describe(exc))))
+        what = (
+            f"sys.exit({exc.code!r})"
+            if isinstance(exc, SystemExit)
+            else ": ".join(filter(None, (type(exc).__name__, describe(exc))))
+        )
         raise UserCodeError(
             f"{path}:{factory}: the model code failed during {stage}: {what}. Fix the model file "
             "(devcopy executes it to build the model).",
