@@ -38,17 +38,19 @@ def user_code(spec: str, stage: str) -> Iterator[None]:
         if named is None or isinstance(exc, UsageError):
             raise
         path, factory = named
-        what = (
-            f"sys.exit({exc.code!r})"
-            if isinstance(exc, SystemExit)
-            else ": ".join(filter(None, (type(exc).__name__, describe(exc))))
-        )
+        what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else _said(exc)
         raise UserCodeError(
             f"{path}:{factory}: the model code failed during {stage}: {what}. Fix the model file "
             "(devcopy executes it to build the model).",
             file=path,
             factory=factory,
         ) from None
+
+
+def _said(exc: BaseException) -> str:
+    """`Type: message`, or the type alone when the message is empty (a bare GeneratorExit)."""
+    text = describe(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def load(spec: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:

@@ -10,6 +10,7 @@ holds whatever the user's model code does (docs/reliability.md, "The devcopy pro
 - SIGINT, SIGTERM and SIGHUP reaching the supervisor are forwarded once: the worker raises `common.Interrupted` and
   stops as on Ctrl-C (a bench keeps its rows); a second request kills the worker.
 - Once its result is handed over, the worker leaves with `os._exit`: a lingering thread cannot keep devcopy alive.
+  A supervisor killed outright (`kill -9`) takes the worker with it (Linux's parent-death signal).
 - Writing the result: a reader gone (broken pipe) exits 141 quietly, an unwritable stdout (`/dev/full`) 1 with one
   line on stderr, an interrupt while blocked on a slow reader 130.
 """
@@ -17,6 +18,7 @@ holds whatever the user's model code does (docs/reliability.md, "The devcopy pro
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import select
@@ -33,6 +35,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a writer whose reader went away
 POLL_S = 0.1  # how often the supervisor checks that the worker still runs (a fork of it may hold the pipe open)
 HEADER = struct.Struct(">I")  # a frame's length
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 Execute = Callable[..., tuple[int, str, list[str]]]  # cli.execute(argv, announce, stdout_identity)
 Handler = Callable[[int, FrameType | None], Any] | int
@@ -59,9 +62,11 @@ def supervise(argv: list[str], execute: Execute) -> int:
     read_fd, write_fd = os.pipe()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # an inherited SIG_IGN would reap the worker unseen
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # no stop request lost between the fork and the handlers
+    supervisor = os.getpid()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
+        _die_with(supervisor)
         _work(argv, execute, write_fd, as_json, stdout)
     os.close(write_fd)
     forward = _Forward(pid)
@@ -222,6 +227,16 @@ def _work(argv: list[str], execute: Execute, write_fd: int, as_json: bool, stdou
     finally:
         _flush()
         os._exit(0)
+
+
+def _die_with(supervisor: int) -> None:
+    """Ask Linux to kill the worker when the supervisor dies (`kill -9`, `timeout -k`): no one would read its result,
+    and a model left running would hold the device."""
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)  # Linux only
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != supervisor:  # it died before the request took effect
+        os._exit(1)
 
 
 class _Stop:

@@ -262,3 +262,22 @@ def test_sigint_while_blocked_on_a_slow_reader_exits_130(model, tmp_path):
         err = (tmp_path / "err").read_text(errors="replace")
     assert code == 130 and err.endswith("devcopy: interrupted while writing the result\n")
     assert "Traceback" not in err
+
+
+def test_a_worker_dies_with_its_supervisor(model):
+    proc = _start("place", f"{model}:waits", "--json")
+    seen = _wait_for(proc, "MODEL-STARTED")
+    (worker,) = pathlib.Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    proc.kill()  # SIGKILL: the supervisor cannot forward anything
+    _finish(proc, seen)
+    deadline = time.monotonic() + WAIT_S
+    while _state(worker) not in ("gone", "Z") and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling for the kernel's parent-death signal, which nothing announces
+    assert _state(worker) in ("gone", "Z")
+
+
+def _state(pid):
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
