@@ -87,6 +87,13 @@ def load_model(spec: str) -> Sample:
         )
     if not os.path.isfile(path):
         raise ValueError(f"Model file {path!r} not found (from {spec!r}). Check the path, relative to {os.getcwd()!r}.")
+    try:
+        os.path.abspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"Model file {path!r} has a path that is not UTF-8 (escaped here); torch.export cannot trace code from "
+            "such a file. Rename the file (or its folder) to a UTF-8 name."
+        ) from None
     module = _import_file(path)
     factory = getattr(module, name, None)
     if not callable(factory):

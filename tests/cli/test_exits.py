@@ -169,16 +169,21 @@ def test_whatever_the_model_does_ends_in_one_user_code_object(model, factory, fr
     assert err.count(error["message"]) == 1  # said once on stderr: a fork of the worker stays silent
 
 
-def test_a_non_utf8_model_path_and_message_are_escaped_not_a_crash(model, tmp_path):
+def test_a_non_utf8_message_is_escaped_not_a_crash(model):
+    code, out, err = _finish(_start("place", f"{model}:not_utf8", "--json"))
+    error = _one_object(out, err)["error"]
+    assert (code, error["kind"]) == (1, "user_code") and "ValueError: caf\udcff. Fix" in error["message"]
+    assert "ValueError: caf\\udcff. Fix" in err  # the surrogate written as an escape on stderr
+
+
+def test_a_non_utf8_model_path_is_refused_naming_the_fix(tmp_path):
     path = tmp_path / os.fsdecode(b"\xff.py")
     path.write_text(MODEL)
-    code, out, err = _finish(_start("place", f"{path}:not_utf8", "--json"))
+    code, out, err = _finish(_start("place", f"{path}:noisy", "--json"))
     error = _one_object(out, err)["error"]
-    assert (code, error["kind"], error["file"]) == (1, "user_code", str(path))
-    assert error["message"].endswith(
-        "ValueError: caf\udcff. Fix the model file (devcopy executes it to build the model)."
-    )
-    assert "\\udcff.py" in err  # the surrogate written as an escape on stderr
+    assert (code, error["kind"]) == (2, "usage") and "is not UTF-8" in error["message"]
+    assert repr(str(path)) in error["message"] and "Rename the file" in error["message"]
+    assert "\\udcff.py" in err
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)

@@ -45,6 +45,7 @@ def _hostile(tmp_path, name, suffix):
         return str(tmp_path / f"{name}{suffix}")
     return {
         "a directory": str(tmp_path),
+        "a trailing slash": f"{tmp_path}/new{suffix}/",
         "a missing folder": str(tmp_path / "missing" / f"x{suffix}"),
         "a 256-byte name": str(tmp_path / ("a" * 252 + suffix)),
         "/dev/full": "/dev/full",
@@ -57,6 +58,7 @@ def _hostile(tmp_path, name, suffix):
     "name, problem",
     [
         ("a directory", "is a directory"),
+        ("a trailing slash", "names a folder, not a file"),
         ("a missing folder", "is in a folder that does not exist"),
         ("dangling", "is a dangling symbolic link"),
         ("loop", "is a symbolic link loop"),
