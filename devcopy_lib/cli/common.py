@@ -31,7 +31,10 @@ EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Each error kind's exit code and what it means (docs/reliability.md lists them); the kinds are names.ErrorKind.
 KIND_EXITS: dict[ErrorKind, tuple[int, str]] = {
     ErrorKind.USAGE: (EXIT_USAGE, "an argument (or DEVCOPY_BACKEND, or what MODEL names) is invalid; nothing ran"),
-    ErrorKind.USER_CODE: (EXIT_REFUSED, "the model file or its factory raised or exited; `file` and `factory` name it"),
+    ErrorKind.USER_CODE: (
+        EXIT_REFUSED,
+        "the model file or its factory raised, exited or ended the process; `file` and `factory` name it",
+    ),
     ErrorKind.UNSUPPORTED_MODEL: (
         EXIT_REFUSED,
         "the model exports, but devcopy cannot place or run it (non-tensor outputs, data-dependent output sizes)",
