@@ -195,8 +195,10 @@ def _deliver(text: str, code: int) -> int:
 
 
 def _say(line: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        print(encodable(line, getattr(sys.stderr, "encoding", None)), file=sys.stderr, flush=True)
+    """One line on stderr, if there is one (print to a None stream would go to stdout)."""
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(encodable(line, sys.stderr.encoding), file=sys.stderr, flush=True)
 
 
 def _work(argv: list[str], execute: Execute, write_fd: int, as_json: bool, stdout: tuple[int, int] | None) -> NoReturn:
@@ -212,8 +214,8 @@ def _work(argv: list[str], execute: Execute, write_fd: int, as_json: bool, stdou
     try:
         _install(_Stop())
         if as_json:
-            sys.stdout.flush()
-            os.dup2(2, 1)
+            _flush()
+            _point_fd_1_at_stderr()
         code, text, lines = execute(argv, lambda file, factory: send(model=[file, factory]), stdout)
         _install(signal.SIG_IGN)  # the result is ready: a late stop request no longer changes it
         if os.getpid() == owner:  # a fork made by the user's code returns here too: only the worker speaks
@@ -227,6 +229,17 @@ def _work(argv: list[str], execute: Execute, write_fd: int, as_json: bool, stdou
     finally:
         _flush()
         os._exit(0)
+
+
+def _point_fd_1_at_stderr() -> None:
+    """Point fd 1 at stderr, or at /dev/null when there is no stderr (`2>&-`): the model's output never reaches the
+    JSON stream."""
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
 
 
 def _die_with(supervisor: int) -> None:
