@@ -73,9 +73,9 @@ def supervise(argv: list[str], execute: Execute) -> int:
     _install(forward)
     data = _collect(read_fd, pid)
     os.close(read_fd)
-    _, status = os.waitpid(pid, 0)
-    _install(_raise_interrupt)
+    _install(_raise_interrupt)  # the worker has ended (not reaped yet): a stop request now stops the writing
     try:
+        _, status = os.waitpid(pid, 0)
         frames = _frames(data, pid)
         result = next((frame["result"] for frame in frames if "result" in frame), None)
         code, text = (result["code"], result["text"]) if result else _lost(frames, status, forward.sent, as_json)

@@ -59,10 +59,13 @@ def waits():
     time.sleep(3600)
 
 def stubborn():
-    sys.stderr.write("MODEL-STARTED\\n")
-    sys.stderr.flush()
+    started = False
     while True:
-        try:
+        try:  # entered before saying so: the interrupt always lands inside
+            if not started:
+                started = True
+                sys.stderr.write("MODEL-STARTED\\n")
+                sys.stderr.flush()
             time.sleep(3600)
         except KeyboardInterrupt:
             sys.stderr.write("MODEL-IGNORED\\n")
