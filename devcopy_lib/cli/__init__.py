@@ -1,20 +1,28 @@
 """The `devcopy` command: one module per subcommand, each with `add_parser(subparsers)` and `run(args) -> Outcome`.
 
 `main` keeps the contract of docs/reliability.md: with `--json` (anywhere in argv) exactly one JSON object on stdout
-whatever happens, interrupts and `sys.exit` from the user's model code included (anything the command itself would
-print on stdout goes to stderr meanwhile); exit codes from `common.KIND_EXITS`.
+whatever happens, interrupts, `sys.exit` and any exception from the user's model code included (anything the command
+itself would print on stdout goes to stderr meanwhile); exit codes from `common.KIND_EXITS`. The `devcopy` process
+(`main()` without argv) runs the command in a supervised worker (process.py), so that even what no exception handler
+sees - fd-level writes, `os._exit`, a fork, a lingering thread, a signal - keeps that contract.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
+import io
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
+from typing import Any, TextIO
 
-from .common import EXIT_OK, Outcome, Parser, failure, to_json
+from . import model_spec, process
+from .common import JSON_STREAM, JsonStream, Outcome, Parser, encodable, failure, to_json
+
+Announce = Callable[[str, str], Any]  # told (file, factory) of the user's model file before its code runs
 
 # subcommand -> module (each defines add_parser and run)
 COMMANDS = {
@@ -47,33 +55,69 @@ def build_parser() -> Parser:
     return parser
 
 
-def _outcome(argv: list[str]) -> Outcome | int:
-    """The command's Outcome, a failure's Outcome, or the exit code of `--help`."""
+def _parse(argv: list[str]) -> argparse.Namespace | Outcome:
+    """The parsed arguments, or the Outcome of `--help`: the help text, as `{"ok": true, "help": ...}` under --json."""
+    shown = io.StringIO()
     try:
-        args = build_parser().parse_args(argv)
+        with contextlib.redirect_stdout(shown):
+            return build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (argparse's errors raise UsageError)
+        if exc.code not in (None, 0):
+            raise
+        return Outcome({"ok": True, "help": shown.getvalue()}, lambda payload: str(payload["help"]).rstrip("\n"))
+
+
+def _outcome(argv: list[str], announce: Announce | None) -> Outcome:
+    """The command's Outcome, or a failure's: nothing escapes, whatever the user's code raises."""
+    try:
+        args = _parse(argv)
+        if isinstance(args, Outcome):
+            return args
+        if announce is not None and isinstance(getattr(args, "model", None), str):
+            named = model_spec.user_file(args.model)
+            if named is not None:
+                announce(*named)
         outcome: Outcome = args.handler(args)
         return outcome
-    except SystemExit as exc:  # --help (argparse's errors raise UsageError; the user's exits are UserCodeErrors)
-        if exc.code in (None, 0):
-            return EXIT_OK
+    except SystemExit as exc:  # the user's exits are UserCodeErrors: this one is devcopy's own
         return failure(RuntimeError(f"exited with {exc.code!r}"))
-    except (Exception, KeyboardInterrupt) as exc:
+    except BaseException as exc:
         return failure(exc)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def execute(
+    argv: list[str], announce: Announce | None = None, stdout_identity: tuple[int, int] | None = None
+) -> tuple[int, str, list[str]]:
+    """Run the command: (exit code, the text for stdout, the lines for stderr). `announce(file, factory)` is told the
+    user's model file before its code runs; `stdout_identity` is the file the JSON goes to (outputs refuse it)."""
     as_json = "--json" in argv
-    stdout = sys.stdout
-    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr if as_json else stdout):
-        for category, message in QUIET_WARNINGS:
-            warnings.filterwarnings("ignore", message=message, category=category)
-        outcome = _outcome(argv)
-    if isinstance(outcome, int):
-        return outcome
-    for line in outcome.stderr:
-        print(line, file=sys.stderr)
-    text = to_json(outcome.payload) if as_json else outcome.render(outcome.payload)
+    token = JSON_STREAM.set(JsonStream(stdout_identity) if as_json else None)
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext(),
+        ):
+            for category, message in QUIET_WARNINGS:
+                warnings.filterwarnings("ignore", message=message, category=category)
+            outcome = _outcome(argv, announce)
+        text = to_json(outcome.payload) if as_json else outcome.render(outcome.payload)
+    finally:
+        JSON_STREAM.reset(token)
+    return outcome.code, text, outcome.stderr
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`devcopy`. Without argv (the console script, `python -m devcopy_lib`) the command runs in a supervised worker
+    process (process.py); with argv (tests, notebooks) it runs here, its stdout redirected at the Python level only."""
+    if argv is None:
+        return process.supervise(sys.argv[1:], execute)
+    code, text, lines = execute(list(argv), stdout_identity=process.identity(sys.stdout))
+    for line in lines:
+        _print(line, sys.stderr)
     if text:
-        print(text, file=stdout)
-    return outcome.code
+        _print(text, sys.stdout)
+    return code
+
+
+def _print(text: str, stream: TextIO) -> None:
+    print(encodable(text, getattr(stream, "encoding", None)), file=stream)

@@ -5,11 +5,13 @@ rows measured so far, in the JSON and the CSV (exit 130)."""
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ..bench.harness import Policy, TextProgress
+from ..bench.harness import Policy, SweepResult, TextProgress
 from ..bench.sizes import format_size, parse_sizes
 from ..bench.sweep import DIRECTIONS, MEMORIES, Bench, SweepInterrupted, plan, run_plan
 from .common import (
@@ -22,6 +24,7 @@ from .common import (
     backend_name,
     check_output_path,
     error_payload,
+    exit_code,
 )
 
 MAX_SIZE = 1 << 40  # 1 TiB: more than any device or host here holds; a larger size is a typo
@@ -42,14 +45,51 @@ def _sizes(text: str | None) -> list[int] | None:
     return sizes
 
 
-def _plot_suffixes() -> tuple[str, ...]:
+# Formats matplotlib writes through Pillow, by Pillow's format name: each needs Pillow's writer for it.
+PILLOW_FORMATS = {
+    "jpg": "JPEG",
+    "jpeg": "JPEG",
+    "tif": "TIFF",
+    "tiff": "TIFF",
+    "gif": "GIF",
+    "webp": "WEBP",
+    "avif": "AVIF",
+}
+
+
+def _check_plot(path: str) -> None:
+    """Refuse a `--plot` path before the sweep: a format matplotlib cannot write, or one whose writer (a TeX system
+    for .pgf, Pillow's writer for .webp ...) is not available here."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
     except ImportError:
         raise UsageError(
             "--plot needs matplotlib: pip install matplotlib (or the lab extra), or leave --plot out"
         ) from None
-    return tuple(f".{ext}" for ext in FigureCanvasAgg.get_supported_filetypes())
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    missing = _missing_writer(ext) if ext in formats else None
+    if missing:
+        raise UsageError(
+            f"--plot {path!r}: matplotlib writes .{ext} with {missing}, which is not available here; give a .png, "
+            ".svg or .pdf path, or install it"
+        )
+    check_output_path(path, "--plot", tuple(f".{name}" for name in formats if not _missing_writer(name)))
+
+
+def _missing_writer(ext: str) -> str | None:
+    """What writing format `ext` needs and this machine lacks, or None."""
+    if ext == "pgf":
+        import matplotlib
+
+        tex = matplotlib.rcParams["pgf.texsystem"]
+        return None if shutil.which(tex) else f"{tex} (a TeX system on PATH)"
+    if ext in PILLOW_FORMATS:
+        from PIL import Image
+
+        Image.init()
+        return None if PILLOW_FORMATS[ext] in Image.SAVE else f"Pillow's {PILLOW_FORMATS[ext]} writer"
+    return None
 
 
 def _refuse_empty(
@@ -69,7 +109,7 @@ def run(args: argparse.Namespace) -> Outcome:
     sizes = _sizes(args.sizes)
     check_output_path(args.csv, "--csv")
     if args.plot is not None:
-        check_output_path(args.plot, "--plot", _plot_suffixes())
+        _check_plot(args.plot)
     name = backend_name(args)
     directions = DIRECTIONS if args.direction == "all" else (args.direction,)
     memories = MEMORIES if args.memory == "all" else (args.memory,)
@@ -81,14 +121,9 @@ def run(args: argparse.Namespace) -> Outcome:
         result, interrupted = run_plan(name, bench, cases, Policy.quick() if args.quick else Policy(), progress), None
     except SweepInterrupted as exc:
         result, interrupted = exc.result, exc
-    if args.csv:
-        result.write_csv(args.csv)
-    if args.plot and not interrupted:
-        from ..bench.plots import plot_bandwidth
-
-        plot_bandwidth(result, args.plot)
+    failed = _write_outputs(args, result, interrupted is not None)
     payload: dict[str, Any] = {
-        "ok": interrupted is None,
+        "ok": interrupted is None and failed is None,
         "backend": result.backend,
         "device": result.device,
         "rows": result.rows(),
@@ -96,7 +131,30 @@ def run(args: argparse.Namespace) -> Outcome:
     if interrupted:
         payload["error"] = error_payload(interrupted)
         return Outcome(payload, _render, EXIT_INTERRUPTED, [f"interrupted: kept {len(payload['rows'])} row(s)"])
+    if failed:
+        payload["error"] = error_payload(failed)
+        return Outcome(payload, _render, exit_code(failed), [payload["error"]["message"]])
     return Outcome(payload, _render, 0, [f"warning: {w}" for w in result.warnings])
+
+
+def _write_outputs(args: argparse.Namespace, result: SweepResult, interrupted: bool) -> UsageError | None:
+    """Write the CSV (and the plot, unless interrupted); a write that fails although the path was checked (the disk
+    filled up meanwhile) is a UsageError naming it, and the rows stay in the JSON."""
+    option, path = "--csv", args.csv
+    try:
+        if args.csv:
+            result.write_csv(args.csv)
+        if args.plot and not interrupted:
+            from ..bench.plots import plot_bandwidth
+
+            option, path = "--plot", args.plot
+            plot_bandwidth(result, args.plot)
+    except OSError as exc:
+        return UsageError(
+            f"{option} {path!r}: writing failed after the sweep ({exc.strerror or exc}); the measured rows are in "
+            "the output. Give a path with room to write."
+        )
+    return None
 
 
 def _render(payload: dict[str, Any]) -> str:

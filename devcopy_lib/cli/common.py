@@ -2,17 +2,22 @@
 
 The contract (docs/reliability.md): with `--json`, exactly one JSON object on stdout whatever happens (finite numbers
 only); exit 0 on success, 1 when the pass, the runtime or the user's model code fails, 2 on an argument error (found
-before any work starts), 130 on an interrupt.
+before any work starts), 130 on an interrupt (SIGINT, SIGTERM or SIGHUP).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import json
 import math
 import os
+import re
+import signal
+import stat
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -26,7 +31,10 @@ EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Each error kind's exit code and what it means (docs/reliability.md lists them); the kinds are names.ErrorKind.
 KIND_EXITS: dict[ErrorKind, tuple[int, str]] = {
     ErrorKind.USAGE: (EXIT_USAGE, "an argument (or DEVCOPY_BACKEND, or what MODEL names) is invalid; nothing ran"),
-    ErrorKind.USER_CODE: (EXIT_REFUSED, "the model file or its factory raised or exited; `file` and `factory` name it"),
+    ErrorKind.USER_CODE: (
+        EXIT_REFUSED,
+        "the model file or its factory raised, exited or ended the process; `file` and `factory` name it",
+    ),
     ErrorKind.UNSUPPORTED_MODEL: (
         EXIT_REFUSED,
         "the model exports, but devcopy cannot place or run it (non-tensor outputs, data-dependent output sizes)",
@@ -44,7 +52,10 @@ KIND_EXITS: dict[ErrorKind, tuple[int, str]] = {
         EXIT_REFUSED,
         "ExecuTorch itself refused the program (the reference run); not a devcopy error",
     ),
-    ErrorKind.INTERRUPTED: (EXIT_INTERRUPTED, "interrupted (Ctrl-C); a bench keeps the rows measured so far"),
+    ErrorKind.INTERRUPTED: (
+        EXIT_INTERRUPTED,
+        "interrupted (Ctrl-C, SIGINT, SIGTERM or SIGHUP); a bench keeps the rows measured so far",
+    ),
     ErrorKind.INTERNAL: (EXIT_REFUSED, "a devcopy bug: anything else; the message says what was raised"),
 }
 
@@ -75,6 +86,35 @@ class UnsupportedModel(CliError):
     """The model loads and exports, but devcopy cannot place or run it."""
 
     kind = ErrorKind.UNSUPPORTED_MODEL
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop request (SIGINT, SIGTERM, SIGHUP) raised as an interrupt, so every command stops as on Ctrl-C: a bench
+    keeps its finished rows, a Method its state; `kind` interrupted, exit 130."""
+
+    WORDS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up: the terminal closed"}
+
+    @classmethod
+    def by_signal(cls, signum: int) -> Interrupted:
+        sig = signal.Signals(signum)
+        return cls(f"interrupted ({cls.WORDS.get(sig, 'a signal')}, {sig.name})")
+
+
+def describe(exc: BaseException) -> str:
+    """`str(exc)`, or a fallback naming the type when the exception's own `__str__` fails (user code can define any
+    exception), so a message can always be built."""
+    try:
+        return str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:
+        return f"<a {type(exc).__name__} whose message cannot be printed: its __str__ raised {type(inner).__name__}>"
+
+
+def encodable(text: str, encoding: str | None) -> str:
+    """`text` with what `encoding` cannot write (a non-UTF-8 file name's surrogates) as backslash escapes."""
+    codec = encoding or "utf-8"
+    return text.encode(codec, "backslashreplace").decode(codec)
 
 
 @dataclass
@@ -160,32 +200,141 @@ def linked_libs(
         raise UsageError(f"{option} {exc}") from None
 
 
+MAX_COUNT = 100_000  # the most a count option (`--profile N`) takes: more is a typo, not a measurement
+NAME_MAX, PATH_MAX = 255, 4096  # bytes in one file name / a whole path (Linux)
+KERNEL_FOLDERS = ("/proc", "/sys")  # kernel interfaces that look like files: never an output
+# Names of the standard streams (fd 1, fd 2), also through /proc; `_stream_fd` follows symbolic links to them.
+STREAM_NAME = re.compile(r"/dev/std(out|err)|(/dev|/proc/(self|thread-self|\d+))/fd/([12])")
+
+
+@dataclass(frozen=True)
+class JsonStream:
+    """Where a running `--json` command's one object goes: the file's (st_dev, st_ino), None where unknown."""
+
+    identity: tuple[int, int] | None
+
+
+# Set while a `--json` command runs (cli.execute), so that every output option refuses the JSON stream itself.
+JSON_STREAM: ContextVar[JsonStream | None] = ContextVar("JSON_STREAM", default=None)
+
+
+def count_type(low: int = 1, high: int = MAX_COUNT) -> Callable[[str], int]:
+    """An argparse `type` for a count option: a whole number in low..high, or a usage error naming the bounds (an
+    unbounded count would run forever)."""
+
+    def parse(text: str) -> int:
+        try:
+            value: int | None = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"takes a whole number in {low}..{high}, got {text[:40]!r}")
+        return value
+
+    return parse
+
+
 def check_output_path(path: str | None, option: str, suffixes: Iterable[str] = ()) -> None:
-    """Refuse an output file that cannot be written (a directory, a missing or read-only folder, a wrong suffix)
-    before any work starts; nothing is created."""
+    """Refuse an output file that cannot be written before any work starts; nothing is created. Refused: a directory,
+    a missing or read-only folder, a wrong suffix, a dangling symbolic link or a loop, a name over 255 bytes, a
+    device, FIFO or socket (`/dev/full`; `/dev/null` is fine), anything under /proc or /sys, and, under `--json`, the
+    JSON stream itself (`/dev/stdout`, `/proc/self/fd/1`, the file stdout is redirected to)."""
     if path is None:
         return
-    suffixes = tuple(suffixes)
+    problem = _output_problem(path, tuple(suffixes))
+    if problem is not None:
+        raise UsageError(f"{option} {path!r} {problem}")
+
+
+def _output_problem(path: str, suffixes: tuple[str, ...]) -> str | None:
+    """What is wrong with `path` as an output file, with the fix; None when it can be written."""
+    fix = "give a writable file path"
+    if not path or "\0" in path:
+        return f"is {'empty' if not path else 'not a path (it holds a NUL byte)'}; {fix}"
+    too_long = [part for part in os.fsencode(path).split(b"/") if len(part) > NAME_MAX]
+    if too_long or len(os.fsencode(path)) > PATH_MAX:
+        what = f"a name of {len(too_long[0])} bytes" if too_long else f"{len(os.fsencode(path))} bytes"
+        return f"is too long ({what}; at most {NAME_MAX} bytes a name, {PATH_MAX} a path); give a shorter name"
+    if os.path.basename(path) in ("", ".", ".."):
+        return f"names a folder, not a file; {fix} (a file name inside it)"
+    stream = _stream_fd(path)
+    if stream == 1 and JSON_STREAM.get() is not None:
+        return "is stdout, where the one JSON object goes; give a file path, or leave --json out"
+    json_problem = _json_stream_problem(path)
+    if json_problem or stream is not None:  # stdout or stderr otherwise: written to as the streams they are
+        return json_problem
+    return _file_problem(path, fix) or _place_problem(path, suffixes, fix)
+
+
+def _json_stream_problem(path: str) -> str | None:
+    """Under --json: refuse the file stdout is redirected to (also through another name, such as /dev/stderr)."""
+    json_stream = JSON_STREAM.get()
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if json_stream is None or json_stream.identity != (info.st_dev, info.st_ino) or os.path.samefile(path, os.devnull):
+        return None
+    return "is the file stdout writes to, where the one JSON object goes; give another file, or leave --json out"
+
+
+def _stream_fd(path: str) -> int | None:
+    """1 or 2 when `path` names stdout or stderr (/dev/stdout, /proc/self/fd/1, a symbolic link to one)."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own bound on a chain of symbolic links
+        match = STREAM_NAME.fullmatch(current)
+        if match:
+            return 1 if match.group(1) == "out" or match.group(4) == "1" else 2
+        try:
+            current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+        except OSError:
+            return None
+    return None
+
+
+def _file_problem(path: str, fix: str) -> str | None:
+    """What is wrong with the file `path` names (when it exists, or is a link): a directory, a dangling link or a
+    loop, a device, FIFO or socket."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if not os.path.islink(path):
+            return None  # nothing there yet: the folder decides
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop; remove the link or give another path"
+        return f"is a dangling symbolic link (to {os.readlink(path)!r}); remove it or give another path"
+    if os.path.samefile(path, os.devnull):
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return f"is a directory; {fix} (a file name inside it)"
+    if not stat.S_ISREG(info.st_mode):
+        return f"is not a regular file (a device, FIFO or socket); {fix}"
+    return None
+
+
+def _place_problem(path: str, suffixes: tuple[str, ...], fix: str) -> str | None:
+    """What is wrong with where `path` would be written: a missing, kernel or read-only folder, a wrong suffix."""
     folder = os.path.dirname(os.path.abspath(path))
-    if not path or os.path.isdir(path):
-        problem = "is a directory" if path else "is empty"
-    elif not os.path.isdir(folder):
-        problem = f"is in a folder that does not exist ({folder})"
-    elif not os.access(path if os.path.exists(path) else folder, os.W_OK):
-        problem = "is not writable"
-    elif suffixes and not path.lower().endswith(suffixes):
-        problem = f"must end in {' or '.join(suffixes)}"
-    else:
-        return
-    raise UsageError(f"{option} {path!r} {problem}; give a writable file path")
+    real = os.path.realpath(folder)
+    kernel = [root for root in KERNEL_FOLDERS if real == root or real.startswith(f"{root}/")]
+    if kernel:
+        return f"is under {kernel[0]}, a kernel interface, not storage; {fix}"
+    if not os.path.isdir(folder):
+        return f"is in a folder that does not exist ({folder}); {fix}"
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        return f"is not writable; {fix}"
+    if suffixes and not path.lower().endswith(suffixes):
+        return f"must end in {' or '.join(suffixes)}; {fix}"
+    return None
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
     """The `error` object of a failed command: kind (an ErrorKind), message, missing operators and extra fields."""
     kind, extra = classify(exc)
     missing = [{"index": int(i), "name": str(n)} for i, n in getattr(exc, "missing", [])]
-    message = str(exc) or type(exc).__name__
-    if kind is ErrorKind.INTERRUPTED and not str(exc):
+    text = describe(exc)
+    message = text or type(exc).__name__
+    if kind is ErrorKind.INTERRUPTED and not text:
         message = "interrupted (Ctrl-C / KeyboardInterrupt)"
     if kind is ErrorKind.INTERNAL:
         message = (

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .common import UnsupportedModel, UsageError, UserCodeError
+from .common import UnsupportedModel, UsageError, UserCodeError, describe
 
 if TYPE_CHECKING:
     import torch
@@ -26,18 +26,19 @@ def user_file(spec: str) -> tuple[str, str] | None:
 
 @contextlib.contextmanager
 def user_code(spec: str, stage: str) -> Iterator[None]:
-    """Run a stage that executes the user's code (import, factory, forward): any exception or `sys.exit` from it
-    becomes a UserCodeError naming the file and the factory; Ctrl-C stays an interrupt."""
+    """Run a stage that executes the user's code (import, factory, forward): any exception from it (a BaseException
+    such as `sys.exit` or GeneratorExit included, its message built even when its `__str__` fails) becomes a
+    UserCodeError naming the file and the factory; Ctrl-C and other stop requests stay an interrupt."""
     named = user_file(spec)
     try:
         yield
     except KeyboardInterrupt:
         raise
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
         if named is None or isinstance(exc, UsageError) or _devcopy_refusal(exc):
             raise
         path, factory = named
-        what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else _said(exc)
         raise UserCodeError(
             f"{path}:{factory}: the model code failed during {stage}: {what}. Fix the model file "
             "(devcopy executes it to build the model).",
@@ -51,6 +52,12 @@ def _devcopy_refusal(exc: BaseException) -> bool:
     from ..passes.user_model import UnsupportedModelError
 
     return isinstance(exc, UnsupportedModelError)
+
+
+def _said(exc: BaseException) -> str:
+    """`Type: message`, or the type alone when the message is empty (a bare GeneratorExit)."""
+    text = describe(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def load(spec: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:

@@ -18,7 +18,17 @@ from ..names import (
     device_string,
 )
 from . import model_spec, pte
-from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_name, linked_libs, split_list
+from .common import (
+    Outcome,
+    Parser,
+    UsageError,
+    add_backend,
+    add_json,
+    backend_name,
+    count_type,
+    linked_libs,
+    split_list,
+)
 from .place import add_placement_args, lower_and_place
 
 if TYPE_CHECKING:
@@ -178,7 +188,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
         "--profile",
         nargs="?",
         const=10,
-        type=_repeat,
+        type=count_type(),
         default=0,
         metavar="N",
         help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
@@ -187,14 +197,3 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     add_backend(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
-
-
-def _repeat(text: str) -> int:
-    """--profile's N: an int >= 1 (argparse reports the error as a usage error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--profile takes a call count >= 1, got {text!r}")
-    return value

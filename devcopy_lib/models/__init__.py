@@ -61,7 +61,7 @@ __all__ = [
 def _import_file(path: str) -> types.ModuleType:
     """Import the user's file as a module registered in `sys.modules`, as a normal import would be: dataclasses,
     pickling and torch.export's tracing of `torch.cond` look the module up there."""
-    name = f"devcopy_user_model_{hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]}"
+    name = f"devcopy_user_model_{hashlib.sha1(os.fsencode(os.path.abspath(path))).hexdigest()[:16]}"
     module_spec = importlib.util.spec_from_file_location(name, path)
     assert module_spec is not None and module_spec.loader is not None  # a .py path always has a source loader
     module = importlib.util.module_from_spec(module_spec)
@@ -89,6 +89,13 @@ def load_model(spec: str) -> Sample:
         )
     if not os.path.isfile(path):
         raise ValueError(f"Model file {path!r} not found (from {spec!r}). Check the path, relative to {os.getcwd()!r}.")
+    try:
+        os.path.abspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"Model file {path!r} has a path that is not UTF-8 (escaped here); torch.export cannot trace code from "
+            "such a file. Rename the file (or its folder) to a UTF-8 name."
+        ) from None
     module = _import_file(path)
     factory = getattr(module, name, None)
     if not callable(factory):
