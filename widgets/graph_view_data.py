@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
+from devcopy_lib.bench.cost_model import price_text
 from devcopy_lib.names import DIRECTIONS, device_string, format_bytes
 
 _CUDA_COLOURS = ("#b9e3bc", "#ffd59e", "#e1bee7", "#b2ebf2")  # cuda:0 .. cuda:3
@@ -112,7 +113,7 @@ def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
                 "bytes": row.bytes,
                 "bytes_text": format_bytes(row.bytes),
                 "predicted_s": row.predicted_s,
-                "predicted_text": time_text(row.predicted_s),
+                "predicted_text": price_text(row.predicted_s, placed.report.pricing),
                 "users": [u.name for u in node.users],
                 "inputs": [i.name for i in node.all_input_nodes],
             }

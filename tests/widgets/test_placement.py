@@ -20,7 +20,7 @@ def test_switching_to_dedupe_halves_the_h2d_and_says_what_it_saves(explorer):
     explorer.strategy.value = "dedupe"
     assert explorer.state.strategy == "dedupe"
     assert explorer.placed.report.copies == {"h2d": 2, "d2h": 1}
-    assert "saves 2 H2D (128 B)" in explorer.savings.value
+    assert "dedupe saves 2 H2D, 128 B against executorch" in explorer.savings.value
     explorer.strategy.value = "executorch"
 
 
