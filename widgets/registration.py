@@ -28,13 +28,14 @@ class RegistrationPanel(w.VBox):
             name: w.Checkbox(description=name, indent=False, layout=w.Layout(width="auto")) for name in LIB_NAMES
         }
         self.load = w.Button(description="Load", button_style="primary", icon="play")
-        self.matrix, self.outcome, self.error_html = w.HTML(), w.HTML(), w.HTML()
+        self.matrix, self.advice, self.outcome, self.error_html = w.HTML(), w.HTML(), w.HTML(), w.HTML()
         for name, box in self.lib_boxes.items():
             box.add_class(f"devcopy-lib-{name}")
         for widget, name in (
             (self.mode, "devcopy-mode"),
             (self.load, "devcopy-load"),
             (self.outcome, "devcopy-outcome"),
+            (self.advice, "devcopy-advice"),
         ):
             widget.add_class(name)
         self.libs_row = w.HBox()
@@ -44,6 +45,7 @@ class RegistrationPanel(w.VBox):
                 w.HBox([self.model, self.mode], layout=wrap),
                 w.HBox([w.HTML("<b>linked libs:</b>&nbsp;"), self.libs_row], layout=wrap),
                 self.matrix,
+                self.advice,
                 self.load,
                 self.error_html,
                 self.outcome,
@@ -87,8 +89,10 @@ class RegistrationPanel(w.VBox):
 
     @shown_errors
     def refresh(self) -> None:
-        """Redraw the op-by-lib matrix of the program's operators."""
+        """Redraw the op-by-lib matrix of the program's operators and what to tick for the missing ones."""
         self.matrix.value = html.table(self.state.matrix(), ("op", *LIB_NAMES, "resolved by"))
+        advice = self.state.advice()
+        self.advice.value = html.note(f"To load: {advice}", "devcopy-advice-text") if advice else ""
 
     @shown_errors
     def run(self) -> None:
@@ -97,8 +101,9 @@ class RegistrationPanel(w.VBox):
         self.outcome.value = html.note("loading ...")
         try:
             self.result = self.state.load_and_run()
-        except MissingOperatorError as exc:
-            self.outcome.value = html.error_box(exc)
+        except MissingOperatorError as exc:  # the runtime's own words, then what to tick in this panel
+            advice = self.state.advice()
+            self.outcome.value = html.error_box(exc) + (html.note(f"In this panel: {advice}") if advice else "")
             return
         except Exception:
             self.outcome.value = ""
