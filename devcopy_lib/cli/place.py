@@ -18,6 +18,19 @@ if TYPE_CHECKING:
     from ..passes.placement import PlacedProgram
 
 EXECUTORCH_FIELD = "executorch"  # names: the JSON field of ExecuTorch's own counts (--compare-executorch)
+# The names MODEL takes, for --help without importing torch (tests/cli/test_place.py keeps them equal to
+# models.MODELS and models.REAL_MODELS).
+SAMPLE_MODELS = (
+    "add",
+    "mlp",
+    "residual",
+    "shared_input",
+    "back_to_back",
+    "cpu_between",
+    "output_and_cpu_user",
+    "transformer_block",
+)
+REAL_MODELS = ("resnet18", "mobilenet_v3_small", "gpt2_2l", "gpt2_12l", "bert_small", "llama_tiny")
 
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +38,9 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model",
         metavar="MODEL",
-        help="a sample name (add, mlp, ...) or path/to/file.py:factory (this executes the file: "
-        "factory() returns (module, example_inputs))",
+        help=f"a sample ({', '.join(SAMPLE_MODELS)}), a real model (the models extra: {', '.join(REAL_MODELS)}; "
+        "docs/real_models.md) or path/to/file.py:factory (this executes the file: factory() returns "
+        "(module, example_inputs))",
     )
     parser.add_argument(
         "--delegate",
@@ -253,7 +267,11 @@ def _copies_line(result: dict[str, Any]) -> str:
 
 
 def _render(result: dict[str, Any]) -> str:
-    where = ", ".join(f"{name} on {device}" for name, device in result["delegate_devices"].items())
+    devices = result["delegate_devices"]
+    if len(devices) <= 3:
+        where = ", ".join(f"{name} on {device}" for name, device in devices.items())
+    else:  # a real model's dozens of delegates: how many on each device
+        where = ", ".join(f"{list(devices.values()).count(d)} on {d}" for d in dict.fromkeys(devices.values()))
     own = result["model_delegate_ops"]
     lines = [
         f"{result['model']}: {result['delegates']} delegate(s) ({where or 'none'}), strategy {result['strategy']}; "

@@ -82,3 +82,26 @@ def test_savings_are_worded_one_way_with_what_a_strategy_adds():
     assert savings_text("dedupe", "peer", {"h2d": 0}, {"h2d": 0}, 2048) == (
         "dedupe saves no copies against peer; holds 2 KiB more device memory at peak"
     )
+
+
+@pytest.mark.gpu
+def test_on_cuda_a_profiled_copy_and_the_placement_are_priced_for_pinned_memory(capsys):
+    """CuPy pins a method's host buffers: its copies are priced on the pinned lines, as the explorer prices them."""
+    import json
+
+    from devcopy_lib.cli import main
+
+    assert main(["run", "add", "--backend", "cupy", "--profile", "3", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["pricing"]["memory"] == "pinned" and run["pricing"]["clock"] == "events"
+    copies = [row for row in run["profile"] if row["kind"] == "copy"]
+    assert copies and all(row["memory"] == "pinned" for row in copies)
+    direction = {"et_copy::_h2d_copy.out": "h2d", "et_copy::_d2h_copy.out": "d2h"}
+    assert [row["predicted_s"] for row in copies] == [
+        price_copy(direction[row["op"]], row["bytes"], backend="cupy").seconds for row in copies
+    ]
+    assert main(["place", "add", "--backend", "cupy", "--json"]) == 0
+    place = json.loads(capsys.readouterr().out)
+    assert place["pricing"] == run["pricing"]
+    priced = [n["predicted_s"] for n in place["nodes"] if n["kind"] in ("h2d", "d2h")]
+    assert priced == [row["predicted_s"] for row in copies]
