@@ -99,7 +99,9 @@ class RegistrationState:
                 by_lib.setdefault(holders[0], []).append(entry["op"])
             else:
                 orphans.append(entry["op"])
-        lines = [f"tick {lib}: it registers {', '.join(by_lib[lib])}" for lib in self.libs_of(self.mode) if lib in by_lib]
+        lines = [
+            f"tick {lib}: it registers {', '.join(by_lib[lib])}" for lib in self.libs_of(self.mode) if lib in by_lib
+        ]
         if orphans:
             lines.append(
                 f"no {self.mode}-mode lib registers {', '.join(orphans)}: delegate the op, or register a kernel"

@@ -154,7 +154,11 @@ class CopyTimingPanel(w.VBox):
         """'; plot and table are of the last run (4 B..64 B)' when one is shown, else ''."""
         result = self.state.result
         sizes = sorted({m.nbytes for m in result.measurements}) if result else []
-        return f"; plot and table are of the last run ({format_bytes(sizes[0])}..{format_bytes(sizes[-1])})" if sizes else ""
+        return (
+            f"; plot and table are of the last run ({format_bytes(sizes[0])}..{format_bytes(sizes[-1])})"
+            if sizes
+            else ""
+        )
 
     def _finish(self, how: str) -> None:
         """The run's table, its reading notes, then its status ("done" / "stopped" last: whoever waits for it - a

@@ -1,14 +1,14 @@
 """A measured cost model for host<->device copies: seconds = latency + bytes / bandwidth, one line per (direction,
 host-memory kind), fitted by least squares on relative error to a sweep's medians; saved and loaded as JSON.
 
-Every surface prices a copy through one function, `price_copy` (a `CopyPricer` bound to a backend): the placement
-report, the explorer, `Method.profile` / `devcopy run --profile`, `devcopy place` and the docs. The price says its
-basis: the backend the copy would run on, the host memory kind that backend's planned buffers have (pinned where its
-allocator pins host memory, else pageable), the clock and the machine the model's line was measured on. The default model is fitted from the H200 runs
-committed in docs/data/: the pageable lines from the copy sweep (copy_bandwidth.json, the copy engine, wall clock),
-the pinned lines from a loaded method's own planned copies as `Method.profile` measured them (call_overhead_cupy.json,
-CUDA events), since a method's copies are what the report prices and they cost a fixed ~30-40 µs more per copy than
-the bare engine.
+Every surface prices a copy through one function, `CopyPricer.price` (`copy_pricer(backend)`, or `price_copy` for
+one copy): the placement report, the explorer, `Method.profile` / `devcopy run --profile`, `devcopy place` and the
+docs. A price says its basis: the backend the copy would run on, the host memory kind that backend's planned buffers
+have (pinned where its allocator pins host memory, else pageable), the clock and the machine the line was measured
+on. The default model is fitted from the H200 runs committed in docs/data/: the pageable lines from the copy sweep
+(copy_bandwidth.json, the copy engine, wall clock), the pinned lines from a loaded method's own planned copies as
+`Method.profile` measured them (call_overhead_cupy.json, CUDA events), since a method's copies are what the report
+prices and they cost a fixed ~30-40 µs more per copy than the bare engine.
 """
 
 from __future__ import annotations

@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .harness import SweepResult
-from .measurement import BOTH, ONE_WAY, Measurement
 from ..names import format_seconds
-from .measurement import SPREAD_WARNING
+from .harness import SweepResult
+from .measurement import BOTH, ONE_WAY, SPREAD_WARNING, Measurement
 from .sizes import format_bytes
 
 if TYPE_CHECKING:

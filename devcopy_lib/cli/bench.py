@@ -12,8 +12,8 @@ from typing import Any, NoReturn
 
 from ..bench.harness import Policy, TextProgress
 from ..bench.sizes import parse_sizes
-from ..names import format_bytes, format_seconds
 from ..bench.sweep import DIRECTIONS, MEMORIES, Bench, SweepInterrupted, plan, run_plan
+from ..names import format_bytes, format_seconds
 from .common import (
     EXIT_INTERRUPTED,
     Outcome,

@@ -260,7 +260,8 @@ def _copies_line(result: dict[str, Any]) -> str:
         parts.append(f"{copies[Direction.D2D]} D2D ({format_bytes(nbytes[Direction.D2D])} device to device)")
     predicted = result["predicted_copy_s"]
     return (
-        f"copies: {', '.join(parts)} per call" + (f", predicted {format_seconds(predicted)}" if predicted else "")
+        f"copies: {', '.join(parts)} per call"
+        + (f", predicted {format_seconds(predicted)}" if predicted else "")
         + f"; constants {format_bytes(result['constant_bytes'])} loaded once; device peak "
         f"{format_bytes(result['device_peak_bytes'])}"
     )

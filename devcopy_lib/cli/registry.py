@@ -18,7 +18,9 @@ def collect(mode: str, libs: Sequence[str], ops: list[str]) -> dict[str, Any]:
 
     linked = linked_libs(libs, LIB_NAMES, mode, "--libs")
     rows = registration_status(linked, ops)
-    unregistered = [op for op in dict.fromkeys(row.op for row in rows) if not any(r.registered for r in rows if r.op == op)]
+    unregistered = [
+        op for op in dict.fromkeys(row.op for row in rows) if not any(r.registered for r in rows if r.op == op)
+    ]
     holders = libs_holding(unregistered, mode, [lib.name for lib in linked])
     return {
         "ok": True,

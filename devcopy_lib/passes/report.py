@@ -89,7 +89,9 @@ class PlacementReport:
         if strategy not in table or against not in table:
             return None
         (copies, nbytes, peak), (their_copies, their_bytes, their_peak) = table[strategy], table[against]
-        return savings_text(strategy, against, _saved(their_copies, copies), _saved(their_bytes, nbytes), peak - their_peak)
+        return savings_text(
+            strategy, against, _saved(their_copies, copies), _saved(their_bytes, nbytes), peak - their_peak
+        )
 
 
 def _amounts(copies: dict[str, int], nbytes: dict[str, int], sign: int) -> str:

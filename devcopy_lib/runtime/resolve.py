@@ -47,7 +47,7 @@ def _instruction_count(program: _HasOperators | Iterable[str], missing_indices: 
 
 
 # Why a lib is needed, beside its name, where ExecuTorch users trip on it.
-_WHY_LINK = {
+_WHY_LINK: dict[str, str] = {
     DEVICE_COPY_LIB: f" next to {NATIVE_LIB} (aten_lib(custom_ops=[ET_COPY_OPS_YAML])): ATen-mode codegen does not "
     "see functions.yaml",
     PEER_COPY_LIB: " too (devcopy's peer copy), or place with another strategy",

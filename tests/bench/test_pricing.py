@@ -77,8 +77,10 @@ def test_savings_are_worded_one_way_with_what_a_strategy_adds():
     )
     assert savings_text(
         "peer", "executorch", {"h2d": 1, "d2h": 1, "d2d": -1}, {"h2d": 64, "d2h": 64, "d2d": -64}, -128
-    ) == ("peer saves 1 H2D, 64 B and 1 D2H, 64 B, adds 1 D2D, 64 B against executorch; holds 128 B less device "
-          "memory at peak")
+    ) == (
+        "peer saves 1 H2D, 64 B and 1 D2H, 64 B, adds 1 D2D, 64 B against executorch; holds 128 B less device "
+        "memory at peak"
+    )
     assert savings_text("dedupe", "peer", {"h2d": 0}, {"h2d": 0}, 2048) == (
         "dedupe saves no copies against peer; holds 2 KiB more device memory at peak"
     )

@@ -35,7 +35,12 @@ def test_every_surface_gives_a_copy_the_one_price_and_says_its_basis(explorer, c
     from devcopy_widgets import graph_view_data, placement_summary
 
     pricing = copy_pricer().basis()
-    assert pricing == {"backend": "simulated", "memory": "pageable", "clock": "wall", "measured_on": pricing["measured_on"]}
+    assert pricing == {
+        "backend": "simulated",
+        "memory": "pageable",
+        "clock": "wall",
+        "measured_on": pricing["measured_on"],
+    }
     report = explorer.placed.report.to_dict()
     explorer_nodes = _copies(graph_view_data.graph_elements(explorer.placed)[0])
     table = _copies({**row, "kind": row["kind"]} for row in placement_summary.table_rows(explorer.placed.report))
@@ -44,7 +49,8 @@ def test_every_surface_gives_a_copy_the_one_price_and_says_its_basis(explorer, c
     assert report["pricing"] == cli["pricing"] == pricing
     assert basis_text(pricing) in text and basis_text(pricing) in explorer.counts.value
     expected = {
-        n["name"]: price_copy(n["kind"], n["bytes"], backend="simulated").seconds for n in _copies(report["nodes"]).values()
+        n["name"]: price_copy(n["kind"], n["bytes"], backend="simulated").seconds
+        for n in _copies(report["nodes"]).values()
     }
     assert len(expected) == 5 and all(seconds > 0 for seconds in expected.values())
     assert {name: n["predicted_s"] for name, n in _copies(cli["nodes"]).items()} == expected
