@@ -235,13 +235,14 @@ class CopyPrice:
 
 
 def price_text(seconds: float | None, basis: Mapping[str, str] | None) -> str:
-    """A predicted copy time with what it assumes: '10.9 us (simulated backend, pageable host memory, wall clock,
-    NVIDIA H200 (cupy) model)'; just the time without a basis, '' when nothing priced it."""
+    """A predicted copy time after what it assumes: 'NVIDIA H200 (cupy) model, simulated backend, pageable host
+    memory, wall clock: 10.9 us' (the time last, where the explorer's inspector reads it); just the time without a
+    basis, '' when nothing priced it."""
     if seconds is None or not basis:
         return format_seconds(seconds)
     return (
-        f"{format_seconds(seconds)} ({basis['backend']} backend, {basis['memory']} host memory, {basis['clock']} "
-        f"clock, {basis['measured_on']} model)"
+        f"{basis['measured_on']} model, {basis['backend']} backend, {basis['memory']} host memory, "
+        f"{basis['clock']} clock: {format_seconds(seconds)}"
     )
 
 

@@ -38,7 +38,7 @@ def test_the_selected_backend_is_the_default(monkeypatch):
     price = price_copy("h2d", 64)
     assert (price.backend, price.memory, price.nbytes) == ("simulated", "pageable", 64)
     assert price.seconds == default_model().predict("h2d", 64, "pageable")
-    assert price.label.startswith(f"{price.text} (simulated backend, pageable host memory, wall clock, ")
+    assert price.label == f"NVIDIA H200 (cupy) model, simulated backend, pageable host memory, wall clock: {price.text}"
 
 
 def test_a_direction_without_a_line_is_not_priced_and_predict_says_so():
