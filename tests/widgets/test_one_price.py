@@ -1,7 +1,7 @@
 """One price and one wording per copy: the same placement rendered through every surface - the explorer's graph
 data, decision table and totals, the report dict, `devcopy place` as text and JSON, and `devcopy run --profile` -
 gives each copy the price of `bench.cost_model.price_copy` for the same backend, host memory kind and clock, says
-that basis, and words what dedupe saves in one way (docs/explorer.md, "Prices")."""
+that basis, and words what dedupe saves in one way (docs/benchmarks.md, "Prices")."""
 
 import json
 
