@@ -63,10 +63,10 @@ def libs_holding(ops: Iterable[str], mode: str, linked: Iterable[str] = ()) -> d
         if name in skip:
             continue
         lib = lib_by_name(name)
-        if lib.mode == mode:
-            held = [op for op in wanted if op in set(lib.ops)]
-            if held:
-                holders[name] = held
+        registered = set(lib.ops) if lib.mode == mode else set()
+        held = [op for op in wanted if op in registered]
+        if held:
+            holders[name] = held
     return holders
 
 
