@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -254,10 +254,11 @@ class CopyPricer:
     model: CostModel
     backend: str
     memory: str
-    source: dict[str, Any] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "source", self.model.source)
+    @property
+    def source(self) -> dict[str, Any]:
+        """Where the model's lines were measured (the model's own `source`)."""
+        return self.model.source
 
     def price(self, direction: str, nbytes: int, memory: str | None = None) -> CopyPrice:
         """The one pricing of a copy: `nbytes` in `direction` from/to `memory` host memory (default: the
