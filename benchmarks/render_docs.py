@@ -181,8 +181,9 @@ def prices_section(model: CostModel) -> list[str]:
         "",
         "What one placement saves against another is worded once too (`PlacementReport.savings`, the CLI's "
         "comparison lines and the explorer): `devcopy place gpt2_2l` says `dedupe saves 1 H2D, 4 KiB against "
-        "executorch`, and the device memory a strategy holds for it when it holds more. `tests/widgets/test_one_price.py` renders one placement through every surface "
-        "and compares the prices, the basis and the words.",
+        "executorch`, and the device memory a strategy holds for it when it holds more. "
+        "`tests/widgets/test_one_price.py` renders one placement through every surface and compares the prices, "
+        "the basis and the words.",
     ]
 
 
