@@ -77,15 +77,24 @@ class RegistrationPanel(w.VBox):
         owner = change["owner"]
         if self._syncing:
             return
+        placement = self.state.placement
+        shown = (placement.model, placement.delegate_ops)  # the matrix on screen is this model's
         if owner is self.mode:
             self.state.switch_mode(self.mode.value)
             self._show_libs()
         elif owner is self.model:
-            self.state.placement.model, self.state.placement.delegate_ops = self.model.value, None
+            placement.model, placement.delegate_ops = self.model.value, None
         else:
             self.state.libs = tuple(n for n in self.state.libs_of(self.state.mode) if self.lib_boxes[n].value)
         self.outcome.value = ""
         self.refresh()
+        if self.error is not None and owner is self.model:  # refused: dropdown and matrix stay on the shown model
+            placement.model, placement.delegate_ops = shown
+            self._syncing = True
+            try:
+                self.model.value = shown[0]
+            finally:
+                self._syncing = False
 
     @shown_errors
     def refresh(self) -> None:

@@ -133,3 +133,21 @@ def test_the_lib_that_holds_a_missing_op_is_named_when_it_is_unticked():
     assert "link a lib that registers" not in panel.outcome.value and "tick native" in panel.outcome.value
     panel.lib_boxes["native"].value = True
     assert panel.state.advice() == "" and panel.advice.value == ""
+
+
+def test_a_model_that_cannot_be_placed_leaves_the_dropdown_on_the_model_shown():
+    import torch
+    from devcopy_widgets import PlacementState
+
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            return x + 1 if x.sum() > 0 else x - 1  # data-dependent control flow: torch.export refuses
+
+    placement = PlacementState()
+    placement.add_model("branchy", Branchy(), (torch.randn(3),))
+    placement.model = "add"
+    panel = RegistrationPanel(placement=placement)
+    matrix = panel.matrix.value
+    panel.model.value = "branchy"
+    assert panel.error is not None and "devcopy-error" in panel.error_html.value
+    assert panel.model.value == panel.state.placement.model == "add" and panel.matrix.value == matrix
