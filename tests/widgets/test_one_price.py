@@ -27,8 +27,9 @@ def explorer():
         return PlacementExplorer(model=MODEL, partition=PARTITION)
 
 
-def _copies(nodes):
-    return {n["name"] if "name" in n else n["id"]: n for n in nodes if n["kind"] in ("h2d", "d2h")}
+def _copies(nodes, key="name"):
+    """The copy nodes (or rows) of a surface by name (the graph view calls it `id`)."""
+    return {n[key]: n for n in nodes if n["kind"] in ("h2d", "d2h")}
 
 
 def test_every_surface_gives_a_copy_the_one_price_and_says_its_basis(explorer, capsys):
@@ -42,8 +43,8 @@ def test_every_surface_gives_a_copy_the_one_price_and_says_its_basis(explorer, c
         "measured_on": pricing["measured_on"],
     }
     report = explorer.placed.report.to_dict()
-    explorer_nodes = _copies(graph_view_data.graph_elements(explorer.placed)[0])
-    table = _copies({**row, "kind": row["kind"]} for row in placement_summary.table_rows(explorer.placed.report))
+    explorer_nodes = _copies(graph_view_data.graph_elements(explorer.placed)[0], key="id")
+    table = _copies(placement_summary.table_rows(explorer.placed.report))
     cli = json.loads(_cli(capsys, "place", MODEL, "--partition", PARTITION, "--json"))
     text = _cli(capsys, "place", MODEL, "--partition", PARTITION)
     assert report["pricing"] == cli["pricing"] == pricing
