@@ -1,5 +1,6 @@
 """CopyTimingPanel: size range, direction, host memory kind, Run / Stop with progress, a live plot and the size x
-method GB/s matrix. The sweep runs on a worker thread, so the kernel (and every other widget) stays live."""
+method GB/s matrix, and notes on reading them (noise, IQR bars, why small copies are latency-bound). The sweep runs on
+a worker thread, so the kernel (and every other widget) stays live."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .timing_state import SweepBusy, SweepStopped, TimingState
 
 
 class CopyTimingPanel(w.VBox):
-    """The view over a `TimingState`; the plot redraws after every size, the matrix when the sweep ends or stops.
+    """The view over a `TimingState`; plot and matrix redraw after every size, the notes when the sweep ends.
 
     Run (`start()`) sweeps on a worker thread; `run()` sweeps on the caller's thread (scripts, tests)."""
 
@@ -123,32 +124,31 @@ class CopyTimingPanel(w.VBox):
     @shown_errors
     def run(self) -> None:
         """Sweep the chosen sizes; status, error box, plot and table then belong to this run. A run refused before it
-        starts (bad sizes, nothing to time) says so in the status and leaves the last run's plot and table, named
-        as such; a sweep already running is left alone (SweepBusy); Stop keeps the sizes already measured."""
+        starts (bad sizes or choices) says so in the status and leaves the last run's plot and table, named as such;
+        a sweep already running is left alone (SweepBusy); Stop keeps the sizes already measured."""
         if self.state.running:
             raise SweepBusy()
-        last = self._last_run()
         try:
             self.state.check()  # refused here, nothing of the last run is touched
         except ValueError:
-            self.status.value = html.note(f"not run: see the error below{last}")
+            self.status.value = html.note(f"not run: see the error below{self._last_run()}")
             raise
         self._stop.clear()
         self._busy(True)
         self.error_html.value = self.table.value = self.notes.value = ""  # the last run's, not this one's
         self.plot.outputs = ()
         self.status.value = html.note("running ...")
-        stopped = None
+        how = "done"
         try:
             self.state.run(self._progress, self._show_size, self._stop)
-        except SweepStopped as exc:
-            stopped = exc
+        except SweepStopped:
+            how = "stopped"
         except Exception:
             self.status.value = html.note("failed: see the error below")
             raise
         finally:
             self._busy(False)
-        self._finish("stopped" if stopped else "done")
+        self._finish(how)
 
     def _last_run(self) -> str:
         """'; plot and table are of the last run (4 B..64 B)' when one is shown, else ''."""
