@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from devcopy_lib.bench.cost_model import DEFAULT_FILE, CostModel
+from devcopy_lib.bench.cost_model import DEFAULT_FILE, CostModel, copy_pricer
 from devcopy_lib.bench.harness import SweepResult
 from devcopy_lib.bench.sizes import format_size
 from devcopy_lib.bench.targets import evaluate, profiled_copies
@@ -159,6 +159,34 @@ def call_overhead_section(model: CostModel) -> list[str]:
     return ["", *module.render_section(runs, model)] if runs else []
 
 
+def prices_section(model: CostModel) -> list[str]:
+    """How every surface prices a copy (one function, one basis), with one 64 B H2D priced for each backend."""
+    rows = [copy_pricer(backend, model=model).price("h2d", 64) for backend in ("simulated", "cupy")]
+    return [
+        "### Prices",
+        "",
+        "One function prices a copy everywhere: `copy_pricer(backend).price(direction, nbytes)` (or "
+        "`price_copy(direction, nbytes, backend)`) in `devcopy_lib.bench.cost_model`. The placement report (and so "
+        "the explorer's graph, table and totals, and `devcopy place`; [placement_pass.md](placement_pass.md)), "
+        "`Method.profile` / `devcopy run "
+        "--profile` and this page use it, and each says its basis: the backend the copy runs on, the host memory "
+        "kind that backend gives a method's planned buffers (pinned where its allocator pins host memory: CuPy; "
+        "pageable on the simulated backend), the clock of the model's line, and the machine it was measured on. "
+        "A profile keeps its measured time and shows the price beside it, for the copy's own host memory. So one "
+        "64 B H2D costs:",
+        "",
+        "| backend | host memory | clock | predicted |",
+        "|---|---|---|---:|",
+        *[f"| {p.backend} | {p.memory} | {p.clock} | {p.text} |" for p in rows],
+        "",
+        "What one placement saves against another is worded once too (`PlacementReport.savings`, the CLI's "
+        "comparison lines and the explorer): `devcopy place gpt2_2l` says `dedupe saves 1 H2D, 4 KiB against "
+        "executorch`, and the device memory a strategy holds for it when it holds more. "
+        "`tests/widgets/test_one_price.py` renders one placement through every surface and compares the prices, "
+        "the basis and the words.",
+    ]
+
+
 def render_markdown(result: SweepResult, simulated: SweepResult | None, model: CostModel) -> str:
     """The whole page, deterministic in its inputs."""
     meta, versions = result.meta, result.meta.get("versions", {})
@@ -202,12 +230,14 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
         "",
         f"`devcopy_lib.bench.cost_model.predict(direction, nbytes, memory)` = latency + bytes / bandwidth, fitted "
         f"(least squares on relative error) to the medians of `{model.source.get('method')}` on the "
-        f"{model.source.get('clock')} clock above (what a loaded method's planned copies cost: their checks ran "
-        "once, at load); the placement report and `Method.profile` price copies with it "
-        "([placement_pass.md](placement_pass.md)). Pageable lines fit worst: up to 16 MiB copies take the "
-        "driver's own staging (about 10-14 GB/s), above it the staging pipeline (about 30-45 GB/s).",
+        f"{model.source.get('clock')} clock above, the pinned lines refitted from a loaded method's own planned "
+        "copies on CUDA events (see Call overhead: their checks ran once, at load). Pageable lines fit worst: up "
+        "to 16 MiB copies take the driver's own staging (about 10-14 GB/s), above it the staging pipeline (about "
+        "30-45 GB/s).",
         "",
         *model_table(model),
+        "",
+        *prices_section(model),
     ]
     if simulated is not None:
         out += [

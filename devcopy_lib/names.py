@@ -160,3 +160,14 @@ def format_bytes(nbytes: float) -> str:
             value = nbytes / scale
             return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
     return f"{nbytes:.0f} B"
+
+
+def format_seconds(seconds: float | None) -> str:
+    """Seconds for people: 1.09e-05 -> '10.9 us', 0.0249 -> '24.9 ms', 2.5 -> '2.50 s'; None -> '' (not priced or
+    not measured). The one time formatter of human-readable output; JSON keeps the raw seconds."""
+    if seconds is None:
+        return ""
+    size = abs(seconds)
+    if size < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    return f"{seconds * 1e3:.1f} ms" if size < 1 else f"{seconds:.2f} s"

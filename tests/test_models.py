@@ -144,6 +144,38 @@ def test_torchvision_without_its_compiled_ops_imports_loudly_and_its_detection_o
     assert "warnings 1\nresnet (1, 1000)\nnms raised RuntimeError" in result.stdout
 
 
+_TRANSFORMERS_PROBE = """
+import warnings
+from devcopy_lib.models import extras
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    extras.require("transformers", "gpt2_2l").GPT2LMHeadModel
+    print("after gpt2", sum("compiled ops did not load" in str(w.message) for w in caught))
+    extras.import_torchvision("resnet18")
+    print("after resnet18", sum("compiled ops did not load" in str(w.message) for w in caught))
+"""
+
+
+def test_a_transformers_model_says_nothing_about_torchvision_it_does_not_use():
+    """transformers imports torchvision itself; the fallback's warning waits for a model that uses torchvision."""
+    from devcopy_lib.models import extras
+
+    pytest.importorskip("transformers", reason="the models extra is not installed")
+    if extras.import_torchvision("resnet18").extension._has_ops():
+        pytest.skip("torchvision's compiled ops load here: the fallback is not needed")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-c", _TRANSFORMERS_PROBE],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "after gpt2 0\nafter resnet18 1" in result.stdout
+
+
 def test_an_unrelated_torchvision_import_failure_is_not_hidden(monkeypatch):
     from devcopy_lib.models import extras
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
+from devcopy_lib.bench.cost_model import price_text
 from devcopy_lib.names import COPY_OP, DIRECTIONS, device_string, format_bytes
 
 from .graph_inspector import node_rows, tensor_text
@@ -28,11 +29,6 @@ COLLAPSE_ABOVE = 300
 OPEN_BUDGET = 120
 # One click on a collapsed group shows up to this many more items (a whole GPT-2 layer fits).
 EXPAND_BUDGET = 300
-
-
-def time_text(seconds: float | None) -> str:
-    """A predicted copy time in microseconds, or '' when nothing priced it."""
-    return "" if seconds is None else f"{seconds * 1e6:.1f} us"
 
 
 def _innermost(node) -> str | None:
@@ -133,7 +129,7 @@ def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
                 "bytes": row.bytes,
                 "bytes_text": format_bytes(row.bytes),
                 "predicted_s": row.predicted_s,
-                "predicted_text": time_text(row.predicted_s),
+                "predicted_text": price_text(row.predicted_s, placed.report.pricing),
                 "users": [u.name for u in node.users],
                 "inputs": [i.name for i in node.all_input_nodes],
                 "shape": tensor_text(node.meta.get("val")),

@@ -17,6 +17,17 @@ from .placement_state import PlacementState, parse_target
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
 CUSTOM = "custom"  # the delegate-set menu's entry when the ticked ops match no preset
+# The state's settings the controls edit: the view shown was placed with these (restored after a refused change).
+SETTINGS = (
+    "model",
+    "delegate_ops",
+    "target_device",
+    "partition",
+    "strategy",
+    "skip_h2d_for_method_inputs",
+    "skip_d2h_for_method_outputs",
+    "hoist_constants",
+)
 
 
 def _strategies(state: PlacementState) -> tuple[str, ...]:
@@ -37,6 +48,8 @@ class PlacementExplorer(w.VBox):
         self.state = state or PlacementState(**settings)
         self.placed = None
         self.error = None
+        self._shown: dict | None = None  # the settings of the view on screen (None until one is drawn)
+        self._syncing = False  # True while _restore sets the controls: their events are not user edits
         s = self.state
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
@@ -166,8 +179,34 @@ class PlacementExplorer(w.VBox):
         self.graph.update_nodes({node["id"]: {"rows": rows}})
 
     def _changed(self, change) -> None:
+        if self._syncing:
+            return
         if self._read_controls(change["owner"]):
             self.refresh()
+        if self.error is not None and self._shown is not None:
+            self._restore()
+
+    def _restore(self) -> None:
+        """After a refused change, put the state and every control back to the settings of the view on screen, so
+        controls and view agree; the error box keeps saying what was refused and why."""
+        s = self.state
+        for name, value in self._shown.items():
+            setattr(s, name, value)
+        self._syncing = True
+        try:
+            self.model.value, self.partition.value = s.model, s.partition
+            self.target.value = _target_text(s.target_device)
+            self.strategy.options = _strategies(s)
+            self.strategy.value = s.strategy
+            self.skip_h2d.value, self.skip_d2h.value = s.skip_h2d_for_method_inputs, s.skip_d2h_for_method_outputs
+            self.hoist.value = s.hoist_constants
+            ticked = set(s.ticked_ops())
+            if [box.description for box in self.op_boxes] != list(s.model_ops()):
+                self._rebuild_ops.__wrapped__(self)  # the shown model's op boxes, without clearing the error box
+            for box in self.op_boxes:
+                box.value = box.description in ticked
+        finally:
+            self._syncing = False
 
     @shown_errors
     def _read_controls(self, owner) -> bool:
@@ -179,7 +218,11 @@ class PlacementExplorer(w.VBox):
         s.hoist_constants = self.hoist.value
         offered = _strategies(s)  # peer only with two target devices
         if self.strategy.options != offered:
-            self.strategy.options = offered  # keeps the value when still offered (no event then)
+            self._syncing = True  # a value dropped with its option is read here, not as a second edit
+            try:
+                self.strategy.options = offered  # keeps the value when still offered (no event then)
+            finally:
+                self._syncing = False
             s.strategy = self.strategy.value
         if owner is self.model:
             s.model, s.delegate_ops = self.model.value, None
@@ -209,6 +252,7 @@ class PlacementExplorer(w.VBox):
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self.executorch.value = self._executorch_html()
         self._explain()
+        self._shown = {name: getattr(self.state, name) for name in SETTINGS}
 
     def _executorch_html(self) -> str:
         if not self.compare.value:

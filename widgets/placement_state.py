@@ -16,7 +16,7 @@ import torch
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_program, lower, models, overload_name, place_devices
 from devcopy_lib import reference as executorch_reference
-from devcopy_lib.bench.cost_model import default_model
+from devcopy_lib.bench.cost_model import copy_pricer
 from devcopy_lib.names import STRATEGIES, Partition, Strategy
 
 __all__ = ["PlacementState", "parse_target", "target_devices"]
@@ -64,8 +64,9 @@ class PlacementState:
     skip_h2d_for_method_inputs: bool = False
     skip_d2h_for_method_outputs: bool = False
     hoist_constants: bool = False  # constant-derived CPU values and their H2D copies run once at load
-    # prices each copy in the report: the model measured on the H200, or anything with predict(direction, nbytes)
-    cost_model: Any = field(default_factory=default_model, repr=False)
+    # prices each copy in the report: the H200 model for the selected backend's host memory (the pricer every
+    # surface uses, bench.cost_model.copy_pricer), or anything with predict(direction, nbytes)
+    cost_model: Any = field(default_factory=copy_pricer, repr=False)
     # the samples, then the real models (these need the `models` extra: without it, choosing one says how to install)
     factories: dict[str, Callable[[], tuple]] = field(default_factory=lambda: {**models.MODELS, **models.REAL_MODELS})
     _cache: dict[tuple, Any] = field(default_factory=dict, repr=False)  # per model: module, exported program, ops

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from devcopy_lib.names import Direction, Strategy, format_bytes
+from devcopy_lib.names import Direction, Strategy, format_bytes, format_seconds
 
 H2D, D2H = Direction.H2D, Direction.D2H
 TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
@@ -16,7 +16,7 @@ def table_rows(report) -> list[dict]:
         {
             **asdict(row),
             "bytes": format_bytes(row.bytes),
-            "predicted": f"{row.predicted_s * 1e6:.1f} us" if row.predicted_s is not None else "",
+            "predicted": format_seconds(row.predicted_s),
         }
         for row in report.rows
     ]
@@ -31,37 +31,21 @@ def totals_line(report) -> str:
         f"constants {format_bytes(report.constant_bytes)}"
     )
     if report.predicted_copy_s is not None:
-        line += f" · predicted copy time {report.predicted_copy_s * 1e6:.1f} us"
+        line += f" · predicted copy time {format_seconds(report.predicted_copy_s)}"
     return line
 
 
 def cost_model_line(cost_model) -> str:
-    """Where the predicted copy times come from."""
-    source = getattr(cost_model, "source", {}) or {}
-    where = f"{source['device']} ({source.get('method', '?')}, {source.get('clock', '?')} clock)" if source else "given"
-    return f"copy times: predicted by the cost model measured on {where}, pinned host memory"
-
-
-def _by_strategy(report) -> dict[str, tuple[dict, dict, int]]:
-    """strategy -> (copies, copy bytes, peak device bytes relative to the report's own strategy)."""
-    table = {report.strategy: (report.copies, report.copy_bytes, 0)}
-    for other in report.comparison:
-        table[other["strategy"]] = (other["copies"], other["copy_bytes"], -other["extra_device_bytes"])
-    return table
+    """What the predicted copy times assume (backend, host memory kind, clock, machine): the pricer's own words,
+    the same line `devcopy place` and `devcopy run --profile` print."""
+    describe = getattr(cost_model, "describe", None)
+    return describe() if callable(describe) else "copy times: predicted by the given cost model"
 
 
 def dedupe_line(report) -> str:
-    """What dedupe saves against ExecuTorch's strategy (copies, bytes per execution) and the device memory it
-    costs, whichever strategy the report placed with."""
-    table = _by_strategy(report)
-    (ex_copies, ex_bytes, ex_peak), (de_copies, de_bytes, de_peak) = table[Strategy.EXECUTORCH], table[Strategy.DEDUPE]
-    saved = {k: ex_copies[k] - de_copies[k] for k in ex_copies}
-    saved_bytes = {k: ex_bytes[k] - de_bytes[k] for k in ex_bytes}
-    return (
-        f"dedupe vs executorch: saves {saved[H2D]} H2D ({format_bytes(saved_bytes[H2D])}) and "
-        f"{saved[D2H]} D2H ({format_bytes(saved_bytes[D2H])}) per execution; holds "
-        f"{format_bytes(de_peak - ex_peak)} more device memory at peak"
-    )
+    """What dedupe saves against ExecuTorch's strategy per call, and the device memory it holds for it, in the
+    report's one wording (`devcopy place` prints the same), whichever strategy the report placed with."""
+    return report.savings(Strategy.DEDUPE, Strategy.EXECUTORCH) or "dedupe or executorch refused this program"
 
 
 def executorch_line(counts: dict) -> str:

@@ -34,7 +34,7 @@ class RegistrationPanel(w.VBox):
             name: w.Checkbox(description=name, indent=False, layout=w.Layout(width="auto")) for name in LIB_NAMES
         }
         self.load = w.Button(description="Load", button_style="primary", icon="play")
-        self.matrix, self.outcome, self.error_html = w.HTML(), w.HTML(), w.HTML()
+        self.matrix, self.advice, self.outcome, self.error_html = w.HTML(), w.HTML(), w.HTML(), w.HTML()
         for name, box in self.lib_boxes.items():
             box.add_class(f"devcopy-lib-{name}")
         for widget, name in (
@@ -42,6 +42,7 @@ class RegistrationPanel(w.VBox):
             (self.pte_path, "devcopy-pte-path"),
             (self.load, "devcopy-load"),
             (self.outcome, "devcopy-outcome"),
+            (self.advice, "devcopy-advice"),
         ):
             widget.add_class(name)
         self.libs_row = w.HBox()
@@ -51,6 +52,7 @@ class RegistrationPanel(w.VBox):
                 w.HBox([self.model, self.pte_path, self.mode], layout=wrap),
                 w.HBox([w.HTML("<b>linked libs:</b>&nbsp;"), self.libs_row], layout=wrap),
                 self.matrix,
+                self.advice,
                 self.load,
                 self.error_html,
                 self.outcome,
@@ -82,23 +84,34 @@ class RegistrationPanel(w.VBox):
         owner = change["owner"]
         if self._syncing:
             return
+        placement = self.state.placement
+        shown = (placement.model, placement.delegate_ops)  # the matrix on screen is this model's
         if owner is self.mode:
             self.state.switch_mode(self.mode.value)
             self._show_libs()
         elif owner is self.model:
-            self.state.placement.model, self.state.placement.delegate_ops = self.model.value, None
+            placement.model, placement.delegate_ops = self.model.value, None
         elif owner is self.pte_path:
             self.state.pte = self.pte_path.value.strip() or None
         else:
             self.state.libs = tuple(n for n in self.state.libs_of(self.state.mode) if self.lib_boxes[n].value)
         self.outcome.value = ""
         self.refresh()
+        if self.error is not None and owner is self.model:  # refused: dropdown and matrix stay on the shown model
+            placement.model, placement.delegate_ops = shown
+            self._syncing = True
+            try:
+                self.model.value = shown[0]
+            finally:
+                self._syncing = False
 
     @shown_errors
     def refresh(self) -> None:
-        """Redraw the op-by-lib matrix of the program's operators."""
+        """Redraw the op-by-lib matrix of the program's operators and what to tick for the missing ones."""
         self.model.disabled = self.state.pte is not None
         self.matrix.value = html.table(self.state.matrix(), ("op", *LIB_NAMES, "resolved by"))
+        advice = self.state.advice()
+        self.advice.value = html.note(f"To load: {advice}", "devcopy-advice-text") if advice else ""
 
     @shown_errors
     def run(self) -> None:
@@ -107,8 +120,9 @@ class RegistrationPanel(w.VBox):
         self.outcome.value = html.note("loading ...")
         try:
             self.result = self.state.load_and_run()
-        except MissingOperatorError as exc:
-            self.outcome.value = html.error_box(exc)
+        except MissingOperatorError as exc:  # the runtime's own words, then what to tick in this panel
+            advice = self.state.advice()
+            self.outcome.value = html.error_box(exc) + (html.note(f"In this panel: {advice}") if advice else "")
             return
         except Exception:
             self.outcome.value = ""

@@ -91,8 +91,8 @@ class RegistrationState:
 
     def matrix(self) -> list[dict]:
         """One row per operator of the program: for each lib of this mode, ✓ when it registers the op (a lib of
-        the other mode cannot be linked here: `n/a`); `resolved by` names the linked lib Load will use, MISSING
-        when none holds it."""
+        the other mode cannot be linked here: `n/a`); `resolved by` names the linked lib Load will use, or says
+        MISSING and which unticked lib of this mode holds the op (`MISSING: tick native`)."""
         rows = {}
         linked = set(self.linked())
         for row in registration_status(libs=LIB_NAMES, ops=self.operators()):
@@ -101,8 +101,35 @@ class RegistrationState:
             if row.registered and row.lib in linked and row.mode == self.mode:
                 entry["resolved by"] = entry["resolved by"] or row.lib
         for entry in rows.values():
-            entry["resolved by"] = entry["resolved by"] or "MISSING"
+            if not entry["resolved by"]:
+                holders = self._holders(entry)
+                entry["resolved by"] = f"MISSING: tick {' or '.join(holders)}" if holders else "MISSING: no lib"
         return list(rows.values())
+
+    def _holders(self, entry: dict) -> list[str]:
+        """The libs of this mode that register the op of a matrix row (ticking one resolves it)."""
+        return [lib for lib in self.libs_of(self.mode) if entry.get(lib) == "✓"]
+
+    def advice(self) -> str:
+        """What to tick so that Load resolves every operator, from the matrix: only libs this mode links, each with
+        the missing ops it holds; '' when nothing is missing."""
+        missing = [entry for entry in self.matrix() if entry["resolved by"].startswith("MISSING")]
+        by_lib: dict[str, list[str]] = {}
+        orphans = []
+        for entry in missing:
+            holders = self._holders(entry)
+            if holders:
+                by_lib.setdefault(holders[0], []).append(entry["op"])
+            else:
+                orphans.append(entry["op"])
+        lines = [
+            f"tick {lib}: it registers {', '.join(by_lib[lib])}" for lib in self.libs_of(self.mode) if lib in by_lib
+        ]
+        if orphans:
+            lines.append(
+                f"no {self.mode}-mode lib registers {', '.join(orphans)}: delegate the op, or register a kernel"
+            )
+        return "; ".join(lines)
 
     def load_and_run(self) -> RunResult:
         """Load the program in this mode with the linked libs, run it on its example inputs (a .pte's: seeded random

@@ -1,5 +1,6 @@
 """CopyTimingPanel: size range, direction, host memory kind, Run / Stop with progress, a live plot and the size x
-method GB/s matrix. The sweep runs on a worker thread, so the kernel (and every other widget) stays live."""
+method GB/s matrix, and notes on reading them (noise, IQR bars, why small copies are latency-bound). The sweep runs on
+a worker thread, so the kernel (and every other widget) stays live."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from devcopy_lib.bench.sizes import format_bytes
 
 from . import html
 from .guard import shown_errors
-from .timing_state import SweepStopped, TimingState
+from .timing_state import SweepBusy, SweepStopped, TimingState
 
 
 class CopyTimingPanel(w.VBox):
-    """The view over a `TimingState`; the plot redraws after every size, the matrix when the sweep ends or stops.
+    """The view over a `TimingState`; plot and matrix redraw after every size, the notes when the sweep ends.
 
     Run (`start()`) sweeps on a worker thread; `run()` sweeps on the caller's thread (scripts, tests)."""
 
@@ -41,7 +42,7 @@ class CopyTimingPanel(w.VBox):
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="sizes")
-        self.status, self.table, self.error_html = w.HTML(), w.HTML(), w.HTML()
+        self.status, self.table, self.error_html, self.notes = w.HTML(), w.HTML(), w.HTML(), w.HTML()
         self.plot = w.Output()
         self.run_button.add_class("devcopy-run")
         self.stop_button.add_class("devcopy-stop")
@@ -53,6 +54,7 @@ class CopyTimingPanel(w.VBox):
                 w.HBox([self.quick, self.run_button, self.stop_button, self.progress, self.status], layout=wrap),
                 self.error_html,
                 self.plot,
+                self.notes,
                 self.table,
             ]
         )
@@ -113,27 +115,60 @@ class CopyTimingPanel(w.VBox):
             control.disabled = busy
         (self.add_class if busy else self.remove_class)("devcopy-busy")
 
-    @shown_errors
-    def run(self) -> None:
-        """Sweep the chosen sizes; errors appear in the panel beside the last good plot and table; Stop keeps the
-        sizes already measured."""
-        self._stop.clear()
-        self._busy(True)
-        self.status.value = html.note("running ...")
-        stopped = None
-        try:
-            self.state.run(self._progress, self._draw, self._stop)
-        except SweepStopped as exc:
-            stopped = exc
-        finally:
-            self._busy(False)
+    def _show_size(self, result) -> None:
+        """After each size: this run's plot and table so far (never the previous run's rows under a new plot)."""
+        self._draw(result)
         columns, rows = self.state.matrix()
         self.table.value = html.table(rows, columns)
-        sizes = sorted({m.nbytes for m in self.state.result.measurements}) or self.state.size_list()
-        # "done" / "stopped" last: whoever waits for it (a person, the browser test) sees the table
+
+    @shown_errors
+    def run(self) -> None:
+        """Sweep the chosen sizes; status, error box, plot and table then belong to this run. A run refused before it
+        starts (bad sizes or choices) says so in the status and leaves the last run's plot and table, named as such;
+        a sweep already running is left alone (SweepBusy); Stop keeps the sizes already measured."""
+        if self.state.running:
+            raise SweepBusy()
+        try:
+            self.state.check()  # refused here, nothing of the last run is touched
+        except ValueError:
+            self.status.value = html.note(f"not run: see the error below{self._last_run()}")
+            raise
+        self._stop.clear()
+        self._busy(True)
+        self.error_html.value = self.table.value = self.notes.value = ""  # the last run's, not this one's
+        self.plot.outputs = ()
+        self.status.value = html.note("running ...")
+        how = "done"
+        try:
+            self.state.run(self._progress, self._show_size, self._stop)
+        except SweepStopped:
+            how = "stopped"
+        except Exception:
+            self.status.value = html.note("failed: see the error below")
+            raise
+        finally:
+            self._busy(False)
+        self._finish(how)
+
+    def _last_run(self) -> str:
+        """'; plot and table are of the last run (4 B..64 B)' when one is shown, else ''."""
+        result = self.state.result
+        sizes = sorted({m.nbytes for m in result.measurements}) if result else []
+        return (
+            f"; plot and table are of the last run ({format_bytes(sizes[0])}..{format_bytes(sizes[-1])})"
+            if sizes
+            else ""
+        )
+
+    def _finish(self, how: str) -> None:
+        """The run's table, its reading notes, then its status ("done" / "stopped" last: whoever waits for it - a
+        person, the browser test - sees the table)."""
+        result = self.state.result
+        columns, rows = self.state.matrix()
+        self.table.value = html.table(rows, columns)
+        self.notes.value = "".join(html.note(text, "devcopy-timing-note") for text in self.state.notes())
+        sizes = sorted({m.nbytes for m in result.measurements}) or self.state.size_list()
         self.status.value = html.note(
-            f"{'stopped' if stopped else 'done'}: "
-            f"{len(self.state.result.measurements)} measurements on "
-            f"{self.state.result.backend}, GB/s by size, "
+            f"{how}: {len(result.measurements)} measurements on {result.backend}, GB/s by size, "
             f"{format_bytes(min(sizes))}..{format_bytes(max(sizes))}"
         )

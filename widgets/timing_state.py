@@ -1,6 +1,7 @@
 """State of the copy timing panel: sizes, direction, host memory kind; runs the library's sweep loop, reporting each
 finished size so the view can redraw between sizes, and stopping between cases when asked. One bench (one allocator)
-per backend, reused by every run until `close()`. No display calls."""
+per backend, reused by every run until `close()`; one sweep at a time (a second `run()` while one runs is refused with
+`SweepBusy`: the two would share the bench's buffers). No display calls."""
 
 from __future__ import annotations
 
@@ -12,14 +13,36 @@ from typing import Any
 
 from devcopy_lib import select_backend
 from devcopy_lib.bench.harness import Policy, SweepResult
-from devcopy_lib.bench.plots import ceilings, gbps_matrix, is_baseline
+from devcopy_lib.bench.plots import ceilings, gbps_matrix, is_baseline, reading_notes
 from devcopy_lib.bench.sizes import format_bytes, parse_sizes
 from devcopy_lib.bench.sweep import DIRECTIONS, MEMORIES, SweepStopped, make_bench, new_result, run_plan
+from devcopy_lib.names import ErrorKind
 
-__all__ = ["DIRECTION_CHOICES", "MEMORY_CHOICES", "SweepStopped", "TimingState", "ceilings", "is_baseline"]
+__all__ = [
+    "DIRECTION_CHOICES",
+    "MEMORY_CHOICES",
+    "SweepBusy",
+    "SweepStopped",
+    "TimingState",
+    "ceilings",
+    "is_baseline",
+    "reading_notes",
+]
 
 DIRECTION_CHOICES = (*DIRECTIONS, "all")
 MEMORY_CHOICES = (*MEMORIES, "all")
+
+
+class SweepBusy(RuntimeError):
+    """A sweep was asked for while another one runs on the same state (they would share the bench's buffers)."""
+
+    kind = ErrorKind.USAGE
+
+    def __init__(self) -> None:
+        super().__init__(
+            "A sweep is already running on this timing panel; one runs at a time, since both would time the same "
+            "buffers. Wait for it to finish, or stop it (Stop, or set the stop event it was given), then run again."
+        )
 
 
 @dataclass
@@ -33,9 +56,20 @@ class TimingState:
     quick: bool = True
     result: SweepResult | None = field(default=None, repr=False)
     _benches: dict[str, Any] = field(default_factory=dict, repr=False)
+    _sweeping: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def running(self) -> bool:
+        """True while a `run()` sweeps."""
+        return self._sweeping.locked()
 
     def size_list(self) -> list[int]:
         return parse_sizes(self.sizes)
+
+    def check(self) -> None:
+        """Refuse bad sizes or choices before anything runs: a ValueError naming the value and the valid forms."""
+        self.size_list()
+        self.choices()
 
     def bench(self):
         """The selected backend's bench: made once per backend (one allocator), reused by every run."""
@@ -73,7 +107,20 @@ class TimingState:
         """Sweep every size in order through the library's sweep loop (`bench.sweep.run_plan`, bench kept open);
         `progress(done, total, label)` counts sizes and `on_size(result)` sees the result after each size; `stop`
         set: raises `SweepStopped` after the case being timed, the finished measurements kept in `result`. Nothing
-        the backend can run among the choices: a ValueError saying why."""
+        the backend can run among the choices: a ValueError saying why; a sweep already running: `SweepBusy`."""
+        if not self._sweeping.acquire(blocking=False):
+            raise SweepBusy()
+        try:
+            return self._sweep(progress, on_size, stop)
+        finally:
+            self._sweeping.release()
+
+    def _sweep(
+        self,
+        progress: Callable[[int, int, str], None] | None,
+        on_size: Callable[[SweepResult], None] | None,
+        stop: threading.Event | None,
+    ) -> SweepResult:
         sizes, (directions, memories) = self.size_list(), self.choices()
         bench, policy = self.bench(), Policy.quick() if self.quick else Policy()
         per_size = [bench.cases(nbytes, directions, memories) for nbytes in sizes]
@@ -110,3 +157,7 @@ class TimingState:
     def matrix(self) -> tuple[list[str], list[dict]]:
         """(columns, rows) of the size x method GB/s table of the last result."""
         return gbps_matrix(self.result) if self.result else (["size"], [])
+
+    def notes(self) -> list[str]:
+        """How to read the last result (noise, IQR, why small copies are latency-bound): `bench.plots.reading_notes`."""
+        return reading_notes(self.result) if self.result else []

@@ -1,18 +1,21 @@
 """A measured cost model for host<->device copies: seconds = latency + bytes / bandwidth, one line per (direction,
 host-memory kind), fitted by least squares on relative error to a sweep's medians; saved and loaded as JSON.
 
-The placement report calls `predict(direction, nbytes, memory)`; the default model is fitted from the H200 runs
-committed in docs/data/: the pageable lines from the copy sweep (copy_bandwidth.json, the copy engine, wall clock),
-the pinned lines from a loaded method's own planned copies as `Method.profile` measured them (call_overhead_cupy.json,
-CUDA events), since a method's copies are what the report prices and they cost a fixed ~30-40 µs more per copy than
-the bare engine.
+Every surface prices a copy through one function, `CopyPricer.price` (`copy_pricer(backend)`, or `price_copy` for
+one copy): the placement report, the explorer, `Method.profile` / `devcopy run --profile`, `devcopy place` and the
+docs. A price says its basis: the backend the copy would run on, the host memory kind that backend's planned buffers
+have (pinned where its allocator pins host memory, else pageable), the clock and the machine the line was measured
+on. The default model is fitted from the H200 runs committed in docs/data/: the pageable lines from the copy sweep
+(copy_bandwidth.json, the copy engine, wall clock), the pinned lines from a loaded method's own planned copies as
+`Method.profile` measured them (call_overhead_cupy.json, CUDA events), since a method's copies are what the report
+prices and they cost a fixed ~30-40 µs more per copy than the bare engine.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -20,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..names import BACKENDS, format_seconds
 from .harness import SweepResult
 from .measurement import ONE_WAY
 
@@ -122,6 +126,12 @@ class CostModel:
                 lines[(direction, "pinned")] = fit_points(points)
         return CostModel(lines, {**self.source, "pinned_lines_from": source})
 
+    def line_clock(self, memory: str) -> str:
+        """The clock the (direction, `memory`) lines were measured on: a refitted pinned line keeps the clock of the
+        profiled method copies it came from, every other line the sweep's."""
+        refit = self.source.get("pinned_lines_from") if memory == PINNED else None
+        return str((refit or self.source).get("clock", "?"))
+
     def predict(self, direction: str, nbytes: int, memory: str = "pinned") -> float:
         """Seconds to copy `nbytes` in `direction` ("h2d" or "d2h") from/to `memory` ("pinned" or "pageable")."""
         try:
@@ -187,3 +197,129 @@ def default_model() -> CostModel:
 def predict(direction: str, nbytes: int, memory: str = "pinned") -> float:
     """Seconds for one copy by the default (H200) model; what the placement report prices copies with."""
     return default_model().predict(direction, nbytes, memory)
+
+
+PINNED, PAGEABLE = "pinned", "pageable"
+
+
+def host_memory(backend: str | None = None) -> str:
+    """The host memory kind a loaded method's copies use on `backend` (None: the selected one): its planned host
+    buffers are pinned where the backend's allocator pins host memory, else pageable (runtime/memory.py)."""
+    from ..devices.backend import backend_capabilities
+
+    return PINNED if backend_capabilities(backend).pinned_host else PAGEABLE
+
+
+@dataclass(frozen=True)
+class CopyPrice:
+    """One copy priced by the cost model, with its basis; `seconds` is None where the model has no line (d2d)."""
+
+    direction: str
+    nbytes: int
+    seconds: float | None
+    backend: str
+    memory: str
+    clock: str
+    measured_on: str
+
+    @property
+    def text(self) -> str:
+        """'10.9 us' ('' when not priced)."""
+        return format_seconds(self.seconds)
+
+    @property
+    def label(self) -> str:
+        """The price with its basis, as `price_text` words it."""
+        basis = {"backend": self.backend, "memory": self.memory, "clock": self.clock, "measured_on": self.measured_on}
+        return price_text(self.seconds, basis)
+
+
+def price_text(seconds: float | None, basis: Mapping[str, str] | None) -> str:
+    """A predicted copy time after what it assumes: 'NVIDIA H200 (cupy) model, simulated backend, pageable host
+    memory, wall clock: 10.9 us' (the time last, where the explorer's inspector reads it); just the time without a
+    basis, '' when nothing priced it."""
+    if seconds is None or not basis:
+        return format_seconds(seconds)
+    return (
+        f"{basis['measured_on']} model, {basis['backend']} backend, {basis['memory']} host memory, "
+        f"{basis['clock']} clock: {format_seconds(seconds)}"
+    )
+
+
+@dataclass(frozen=True)
+class CopyPricer:
+    """The cost model bound to the backend a copy would run on (so to that backend's host memory kind): what every
+    surface prices copies with. `predict` is the protocol the placement report and `Method.profile` call."""
+
+    model: CostModel
+    backend: str
+    memory: str
+
+    @property
+    def source(self) -> dict[str, Any]:
+        """Where the model's lines were measured (the model's own `source`)."""
+        return self.model.source
+
+    def price(self, direction: str, nbytes: int, memory: str | None = None) -> CopyPrice:
+        """The one pricing of a copy: `nbytes` in `direction` from/to `memory` host memory (default: the
+        backend's); None seconds where the model has no line for it."""
+        memory = memory or self.memory
+        has_line = (direction, memory) in self.model.lines
+        seconds = self.model.predict(direction, nbytes, memory) if has_line else None
+        return CopyPrice(direction, nbytes, seconds, self.backend, memory, self.model.line_clock(memory), self.where)
+
+    def predict(self, direction: str, nbytes: int, memory: str | None = None) -> float:
+        """`price(...).seconds`, raising ValueError where the model has no line (the report's protocol)."""
+        seconds = self.price(direction, nbytes, memory).seconds
+        if seconds is None:
+            raise ValueError(f"No cost line for direction={direction!r}, memory={memory or self.memory!r}")
+        return seconds
+
+    @property
+    def where(self) -> str:
+        """The machine the model was measured on: 'NVIDIA H200 (cupy)'."""
+        device, backend = self.source.get("device"), self.source.get("backend")
+        return f"{device} ({backend})" if device and backend else str(device or backend or "given lines")
+
+    def basis(self) -> dict[str, str]:
+        """What the prices assume, for JSON and for `describe`: backend, host memory kind, clock, machine."""
+        return {
+            "backend": self.backend,
+            "memory": self.memory,
+            "clock": self.model.line_clock(self.memory),
+            "measured_on": self.where,
+        }
+
+    def describe(self) -> str:
+        """The basis in one line, `basis_text`'s words."""
+        return basis_text(self.basis())
+
+
+def basis_text(basis: Mapping[str, str]) -> str:
+    """What copy prices assume, in one line, the same on every surface (CLI, explorer, profile)."""
+    return (
+        f"copy times predicted for the {basis['backend']} backend: {basis['memory']} host memory, "
+        f"{basis['clock']} clock, cost model measured on {basis['measured_on']}"
+    )
+
+
+def copy_pricer(backend: str | None = None, memory: str | None = None, model: CostModel | None = None) -> CopyPricer:
+    """The pricer every surface uses: `model` (default: the H200 model) for `backend` (None: the selected one), its
+    host memory kind unless `memory` says otherwise."""
+    from ..devices.backend import select_backend
+
+    name = str(backend) if backend in BACKENDS else str(select_backend(backend))  # a named one, even where absent
+    if memory not in (None, PINNED, PAGEABLE):
+        raise ValueError(f"Unknown host memory kind {memory!r}. Valid: {PINNED}, {PAGEABLE} (or None: the backend's)")
+    return CopyPricer(model or default_model(), name, memory or host_memory(name))
+
+
+def price_copy(
+    direction: str,
+    nbytes: int,
+    backend: str | None = None,
+    memory: str | None = None,
+    model: CostModel | None = None,
+) -> CopyPrice:
+    """One copy's price and basis: `copy_pricer(backend, memory, model).price(direction, nbytes)`."""
+    return copy_pricer(backend, memory, model).price(direction, nbytes)

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..names import format_seconds
 from .harness import SweepResult
-from .measurement import BOTH, ONE_WAY, Measurement
+from .measurement import BOTH, ONE_WAY, SPREAD_WARNING, Measurement
 from .sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -126,7 +127,11 @@ def plot_bandwidth(
         ax.grid(True, which="major", alpha=0.3)
     for ax in axes[::3]:
         ax.set_ylabel(f"GB/s ({clock} clock; bars: IQR)")
-    fig.suptitle(f"copy bandwidth on {result.backend}: {result.device}", fontsize=9)
+    fig.suptitle(
+        f"copy bandwidth on {result.backend}: {result.device}\nmedians; bars: IQR of the samples "
+        "(timings on a shared machine are noisy)",
+        fontsize=9,
+    )
     if handles:
         fig.legend(
             list(handles.values()),
@@ -184,3 +189,51 @@ def gbps_matrix(result: SweepResult, clock: str | None = None) -> tuple[list[str
     for m in chosen:
         by_size.setdefault(m.nbytes, {"size": format_bytes(m.nbytes)})[series(m)] = f"{m.gbps:.2f}"
     return ["size", *columns], [by_size[n] for n in sorted(by_size)]
+
+
+NOISE_NOTE = (
+    "Timings on a shared machine are noisy: each point is the median of its samples and its bar spans their "
+    "interquartile range (IQR); a long bar or a jagged line is other work on the machine, not the copy. Rerun, or "
+    "untick quick for more samples."
+)
+
+
+def reading_notes(result: SweepResult) -> list[str]:
+    """What a reader of a sweep should know, in words the panel and the notebooks show: timings are noisy (and which
+    measurements spread past SPREAD_WARNING), and why devcopy's smallest copies are below the baseline's GB/s."""
+    spread = [m for m in result.measurements if m.warnings]
+    notes = [NOISE_NOTE]
+    if spread:
+        notes.append(
+            f"{len(spread)} of {len(result.measurements)} measurements spread by more than {SPREAD_WARNING:.0%} "
+            f"of their median (IQR), e.g. {spread[0].warnings[0]}"
+        )
+    latency = _latency_note(result)
+    return notes + ([latency] if latency else [])
+
+
+def _latency_note(result: SweepResult) -> str:
+    """At the smallest size, devcopy's fastest path against the fastest baseline on the same (direction, memory,
+    clock): why its GB/s is lower there ('' when it is not)."""
+    if not result.measurements:
+        return ""
+    smallest = min(m.nbytes for m in result.measurements)
+    small = [m for m in result.measurements if m.nbytes == smallest]
+    ours = min((m for m in small if not is_baseline(m.method)), key=lambda m: m.median, default=None)
+    if ours is None:
+        return ""
+    same = (ours.direction, ours.memory, ours.clock)
+    base = min(
+        (m for m in small if is_baseline(m.method) and (m.direction, m.memory, m.clock) == same),
+        key=lambda m: m.median,
+        default=None,
+    )
+    if base is None or ours.median <= base.median:
+        return ""
+    return (
+        f"Small copies are latency-bound: at {format_bytes(smallest)} one copy through {ours.method} takes "
+        f"{format_seconds(ours.median)} against {format_seconds(base.median)} for {base.method}, so its GB/s is "
+        f"lower ({ours.gbps:.2f} against {base.gbps:.2f}). A fixed cost per call (devcopy's checks of the device "
+        "index, bounds and host buffer, in Python) outweighs moving so few bytes; from about 1 MiB the bytes "
+        "dominate and the lines meet."
+    )

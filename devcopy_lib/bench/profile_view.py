@@ -6,18 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .sizes import format_size
+from ..names import format_bytes, format_seconds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 KIND_COLORS = {"copy": "tab:blue", "delegate": "tab:orange", "kernel": "tab:green"}
-COLUMNS = ("#", "kind", "op", "bytes", "measured µs", "share", "predicted µs", "pred/meas")
+COLUMNS = ("#", "kind", "op", "bytes", "measured", "share", "predicted", "pred/meas")
 
 
 def profile_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
-    """One display row per instruction (strings, keyed by COLUMNS): time, share of the call, and for copies the
-    prediction and its ratio to the wall-clock time (the cost model is a wall-clock fit); a last row sums the call."""
+    """One display row per instruction (strings, keyed by COLUMNS): the measured time, its share of the call, and
+    for copies the price (`predicted_s`, from bench.cost_model's pricer) and its ratio to the wall-clock time; a
+    last row sums the call. Times in us / ms (names.format_seconds)."""
     total = sum(row["measured_s"] for row in rows) or 1.0
     table = []
     for row in rows:
@@ -27,14 +28,14 @@ def profile_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
                 "#": str(row["index"]),
                 "kind": row["kind"],
                 "op": row["op"],
-                "bytes": format_size(row["bytes"]) if row.get("bytes") is not None else "",
-                "measured µs": f"{row['measured_s'] * 1e6:.1f}",
+                "bytes": format_bytes(row["bytes"]) if row.get("bytes") is not None else "",
+                "measured": format_seconds(row["measured_s"]),
                 "share": f"{row['measured_s'] / total:.0%}",
-                "predicted µs": f"{predicted * 1e6:.1f}" if predicted is not None else "",
+                "predicted": format_seconds(predicted),
                 "pred/meas": f"{predicted / wall:.2f}" if predicted is not None and wall else "",  # a wall-clock model
             }
         )
-    table.append({**dict.fromkeys(COLUMNS, ""), "#": "total", "measured µs": f"{total * 1e6:.1f}", "share": "100%"})
+    table.append({**dict.fromkeys(COLUMNS, ""), "#": "total", "measured": format_seconds(total), "share": "100%"})
     return table
 
 

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..bench.harness import Policy, SweepResult, TextProgress
-from ..bench.sizes import format_size, parse_sizes
+from ..bench.sizes import parse_sizes
 from ..bench.sweep import DIRECTIONS, MEMORIES, Bench, SweepInterrupted, plan, run_plan
+from ..names import format_bytes, format_seconds
 from .common import (
     EXIT_INTERRUPTED,
     Outcome,
@@ -39,7 +40,7 @@ def _sizes(text: str | None) -> list[int] | None:
         raise UsageError(f"--sizes: {exc}") from None
     if sizes[-1] > MAX_SIZE:
         raise UsageError(
-            f"--sizes {text!r}: {sizes[-1]} bytes is more than {format_size(MAX_SIZE)}; give sizes up "
+            f"--sizes {text!r}: {format_bytes(sizes[-1])} is more than {format_bytes(MAX_SIZE)}; give sizes up "
             "to 1G or so (e.g. 4K..1G)"
         )
     return sizes
@@ -127,6 +128,12 @@ def run(args: argparse.Namespace) -> Outcome:
         "backend": result.backend,
         "device": result.device,
         "rows": result.rows(),
+        # the files written (absolute paths; a plot is not drawn for an interrupted sweep)
+        "written": {
+            kind: os.path.abspath(path)
+            for kind, path in (("csv", args.csv), ("plot", None if interrupted else args.plot))
+            if path
+        },
     }
     if interrupted:
         payload["error"] = error_payload(interrupted)
@@ -160,13 +167,14 @@ def _write_outputs(args: argparse.Namespace, result: SweepResult, interrupted: b
 def _render(payload: dict[str, Any]) -> str:
     lines = [
         f"backend: {payload['backend']}  device: {payload['device']}",
-        f"{'method':<20} {'dir':<5} {'memory':<9} {'bytes':>6} {'clock':<6} {'median':>11} {'GB/s':>8}",
+        f"{'method':<20} {'dir':<5} {'memory':<9} {'bytes':>9} {'clock':<6} {'median':>10} {'GB/s':>8}",
     ]
     for r in payload["rows"]:
         lines.append(
-            f"{r['method']:<20} {r['direction']:<5} {r['memory']:<9} {format_size(r['bytes']):>6} "
-            f"{r['clock']:<6} {r['median_s'] * 1e6:>9.1f}us {r['gbps']:>8.2f}"
+            f"{r['method']:<20} {r['direction']:<5} {r['memory']:<9} {format_bytes(r['bytes']):>9} "
+            f"{r['clock']:<6} {format_seconds(r['median_s']):>10} {r['gbps']:>8.2f}"
         )
+    lines += [f"{kind} written to {path}" for kind, path in payload.get("written", {}).items()]
     return "\n".join(lines)
 
 

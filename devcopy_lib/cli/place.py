@@ -7,9 +7,9 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy
+from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy, format_bytes, format_seconds
 from . import model_spec, pte
-from .common import Outcome, Parser, UsageError, add_json, split_list
+from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_name, split_list
 
 if TYPE_CHECKING:
     import torch
@@ -19,6 +19,19 @@ if TYPE_CHECKING:
 
 EXECUTORCH_FIELD = "executorch"  # names: the JSON field of ExecuTorch's own counts (--compare-executorch)
 SAVED_PTE_FIELD = "saved_pte"  # the JSON field of the .pte --save-pte wrote
+# The names MODEL takes, for --help without importing torch (tests/cli/test_place.py keeps them equal to
+# models.MODELS and models.REAL_MODELS).
+SAMPLE_MODELS = (
+    "add",
+    "mlp",
+    "residual",
+    "shared_input",
+    "back_to_back",
+    "cpu_between",
+    "output_and_cpu_user",
+    "transformer_block",
+)
+REAL_MODELS = ("resnet18", "mobilenet_v3_small", "gpt2_2l", "gpt2_12l", "bert_small", "llama_tiny")
 
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +39,9 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model",
         metavar="MODEL",
-        help="a sample name (add, mlp, ...), path/to/file.py:factory (this executes the file: "
-        "factory() returns (module, example_inputs)) or an ExecuTorch program path/to/file.pte",
+        help=f"a sample ({', '.join(SAMPLE_MODELS)}), a real model (the models extra: {', '.join(REAL_MODELS)}; "
+        "docs/real_models.md), path/to/file.py:factory (this executes the file: factory() returns "
+        "(module, example_inputs)) or an ExecuTorch program path/to/file.pte",
     )
     parser.add_argument(
         "--delegate",
@@ -161,8 +175,12 @@ def _check_delegate_targets(per_key: dict[str, str], lowered: LoweredProgram) ->
         )
 
 
-def lower_and_place(args: argparse.Namespace) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], PlacedProgram]:
-    """`(module, example_inputs, placed)` for the parsed placement options."""
+def lower_and_place(
+    args: argparse.Namespace, backend: str | None = None
+) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], PlacedProgram]:
+    """`(module, example_inputs, placed)` for the parsed placement options, copies priced for `backend` (the
+    selected one when None) by the one pricer (bench.cost_model.copy_pricer)."""
+    from ..bench.cost_model import copy_pricer
     from ..passes.lower import export_program, lower
     from ..passes.placement import place_devices
 
@@ -176,7 +194,7 @@ def lower_and_place(args: argparse.Namespace) -> tuple[torch.nn.Module, tuple[to
     except ValueError as exc:  # a delegate mapped to two devices by --target OP=...
         raise UsageError(str(exc)) from None
     _check_delegate_targets(parse_targets(args.target)[1], lowered)
-    return module, inputs, place_devices(lowered, **placement_kwargs(args))
+    return module, inputs, place_devices(lowered, **placement_kwargs(args), cost_model=copy_pricer(backend))
 
 
 def _executorch(
@@ -217,7 +235,7 @@ def _executorch(
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     pte.check_save(args)
-    module, inputs, placed = lower_and_place(args)
+    module, inputs, placed = lower_and_place(args, backend_name(args))
     default, per_key = parse_targets(args.target)
     devices = {name: str(d.target_device or "cpu") for name, d in placed.delegates.items()}
     assert placed.report is not None  # place_devices always reports
@@ -227,6 +245,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         "target": default,
         "targets": per_key,
         "delegate_devices": devices,
+        # the delegated ops this model has (delegate_ops: every op that may be delegated)
+        "model_delegate_ops": list(dict.fromkeys(op for d in placed.delegates.values() for op in d.ops)),
         **placed.report.to_dict(),
     }
     if args.compare_executorch:
@@ -236,43 +256,53 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _copies_line(result: dict[str, Any]) -> str:
+    """Copies per call with their bytes and predicted time, constants, device peak; units throughout."""
+    copies, nbytes = result["copies"], result["copy_bytes"]
+    parts = [f"{copies[d]} {d.upper()} ({format_bytes(nbytes[d])})" for d in (Direction.H2D, Direction.D2H)]
+    if Direction.D2D in copies:
+        parts.append(f"{copies[Direction.D2D]} D2D ({format_bytes(nbytes[Direction.D2D])} device to device)")
+    predicted = result["predicted_copy_s"]
+    return (
+        f"copies: {', '.join(parts)} per call"
+        + (f", predicted {format_seconds(predicted)}" if predicted else "")
+        + f"; constants {format_bytes(result['constant_bytes'])} loaded once; device peak "
+        f"{format_bytes(result['device_peak_bytes'])}"
+    )
+
+
 def _render(result: dict[str, Any]) -> str:
-    where = ", ".join(f"{name} on {device}" for name, device in result["delegate_devices"].items())
+    devices = result["delegate_devices"]
+    if len(devices) <= 3:
+        where = ", ".join(f"{name} on {device}" for name, device in devices.items())
+    else:  # a real model's dozens of delegates: how many on each device
+        where = ", ".join(f"{list(devices.values()).count(d)} on {d}" for d in dict.fromkeys(devices.values()))
+    own = result["model_delegate_ops"]
     lines = [
-        f"{result['model']}: {result['delegates']} delegate(s) ({where or 'none'}), strategy "
-        f"{result['strategy']}; delegate ops: {', '.join(result['delegate_ops'])}"
+        f"{result['model']}: {result['delegates']} delegate(s) ({where or 'none'}), strategy {result['strategy']}; "
+        f"delegated ops of this model: {', '.join(own) or 'none'} ({len(own)} of the {len(result['delegate_ops'])} "
+        "that may be delegated)"
     ]
     width = max(len(n["name"]) for n in result["nodes"])
     for node in result["nodes"]:
         lines.append(
-            f"  {node['name']:<{width}}  {node['kind']:<8} {node['device']:<7} {node['bytes']:>8} B  {node['reason']}"
+            f"  {node['name']:<{width}}  {node['kind']:<8} {node['device']:<7} {format_bytes(node['bytes']):>10} "
+            f"{format_seconds(node['predicted_s']):>9}  {node['reason']}"
         )
-    copies, nbytes = result["copies"], result["copy_bytes"]
-    d2d = Direction.D2D
-    direct = f", {copies[d2d]} D2D ({nbytes[d2d]} B device to device)" if d2d in copies else ""
-    lines.append(
-        f"copies: {copies[Direction.H2D]} H2D ({nbytes[Direction.H2D]} B), {copies[Direction.D2H]} D2H "
-        f"({nbytes[Direction.D2H]} B) per "
-        f"run{direct}; constants {result['constant_bytes']} B loaded once; device peak "
-        f"{result['device_peak_bytes']} B"
-    )
+    lines.append(_copies_line(result))
+    if result["pricing"]:
+        from ..bench.cost_model import basis_text
+
+        lines.append(basis_text(result["pricing"]))
     for pair in result["cross_device"]:
         saves = pair["direct_saves"]
         lines.append(
-            f"{pair['value']} {pair['src']} -> {pair['dst']} ({pair['bytes']} B): {pair['chosen']}"
+            f"{pair['value']} {pair['src']} -> {pair['dst']} ({format_bytes(pair['bytes'])}): {pair['chosen']}"
             f"{'' if pair['peer_access'] else ' (no peer access)'}; a direct copy saves {saves['copies']} "
-            f"copies, {saves['host_bytes']} B over PCIe"
+            f"copies, {format_bytes(saves['host_bytes'])} over PCIe"
         )
     for other in result["comparison"]:
-        if "error" in other:
-            lines.append(f"vs {other['strategy']}: refused ({other['error']})")
-            continue
-        saved = other["copies_saved"]
-        lines.append(
-            f"vs {other['strategy']}: {saved[Direction.H2D]} H2D / {saved[Direction.D2H]} D2H saved, "
-            f"{other['bytes_saved'][Direction.H2D] + other['bytes_saved'][Direction.D2H]} B over PCIe saved, "
-            f"{other['extra_device_bytes']} B more device peak"
-        )
+        lines.append(other["savings"] if "error" not in other else f"{other['strategy']}: refused ({other['error']})")
     lines.extend(f"suggestion: {text}" for text in result["suggestions"])
     if EXECUTORCH_FIELD in result:
         et = result[EXECUTORCH_FIELD]
@@ -310,5 +340,6 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
         default=None,
         help="also write the .pte ExecuTorch's own pipeline makes with devcopy's backend (the `reference` extra)",
     )
+    add_backend(parser)  # the backend whose host memory kind copies are priced for
     add_json(parser)
     parser.set_defaults(handler=run)

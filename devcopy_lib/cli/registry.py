@@ -15,15 +15,22 @@ DEFAULT_OPS = ",".join((COPY_OP[Direction.H2D].name, COPY_OP[Direction.D2H].name
 
 def collect(mode: str, libs: Sequence[str], ops: list[str]) -> dict[str, Any]:
     from ..runtime.libs import registration_status
+    from ..runtime.resolve import libs_holding
 
     linked = linked_libs(libs, LIB_NAMES, mode, "--libs")
     rows = registration_status(linked, ops)
+    unregistered = [
+        op for op in dict.fromkeys(row.op for row in rows) if not any(r.registered for r in rows if r.op == op)
+    ]
+    holders = libs_holding(unregistered, mode, [lib.name for lib in linked])
     return {
         "ok": True,
         "mode": mode,
         "libs": [{"name": lib.name, "mode": lib.mode, "source": lib.source, "ops": len(lib.ops)} for lib in linked],
         "ops": ops,
         "rows": [row.as_dict() for row in rows],
+        # each op no linked lib registers, with the libs of this mode that would (none: a kernel must be registered)
+        "fixes": [{"op": op, "libs": [lib for lib, held in holders.items() if op in held]} for op in unregistered],
     }
 
 
@@ -40,6 +47,12 @@ def _render(result: dict[str, Any]) -> str:
         lines.append(f"  {row['op']:40} {row['lib']:26} {state}")
     if not result["rows"]:
         lines.append(f"  no op matches {', '.join(result['ops'])}")
+    for fix in result["fixes"]:
+        lines.append(
+            f"fix: {fix['op']}: add {' or '.join(fix['libs'])} to --libs"
+            if fix["libs"]
+            else f"fix: {fix['op']}: no {result['mode']}-mode lib registers it; register a kernel for it"
+        )
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from ..names import (
     Mode,
     Strategy,
     device_string,
+    format_bytes,
 )
 from . import model_spec, pte
 from .common import (
@@ -99,7 +100,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     backend = backend_name(args)
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
         return pte.run(args, libs, backend, _profile)
-    module, inputs, placed = lower_and_place(args)
+    module, inputs, placed = lower_and_place(args, backend)
     with (
         make_allocator(backend) as allocator,
         scoped_allocators(allocator),
@@ -112,7 +113,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
             "arena_bytes": method.arena_sizes,
         }
         if args.profile:
-            result.update(_profile(method, inputs, args.profile))
+            result.update(_profile(method, inputs, args.profile, allocator.backend))
     with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
         expected = pytree.tree_leaves(module(*inputs))
     ok, max_abs_err = compare_outputs(outputs, expected)
@@ -127,23 +128,28 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _profile(method: Method, inputs: tuple[torch.Tensor, ...], repeat: int) -> dict[str, Any]:
-    """Per-instruction times of `repeat` profiled calls, copies priced by the default cost model."""
-    from ..bench.cost_model import default_model
+def _profile(method: Method, inputs: tuple[torch.Tensor, ...], repeat: int, backend: str) -> dict[str, Any]:
+    """Per-instruction times of `repeat` profiled calls, each copy's measured time beside its price by the one
+    pricer (bench.cost_model.copy_pricer) for the backend that ran it and the copy's own host memory kind."""
+    from ..bench.cost_model import copy_pricer
 
-    model = default_model()
-    return {"profile": method.profile(*inputs, repeat=repeat, cost_model=model), "cost_model": model.source}
+    pricer = copy_pricer(backend)
+    return {
+        "profile": method.profile(*inputs, repeat=repeat, cost_model=pricer),
+        "cost_model": pricer.source,
+        "pricing": pricer.basis(),
+    }
 
 
 def _render(result: dict[str, Any]) -> str:
     copies, arenas = result["copies_executed"], result["arena_bytes"]
     profile = []
     if "profile" in result:
+        from ..bench.cost_model import basis_text
         from ..bench.profile_view import markdown_table
 
         profile = [
-            f"  profile (median of the profiled calls; copies priced by the {result['cost_model'].get('device', '')}"
-            " cost model):",
+            f"  profile (median of the profiled calls; {basis_text(result['pricing'])}):",
             markdown_table(result["profile"]),
         ]
     return "\n".join(
@@ -155,7 +161,7 @@ def _render(result: dict[str, Any]) -> str:
             else "  max |devcopy - eager|: not a number (NaN where eager has none)",
             f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
             f"by the caller: {result['caller_copies']}",
-            "  arenas: " + ", ".join(f"{device} {nbytes} B" for device, nbytes in arenas.items()),
+            "  arenas: " + ", ".join(f"{device} {format_bytes(nbytes)}" for device, nbytes in arenas.items()),
             *([f"  {result[pte.RUNTIME_FIELD]['summary']}"] if pte.RUNTIME_FIELD in result else []),  # a .pte's
             *profile,
         ]

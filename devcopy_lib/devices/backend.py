@@ -6,6 +6,7 @@ import os
 
 from ..names import AUTO_BACKEND, BACKENDS, Backend
 from .allocator import DeviceAllocator
+from .capabilities import Capabilities
 from .device import DeviceType
 from .registry import get_device_allocator, register_device_allocator
 
@@ -52,6 +53,20 @@ def make_allocator(backend: str | None = None) -> DeviceAllocator:
     from .simulated import SimulatedCudaAllocator
 
     return SimulatedCudaAllocator()
+
+
+def backend_capabilities(backend: str | None = None) -> Capabilities:
+    """What the selected backend's allocator can do (pinned host memory, a device clock, ...), without making one:
+    for code that describes a backend before any allocator exists (the cost model picks the host memory kind). A
+    backend named outright is described even where it cannot run (pricing for the H200 from a laptop)."""
+    name = Backend(backend) if backend in BACKENDS else select_backend(backend)
+    if name == Backend.CUPY:
+        from .cupy_cuda import CupyCudaAllocator
+
+        return CupyCudaAllocator.capabilities
+    from .simulated import SimulatedCudaAllocator
+
+    return SimulatedCudaAllocator.capabilities
 
 
 def ensure_cuda_allocator(backend: str | None = None) -> DeviceAllocator:

@@ -28,6 +28,7 @@ _IMPORT_SCHEMAS = {
     "nms": "nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
     "qnms": "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
 }
+_unwarned_fallback: list[str] = []  # why torchvision's compiled ops failed, until a model that needs them is told
 _schema_library: list[torch.library.Library] = []  # kept alive: dropping the Library would undefine the schemas
 
 
@@ -56,9 +57,11 @@ def import_torchvision(model: str, required: Literal[True] = ...) -> ModuleType:
 @overload
 def import_torchvision(model: str, required: bool) -> ModuleType | None: ...
 def import_torchvision(model: str, required: bool = True) -> ModuleType | None:
-    """`import torchvision`; if its compiled ops failed to load, define the schemas its import needs and warn once."""
+    """`import torchvision`; if its compiled ops failed to load, define the schemas its import needs. The warning
+    about the missing ops is given once, and only for a model that uses torchvision itself (`required`): a
+    transformers model, whose import merely drags torchvision in, says nothing about it."""
     try:
-        return importlib.import_module("torchvision")
+        module = importlib.import_module("torchvision")
     except ModuleNotFoundError as exc:
         if not required:
             return None
@@ -70,10 +73,18 @@ def import_torchvision(model: str, required: bool = True) -> ModuleType | None:
         extension = sys.modules.get("torchvision.extension")
         if "torchvision::" not in str(exc) or extension is None or extension._has_ops():
             raise  # a failure this fallback does not explain: never hide it
-        reason = str(exc)
-    for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
-        del sys.modules[name]  # the half-finished import, to be redone with the schemas defined
-    _define_import_schemas()
+        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+            del sys.modules[name]  # the half-finished import, to be redone with the schemas defined
+        _define_import_schemas()
+        _unwarned_fallback.append(str(exc))
+        module = importlib.import_module("torchvision")
+    if required and _unwarned_fallback:
+        _warn_fallback(_unwarned_fallback.pop())
+    return module
+
+
+def _warn_fallback(reason: str) -> None:
+    """Say once that torchvision runs without its compiled ops, and what that breaks."""
     warnings.warn(
         f"torchvision's compiled ops did not load ({reason}): this torchvision wheel is built for another torch "
         f"(the PyPI wheels for torch {torch.__version__.split('+')[0]} are CUDA builds needing libtorch_cuda.so). "
@@ -81,9 +92,8 @@ def import_torchvision(model: str, required: bool = True) -> ModuleType | None:
         f"so that the pure-Python models import; detection ops such as torchvision.ops.nms raise. See "
         f"docs/real_models.md for a matching wheel.",
         RuntimeWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
-    return importlib.import_module("torchvision")
 
 
 def _define_import_schemas() -> None:

@@ -4,7 +4,9 @@ crossing devices (cuda:0 -> cuda:1), both ways to move it: a host hop (D2H + H2D
 
 Bytes are numel x itemsize at the example shapes (symbolic sizes take their example hint); constants are counted
 apart (`constant_bytes`, loaded once). A cost model, when given, is any object with
-`predict(direction: "h2d" | "d2h", nbytes: int, memory: str = "pinned") -> float` seconds.
+`predict(direction: "h2d" | "d2h", nbytes: int) -> float` seconds; one that also has `basis()` (bench.cost_model's
+`CopyPricer`: backend, host memory kind, clock, machine) has that basis recorded as `pricing`, so every surface can
+say what its prices assume. What one strategy saves against another is worded once, by `savings_text`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from torch import fx
 
-from ..names import DIRECTIONS, Direction
+from ..names import DIRECTIONS, Direction, format_bytes
 from .delegate import delegate_of
 from .hoist import HOISTED, hoistable_copies
 from .nodes import device_of, node_arg, node_kind
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 
 class CostModel(Protocol):
-    def predict(self, direction: str, nbytes: int, memory: str = "pinned") -> float: ...
+    def predict(self, direction: str, nbytes: int) -> float: ...
 
 
 @dataclass
@@ -63,11 +65,56 @@ class PlacementReport:
     constant_derived: dict[str, int] = field(default_factory=dict)
     per_call_bytes: dict[str, int] = field(default_factory=dict)  # all copies, "without_hoisting" / "with_hoisting"
     suggestions: list[str] = field(default_factory=list)
+    pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on), if it has one
 
     def to_dict(self) -> dict[str, Any]:
         result = asdict(self)
         result["nodes"] = result.pop("rows")
         return result
+
+    def strategy_counts(self) -> dict[str, tuple[dict[str, int], dict[str, int], int]]:
+        """strategy -> (copies, copy bytes, device peak bytes) for this report's strategy and every other one that
+        placed the program (a refusing one is left out)."""
+        table = {self.strategy: (self.copies, self.copy_bytes, self.device_peak_bytes)}
+        for other in self.comparison:
+            if "error" not in other:
+                peak = self.device_peak_bytes - other["extra_device_bytes"]
+                table[other["strategy"]] = (other["copies"], other["copy_bytes"], peak)
+        return table
+
+    def savings(self, strategy: str, against: str) -> str | None:
+        """What `strategy` saves per call against `against`, in `savings_text`'s words; None when either did not
+        place the program."""
+        table = self.strategy_counts()
+        if strategy not in table or against not in table:
+            return None
+        (copies, nbytes, peak), (their_copies, their_bytes, their_peak) = table[strategy], table[against]
+        return savings_text(
+            strategy, against, _saved(their_copies, copies), _saved(their_bytes, nbytes), peak - their_peak
+        )
+
+
+def _amounts(copies: dict[str, int], nbytes: dict[str, int], sign: int) -> str:
+    """'1 H2D, 4 KiB and 1 D2H, 64 B' over the directions whose count has `sign`."""
+    parts = [
+        f"{sign * copies[d]} {d.upper()}, {format_bytes(sign * nbytes.get(d, 0))}"
+        for d in DIRECTIONS
+        if sign * copies.get(d, 0) > 0
+    ]
+    return " and ".join(parts)
+
+
+def savings_text(
+    strategy: str, against: str, copies_saved: dict[str, int], bytes_saved: dict[str, int], extra_device_bytes: int
+) -> str:
+    """The one wording of what a placement saves against another, per call: 'dedupe saves 1 H2D, 4 KiB against
+    executorch; holds 4 KiB more device memory at peak' (copies it adds, such as peer's D2D, are named too)."""
+    saves, adds = _amounts(copies_saved, bytes_saved, 1), _amounts(copies_saved, bytes_saved, -1)
+    text = f"{strategy} saves {saves or 'no copies'}" + (f", adds {adds}" if adds else "") + f" against {against}"
+    if extra_device_bytes:
+        more = "more" if extra_device_bytes > 0 else "less"
+        text += f"; holds {format_bytes(abs(extra_device_bytes))} {more} device memory at peak"
+    return text
 
 
 def value_bytes(value: object) -> int:
@@ -160,6 +207,15 @@ def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
     return {k: theirs.get(k, 0) - ours.get(k, 0) for k in {**ours, **theirs}}
 
 
+def _savings_of(strategy: str, other: dict[str, Any]) -> str:
+    """A comparison entry in `savings_text`'s words, said by the strategy with fewer copies (ours on a tie)."""
+    saved, nbytes, extra = other["copies_saved"], other["bytes_saved"], other["extra_device_bytes"]
+    if sum(saved.values()) >= 0:
+        return savings_text(strategy, other["strategy"], saved, nbytes, extra)
+    flip = {k: -v for k, v in saved.items()}
+    return savings_text(other["strategy"], strategy, flip, {k: -v for k, v in nbytes.items()}, -extra)
+
+
 def build_report(
     placed: PlacedProgram,
     cost_model: CostModel | None = None,
@@ -212,6 +268,7 @@ def build_report(
                 "extra_device_bytes": peak - device_peak_bytes(other),
             }
         )
+        comparison[-1]["savings"] = _savings_of(placed.strategy, comparison[-1])
     predicted = [r.predicted_s for r in rows if r.predicted_s is not None]
     return PlacementReport(
         strategy=placed.strategy,
@@ -235,8 +292,16 @@ def build_report(
         suggestions=[]
         if derived_bytes == hoisted_bytes
         else [
-            f"{len(hoistable)} H2D copies ({derived_bytes} B per call) move values computed only from parameters, "
-            f"buffers and constants: hoist_constants=True (devcopy place --hoist-constants) computes them once at "
-            f"load and keeps them on the device ({without} B -> {without - derived_bytes} B per call)."
+            f"{len(hoistable)} H2D copies ({format_bytes(derived_bytes)} per call) move values computed only from "
+            f"parameters, buffers and constants: hoist_constants=True (devcopy place --hoist-constants) computes "
+            f"them once at load and keeps them on the device ({format_bytes(without)} -> "
+            f"{format_bytes(without - derived_bytes)} per call)."
         ],
+        pricing=_pricing(cost_model),
     )
+
+
+def _pricing(cost_model: CostModel | None) -> dict[str, str] | None:
+    """The cost model's basis (bench.cost_model.CopyPricer.basis), when it says one."""
+    basis = getattr(cost_model, "basis", None)
+    return dict(basis()) if callable(basis) else None

@@ -248,7 +248,7 @@ def load_program(
         raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
     if program.memory_plan is None:
         plan_program(program)
-    kernels = resolve_operators(program, libs_of_mode(mode, libs))
+    kernels = resolve_operators(program, libs_of_mode(mode, libs), mode=mode)
     if backend is not None and _needs_device(program):
         ensure_cuda_allocator(backend)
     return Method(program, mode, kernels)

@@ -4,7 +4,8 @@
 inputs, write-back and outputs included. Each step is timed on the host's wall clock and, for device work on a
 backend with a device clock, on that clock too (the allocator's event timer around the step); a copy's time sits
 beside the cost model's prediction for its bytes and host memory kind. The cost model is passed in (any object with
-`predict(direction, nbytes, memory)`), so the runtime does not depend on the benchmarks.
+`predict(direction, nbytes, memory)`; the CLI passes `bench.cost_model.copy_pricer(backend)`, the one pricing the
+placement report and the explorer use), so the runtime does not depend on the benchmarks.
 """
 
 from __future__ import annotations

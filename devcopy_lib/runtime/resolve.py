@@ -6,18 +6,17 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from ..names import (
-    COPY_OP,
     DEVICE_COPY_LIB,
     FALLBACK_KEY,
+    LINKABLE_LIBS,
     NATIVE_LIB,
     PEER_COPY_LIB,
     DeviceRule,
-    Direction,
     ErrorKind,
     Mode,
 )
 from ..tensors.error import Error
-from .libs import Libs, as_libs
+from .libs import Libs, as_libs, lib_by_name
 from .registry import Kernel, OperatorRegistry
 
 
@@ -47,25 +46,52 @@ def _instruction_count(program: _HasOperators | Iterable[str], missing_indices: 
     return sum(1 for ins in instructions if getattr(ins, "op", None) in missing_indices)
 
 
-def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]]) -> str:
-    linked = ", ".join(f"{lib.name} ({len(lib.ops)} ops, {lib.mode} mode)" for lib in registry.libs) or "none"
-    lines = [f"Linked libs: {linked}."]
-    if any(name == COPY_OP[Direction.D2D].name for _, name in missing) and registry.mode == Mode.ATEN:
-        lines.append(
-            f"To fix: link {PEER_COPY_LIB} too (devcopy's peer copy; --aten-libs "
-            f"{NATIVE_LIB},{DEVICE_COPY_LIB},{PEER_COPY_LIB}), or place with another strategy."
+# Why a lib is needed, beside its name, where ExecuTorch users trip on it.
+_WHY_LINK: dict[str, str] = {
+    DEVICE_COPY_LIB: f" next to {NATIVE_LIB} (aten_lib(custom_ops=[ET_COPY_OPS_YAML])): ATen-mode codegen does not "
+    "see functions.yaml",
+    PEER_COPY_LIB: " too (devcopy's peer copy), or place with another strategy",
+}
+
+
+def libs_holding(ops: Iterable[str], mode: str, linked: Iterable[str] = ()) -> dict[str, list[str]]:
+    """The linkable libs of `mode` that are not `linked` and register some of `ops`: lib name -> those ops. What
+    a missing operator's fix names (never a lib of the other mode: a method links one mode's libs)."""
+    wanted, skip = list(dict.fromkeys(ops)), set(linked)
+    holders: dict[str, list[str]] = {}
+    for name in LINKABLE_LIBS:
+        if name in skip:
+            continue
+        lib = lib_by_name(name)
+        registered = set(lib.ops) if lib.mode == mode else set()
+        held = [op for op in wanted if op in registered]
+        if held:
+            holders[name] = held
+    return holders
+
+
+def fix_hint(mode: str, linked: Sequence[str], missing: Sequence[str]) -> str:
+    """How to resolve the `missing` operators of a `mode` method that links `linked`: the unlinked libs of that
+    mode that register them, or, when none does, that a kernel must be registered."""
+    holders = libs_holding(missing, mode, linked)
+    if not holders:
+        return (
+            f"To fix: no {mode}-mode lib registers {', '.join(dict.fromkeys(missing))}: register a kernel for it, "
+            "or delegate the op so that it runs on the device."
         )
-    elif any(name.startswith("et_copy::") for _, name in missing):
-        if registry.mode == Mode.ATEN:
-            lines.append(
-                f"To fix: link {DEVICE_COPY_LIB} next to native (aten_lib(custom_ops=[ET_COPY_OPS_YAML]) "
-                f"or --aten-libs {NATIVE_LIB},{DEVICE_COPY_LIB}): ATen-mode codegen does not see functions.yaml."
-            )
-        else:
-            lines.append("To fix: link the portable lib, whose functions.yaml registers the et_copy ops.")
-    else:
-        lines.append("To fix: link a lib that registers these operators, or register a kernel for them.")
-    return "\n".join(lines)
+    every = ",".join([*linked, *holders])
+    cli = f" (--aten-libs {every})" if mode == Mode.ATEN else ""
+    return "\n".join(
+        f"To fix: link {lib}{_WHY_LINK.get(lib, '')}; it registers {', '.join(ops)}{cli}."
+        for lib, ops in holders.items()
+    )
+
+
+def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]], mode: str | None) -> str:
+    linked = ", ".join(f"{lib.name} ({len(lib.ops)} ops, {lib.mode} mode)" for lib in registry.libs) or "none"
+    chosen = mode or registry.mode or Mode.PORTABLE
+    names = [lib.name for lib in registry.libs]
+    return f"Linked libs: {linked}.\n" + fix_hint(chosen, names, [name for _, name in missing])
 
 
 def resolve_operators(
@@ -74,9 +100,12 @@ def resolve_operators(
     *,
     device_rule: str = DeviceRule.SEED,
     key: str = FALLBACK_KEY,
+    mode: str | None = None,
 ) -> list[Kernel]:
     """The kernel of each operator-table entry, in table order. `program`: a list of operator names or any object
-    with `operators`; `libs`: KernelLibs or lib names. Raises MissingOperatorError listing every unresolved entry."""
+    with `operators`; `libs`: KernelLibs or lib names; `mode`: the method's mode, which the fix of a missing
+    operator names libs of (default: the libs' own; needed when no lib is linked). Raises MissingOperatorError
+    listing every unresolved entry."""
     names = list(program) if isinstance(program, Iterable) else list(program.operators)
     registry = libs if isinstance(libs, OperatorRegistry) else OperatorRegistry(as_libs(libs, device_rule))
     kernels: list[Kernel] = []
@@ -91,5 +120,5 @@ def resolve_operators(
         count = _instruction_count(program, {i for i, _ in missing})
         lines = [f"Missing operator: [{i}] {name}" for i, name in missing]
         lines.append(f"There are {count} instructions don't have corresponding operator registered")
-        raise MissingOperatorError("\n".join(lines + [_fix_hint(registry, missing)]), missing)
+        raise MissingOperatorError("\n".join(lines + [_fix_hint(registry, missing, mode)]), missing)
     return kernels

@@ -67,3 +67,19 @@ def test_committed_data_names_machine_gpu_date_command_and_versions():
     data = json.loads((ROOT / "docs/data/copy_bandwidth.json").read_text())
     assert {"machine", "gpu", "date", "command", "versions"} <= set(data) and "H200" in data["gpu"]
     assert all(row["samples"] for row in data["rows"])
+
+
+def test_the_readme_quotes_the_prices_and_bandwidths_the_data_gives():
+    """The README's numbers come from the committed run: one 64 B H2D priced for each backend, and the 1 GiB pageable
+    H2D bandwidths of the staging pipeline and of cudaMemcpy (wall clock)."""
+    from devcopy_lib.bench.cost_model import price_copy
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    cupy, simulated = price_copy("h2d", 64, backend="cupy"), price_copy("h2d", 64, backend="simulated")
+    assert f"64 B H2D: {cupy.text} with CuPy's {cupy.memory} host buffers" in readme
+    assert f"{simulated.text} for the simulated backend's {simulated.memory} ones, {simulated.clock} clock" in readme
+    docs = _render_docs()
+    result = docs.load(docs.CUDA_DATA)
+    ours = [result.find(m, "h2d", "pageable", 1 << 30, "wall").gbps for m in ("devcopy engine", "devcopy allocator")]
+    memcpy = result.find("cudaMemcpy", "h2d", "pageable", 1 << 30, "wall").gbps
+    assert f"1 GiB at {min(ours):.0f}-{max(ours):.0f} GB/s H2D" in readme and f"against {memcpy:.1f} GB/s" in readme

@@ -54,7 +54,19 @@ def test_bench_writes_csv_and_plot(tmp_path, capsys):
         == 0
     )
     assert len(csv.read_text().splitlines()) == 1 + 2 * 3 and png.stat().st_size > 1000
-    assert "backend: simulated" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "backend: simulated" in text
+    assert f"csv written to {csv}" in text and f"plot written to {png}" in text  # where to look, absolute
+    rows = [line.split() for line in text.splitlines() if line.startswith(("numpy", "devcopy"))]
+    assert rows and all(row[-5:-3] == ["KiB", "wall"] and row[-2] in ("us", "ms") for row in rows)  # 2 KiB, 8.1 us
+
+
+def test_bench_json_names_the_files_it_wrote_and_keeps_raw_numbers(tmp_path, capsys):
+    png = tmp_path / "b.png"
+    argv = ["bench", "--backend", "simulated", "--sizes", "4K", "--quick", "--plot", str(png), "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["written"] == {"plot": str(png)} and isinstance(result["rows"][0]["median_s"], float)
 
 
 def test_bad_size_is_an_argument_error_with_the_accepted_forms(capsys):

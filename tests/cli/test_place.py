@@ -72,3 +72,29 @@ def test_compare_executorch_adds_its_counts(capsys):
     )
     assert result["executorch"]["copies"] == result["copies"] == {"h2d": 3, "d2h": 1}
     assert result["executorch"]["delegates"] == result["delegates"] == 2
+
+
+def test_the_text_has_units_and_the_models_own_delegated_ops(capsys):
+    from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS
+
+    assert main(["place", "residual", "--backend", "simulated"]) == 0
+    text = capsys.readouterr().out
+    assert "delegated ops of this model: permute.default, addmm.default, relu.default, add.Tensor (4 of the " in text
+    assert "mm.default" not in text.splitlines()[0].replace("addmm.default", "")  # not every default op
+    assert "constants 288 B loaded once" in text and "(64 B) per call" in text
+    assert "x_h2d       h2d      cuda:0        64 B   10.9 us  x to cuda:0" in text  # bytes and price with units
+    assert main(["place", "transformer_block"]) == 0
+    assert "constants 8.7 KiB loaded once" in capsys.readouterr().out  # not 8960 B
+    _, result = run_json(capsys, "residual")
+    assert result["model_delegate_ops"] == ["permute.default", "addmm.default", "relu.default", "add.Tensor"]
+    assert result["delegate_ops"] == list(DEFAULT_DELEGATE_OPS) and result["constant_bytes"] == 288  # JSON stays raw
+
+
+def test_model_help_lists_the_samples_and_the_real_models(capsys):
+    from devcopy_lib import models
+    from devcopy_lib.cli import place
+
+    assert place.SAMPLE_MODELS == tuple(models.MODELS) and place.REAL_MODELS == tuple(models.REAL_MODELS)
+    assert main(["place", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(name in help_text for name in (*models.MODELS, *models.REAL_MODELS))

@@ -53,3 +53,18 @@ def test_lib_of_another_mode_is_a_usage_error(capsys):
 def test_text_output_marks_unregistered_ops(capsys):
     assert main(["registry", "--mode", "aten", "--libs", "native"]) == 0
     assert "NOT registered" in capsys.readouterr().out
+
+
+def test_an_op_no_linked_lib_registers_names_the_lib_of_this_mode_that_does(capsys):
+    code, result = run_json(capsys, "--mode", "aten", "--libs", "native")
+    assert code == 0 and result["fixes"] == [
+        {"op": "et_copy::_h2d_copy.out", "libs": ["device_copy_ops_aten_lib"]},
+        {"op": "et_copy::_d2h_copy.out", "libs": ["device_copy_ops_aten_lib"]},
+    ]  # never the portable lib, which registers them too but cannot be linked in ATen mode
+    assert main(["registry", "--mode", "aten", "--libs", "device_copy_ops_aten_lib", "--ops", "aten::cumsum.out"]) == 0
+    assert "fix: aten::cumsum.out: add native to --libs" in capsys.readouterr().out
+
+
+def test_nothing_to_fix_when_the_linked_libs_register_every_op(capsys):
+    code, result = run_json(capsys, "--mode", "aten")
+    assert code == 0 and result["fixes"] == []

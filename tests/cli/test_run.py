@@ -75,3 +75,14 @@ def test_text_output_names_mode_backend_and_copies(capsys):
     assert main(["run", "cpu_between", *SIM]) == 0
     out = capsys.readouterr().out
     assert "ok (portable mode, simulated backend" in out and "4 H2D, 2 D2H" in out
+
+
+def test_run_text_gives_bytes_and_times_with_units(capsys):
+    assert main(["run", "transformer_block", "--backend", "simulated", "--profile", "2"]) == 0
+    text = capsys.readouterr().out
+    arenas = next(line for line in text.splitlines() if line.strip().startswith("arenas:"))
+    assert "KiB" in arenas and not any(
+        part.isdigit() and int(part) >= 1024 for part in arenas.replace(",", " ").split()
+    )
+    total = next(line for line in text.splitlines() if line.startswith("| total"))
+    assert total.split("|")[5].strip().endswith((" us", " ms"))  # the call's time, not 24915.9us

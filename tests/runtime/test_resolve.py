@@ -48,3 +48,32 @@ def test_program_counts_instructions_not_operators():
     program = SimpleNamespace(operators=TABLE, instructions=[call(op=0), call(op=1), call(op=0), call(op=2)])
     with pytest.raises(MissingOperatorError, match="There are 3 instructions don't"):
         resolve_operators(program, ["native"])
+
+
+def test_the_fix_names_only_unlinked_libs_of_the_methods_mode_that_hold_the_op():
+    from devcopy_lib.runtime.resolve import fix_hint, libs_holding
+
+    h2d, d2d = "et_copy::_h2d_copy.out", "et_copy::_d2d_copy.out"
+    assert libs_holding([h2d, "aten::cumsum.out"], "aten") == {
+        "native": ["aten::cumsum.out"],
+        "device_copy_ops_aten_lib": [h2d],
+    }  # the portable lib holds both too, but an ATen-mode method cannot link it
+    assert libs_holding([h2d], "portable") == {"portable": [h2d]}
+    assert "To fix: link native; it registers aten::cumsum.out (--aten-libs device_copy_ops_aten_lib,native)." in (
+        fix_hint("aten", ["device_copy_ops_aten_lib"], ["aten::cumsum.out"])
+    )
+    assert fix_hint("aten", ["native", "device_copy_ops_aten_lib"], [d2d]).startswith(
+        "To fix: link peer_copy_ops_aten_lib too (devcopy's peer copy)"
+    )
+    assert fix_hint("portable", ["portable"], ["my::op.out"]) == (
+        "To fix: no portable-mode lib registers my::op.out: register a kernel for it, or delegate the op so that it "
+        "runs on the device."
+    )
+
+
+def test_a_method_with_no_lib_is_told_the_libs_of_its_own_mode():
+    with pytest.raises(MissingOperatorError) as info:
+        resolve_operators(["et_copy::_h2d_copy.out"], [], mode="aten")
+    message = str(info.value)
+    assert "Linked libs: none." in message and "portable" not in message
+    assert "link device_copy_ops_aten_lib next to native" in message

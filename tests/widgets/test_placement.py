@@ -20,7 +20,7 @@ def test_switching_to_dedupe_halves_the_h2d_and_says_what_it_saves(explorer):
     explorer.strategy.value = "dedupe"
     assert explorer.state.strategy == "dedupe"
     assert explorer.placed.report.copies == {"h2d": 2, "d2h": 1}
-    assert "saves 2 H2D (128 B)" in explorer.savings.value
+    assert "dedupe saves 2 H2D, 128 B against executorch" in explorer.savings.value
     explorer.strategy.value = "executorch"
 
 
@@ -220,3 +220,42 @@ def test_the_python_surface_edits_the_state_then_refresh_redraws():
     view.refresh()
     assert view.placed.strategy == "dedupe" and view.placed.report.copies == {"h2d": 2, "d2h": 1}
     assert "strategy dedupe" in view.counts.value
+
+
+def _controls_agree_with_the_view(panel):
+    """Every control shows a setting of the placement on screen (the strategy, the target, the model)."""
+    from devcopy_widgets.placement import _target_text
+
+    s = panel.state
+    assert panel.strategy.value == s.strategy == panel.placed.strategy
+    assert f"strategy {s.strategy} " in panel.counts.value
+    assert panel.target.value == _target_text(s.target_device) and panel.model.value == s.model
+
+
+@pytest.mark.parametrize("bad", ["bogus", "delegate_0=", "delegate_0=cuda:0, delegate_1=gpu:1"])
+def test_after_a_bad_target_controls_and_view_agree(bad):
+    panel = PlacementExplorer(model="mlp", partition="per_node")
+    panel.target.value = "delegate_0=cuda:0, delegate_1=cuda:1"
+    panel.strategy.value = "peer"
+    assert panel.error is None and panel.placed.strategy == "peer"
+    panel.target.value = bad
+    assert panel.error is not None and "devcopy-error" in panel.error_html.value  # the refusal stays shown
+    _controls_agree_with_the_view(panel)
+    assert panel.state.target_device == {"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
+    panel.target.value = "cuda:1"  # the next good change clears the error and places again
+    assert panel.error is None and panel.state.target_device == "cuda:1"
+    _controls_agree_with_the_view(panel)
+
+
+def test_after_a_model_that_fails_to_export_the_last_model_stays_selected():
+    import torch
+
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            return x + 1 if x.sum() > 0 else x - 1  # data-dependent control flow: torch.export refuses
+
+    panel = PlacementExplorer(model="add")
+    panel.add_model("branchy", Branchy(), (torch.randn(3),))
+    assert panel.error is not None and "branchy" in panel.model.options
+    _controls_agree_with_the_view(panel)
+    assert panel.model.value == "add" and [box.description for box in panel.op_boxes] == ["add.Tensor"]

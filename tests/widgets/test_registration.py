@@ -41,7 +41,7 @@ def test_matrix_has_a_row_per_program_operator_and_a_column_per_lib():
     assert set(rows) == set(state.operators())
     h2d = rows["et_copy::_h2d_copy.out"]
     assert (h2d["portable"], h2d["native"], h2d["device_copy_ops_aten_lib"]) == ("n/a", "✗", "✓")
-    assert h2d["resolved by"] == "MISSING"
+    assert h2d["resolved by"] == "MISSING: tick device_copy_ops_aten_lib"
 
 
 def test_changing_the_model_changes_the_operator_table():
@@ -101,3 +101,53 @@ def test_each_load_closes_the_allocator_it_made(monkeypatch):
     panel.run()
     panel.run()
     assert panel.result.ok and len(made) == 2 and all(allocator.closed for allocator in made)
+
+
+def test_aten_mode_with_no_lib_names_only_aten_libs_to_tick():
+    panel = RegistrationPanel()
+    panel.model.value = "cpu_between"
+    panel.mode.value = "aten"
+    for name in ("native", "device_copy_ops_aten_lib"):
+        panel.lib_boxes[name].value = False
+    assert panel.state.linked() == ()
+    assert panel.state.advice() == (
+        "tick native: it registers aten::cumsum.out; tick device_copy_ops_aten_lib: it registers "
+        "et_copy::_h2d_copy.out, et_copy::_d2h_copy.out"
+    )
+    panel.run()
+    assert panel.result is None and "Missing operator" in panel.outcome.value
+    assert "portable" not in panel.outcome.value and "portable" not in panel.advice.value
+    assert "To fix: link native; it registers aten::cumsum.out" in panel.outcome.value
+    assert "In this panel: tick native" in panel.outcome.value
+
+
+def test_the_lib_that_holds_a_missing_op_is_named_when_it_is_unticked():
+    panel = RegistrationPanel()
+    panel.model.value = "cpu_between"
+    panel.mode.value = "aten"
+    panel.lib_boxes["native"].value = False
+    rows = {row["op"]: row for row in panel.state.matrix()}
+    assert rows["aten::cumsum.out"]["resolved by"] == "MISSING: tick native"
+    assert "To load: tick native: it registers aten::cumsum.out" in panel.advice.value
+    panel.run()
+    assert "link a lib that registers" not in panel.outcome.value and "tick native" in panel.outcome.value
+    panel.lib_boxes["native"].value = True
+    assert panel.state.advice() == "" and panel.advice.value == ""
+
+
+def test_a_model_that_cannot_be_placed_leaves_the_dropdown_on_the_model_shown():
+    import torch
+    from devcopy_widgets import PlacementState
+
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            return x + 1 if x.sum() > 0 else x - 1  # data-dependent control flow: torch.export refuses
+
+    placement = PlacementState()
+    placement.add_model("branchy", Branchy(), (torch.randn(3),))
+    placement.model = "add"
+    panel = RegistrationPanel(placement=placement)
+    matrix = panel.matrix.value
+    panel.model.value = "branchy"
+    assert panel.error is not None and "devcopy-error" in panel.error_html.value
+    assert panel.model.value == panel.state.placement.model == "add" and panel.matrix.value == matrix

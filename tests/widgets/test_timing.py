@@ -202,3 +202,96 @@ def test_on_cuda_pinned_memory_and_both_are_offered_and_one_bench_serves_every_r
     fig = plot_bandwidth(panel.state.result)
     names = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("PCIe 5.0 x16" in n for n in names)
+
+
+def test_a_bad_size_after_a_run_never_says_running_and_names_the_table_as_the_last_runs():
+    panel = CopyTimingPanel(sizes="4,16", direction="h2d")
+    panel.run()
+    good = panel.table.value
+    panel.sizes.value = "4K..1X"
+    panel.run()
+    assert "Bad size &#x27;1X&#x27;" in panel.error_html.value and "running" not in panel.status.value
+    assert "not run" in panel.status.value and "last run (4 B..16 B)" in panel.status.value
+    assert panel.table.value == good and not panel.run_button.disabled
+
+
+def test_during_a_run_error_box_and_table_belong_to_that_run():
+    panel = CopyTimingPanel(sizes="4,16", direction="h2d")
+    panel.run()
+    panel.sizes.value = "4K..1X"
+    panel.run()
+    assert panel.error is not None
+    seen = []
+    show = panel._show_size
+    panel._show_size = lambda result: (show(result), seen.append((panel.error_html.value, panel.table.value)))
+    panel.sizes.value = "256,1024"
+    panel.run()
+    error_box, table = seen[0]
+    assert error_box == "" and "256 B" in table and "16 B" not in table and "1 KiB" not in table
+    assert panel.error is None and "done: " in panel.status.value
+
+
+def test_a_second_sweep_on_one_state_is_refused_while_the_first_runs():
+    state = TimingState(sizes="4,16", direction="h2d")
+    inside, release = threading.Event(), threading.Event()
+    first = threading.Thread(target=state.run, kwargs={"on_size": lambda result: (inside.set(), release.wait(30))})
+    first.start()
+    try:
+        assert inside.wait(30) and state.running
+        with pytest.raises(timing_state.SweepBusy, match="already running on this timing panel.*Wait for it") as info:
+            state.run()
+        assert info.value.kind == "usage"
+    finally:
+        release.set()
+        first.join(60)
+    assert not state.running and {m.nbytes for m in state.result.measurements} == {4, 16}
+    state.run()  # the next one runs
+    state.close()
+
+
+def test_the_panel_refuses_a_second_sweep_without_touching_the_running_ones_view():
+    panel = CopyTimingPanel(sizes="4..64M", quick=False)
+    first_size = threading.Event()
+    shown = panel._progress
+    panel._progress = lambda *args: (shown(*args), first_size.set())
+    worker = panel.start()
+    try:
+        assert first_size.wait(60)
+        status = panel.status.value
+        panel.run()
+        assert "already running" in panel.error_html.value and panel.status.value == status and panel.busy
+    finally:
+        panel.stop()
+        worker.join(60)
+    assert "stopped: " in panel.status.value
+
+
+def test_the_panel_and_the_plot_say_timings_are_noisy(ran):
+    notes = ran.notes.value
+    assert "noisy" in notes and "interquartile range (IQR)" in notes
+    title = plot_bandwidth(ran.state.result)._suptitle.get_text()
+    assert "IQR" in title and "noisy" in title
+
+
+def test_small_copies_are_explained_as_latency_bound_with_the_numbers():
+    from devcopy_lib.bench.harness import SweepResult
+    from devcopy_lib.bench.measurement import Measurement
+    from devcopy_lib.bench.plots import reading_notes
+
+    result = SweepResult(
+        "simulated",
+        "host",
+        [
+            Measurement("devcopy allocator", "h2d", "pageable", 4096, "wall", [4e-6] * 5),
+            Measurement("numpy copyto", "h2d", "pageable", 4096, "wall", [0.5e-6] * 5),
+            Measurement("devcopy allocator", "h2d", "pageable", 1 << 20, "wall", [40e-6, 41e-6, 90e-6, 39e-6]),
+        ],
+    )
+    notes = reading_notes(result)
+    assert notes[-1].startswith(
+        "Small copies are latency-bound: at 4 KiB one copy through devcopy allocator takes 4.0 us against 0.5 us for "
+        "numpy copyto, so its GB/s is lower (1.02 against 8.19)."
+    )
+    assert any("1 of 3 measurements spread" in n for n in notes)  # the 1 MiB samples are far apart
+    fast = SweepResult("simulated", "host", [Measurement("devcopy allocator", "h2d", "pageable", 4096, "wall", [1e-7])])
+    assert not any("latency-bound" in n for n in reading_notes(fast))
