@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy
+from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy, format_bytes
 from .common import Outcome, UsageError, check_output_path, linked_libs
 
 if TYPE_CHECKING:
@@ -95,15 +95,15 @@ def place(args: argparse.Namespace) -> Outcome:
 def _render_place(result: dict[str, Any], program: PteProgram) -> str:
     where = ", ".join(f"{name} on {device}" for name, device in result["delegate_devices"].items())
     copies, nbytes = result["copies"], result["copy_bytes"]
-    buffers = ", ".join(f"{b['index']}: {b['device']} {b['bytes']} B" for b in result["program"]["buffers"])
+    buffers = ", ".join(f"{b['index']}: {b['device']} {format_bytes(b['bytes'])}" for b in result["program"]["buffers"])
     return "\n".join(
         [
-            f"{result['model']}: ExecuTorch program ({program.size} B), plan {program.plan}, "
+            f"{result['model']}: ExecuTorch program ({format_bytes(program.size)}), plan {program.plan}, "
             f"{result['delegates']} delegate(s) ({where or 'none'})",
             str(program),
             f"buffers: {buffers}",
-            f"copies: {copies[Direction.H2D]} H2D ({nbytes[Direction.H2D]} B), {copies[Direction.D2H]} D2H "
-            f"({nbytes[Direction.D2H]} B) per run",
+            f"copies: {copies[Direction.H2D]} H2D ({format_bytes(nbytes[Direction.H2D])}), "
+            f"{copies[Direction.D2H]} D2H ({format_bytes(nbytes[Direction.D2H])}) per run",
         ]
     )
 
@@ -111,7 +111,7 @@ def _render_place(result: dict[str, Any], program: PteProgram) -> str:
 def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile: Callable[..., Any]) -> dict[str, Any]:
     """`devcopy run PATH.pte`: load the program in `args.mode` with `libs` on `backend`, call it once on seeded
     random inputs (a .pte keeps no example inputs) and compare with the same program run by torch eagerly;
-    `profile(method, inputs, repeat)` gives `--profile`'s fields."""
+    `profile(method, inputs, repeat, backend)` gives `--profile`'s fields."""
     import torch
 
     from ..compare import compare_outputs
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile:
             "arena_bytes": method.arena_sizes,
         }
         if args.profile:
-            result.update(profile(method, tuple(inputs), args.profile))
+            result.update(profile(method, tuple(inputs), args.profile, allocator.backend))
     with torch.no_grad():  # the delegates' modules hold parameters that require grad
         expected = eager_program(pte_program(program))(*inputs)
     ok, max_abs_err = compare_outputs(outputs, expected)
