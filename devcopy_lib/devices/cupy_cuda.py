@@ -170,7 +170,7 @@ class CupyCudaAllocator(DeviceAllocator):
         return DeviceBlock(index, nbytes, memory.ptr, memory)
 
     def _free(self, block: DeviceBlock) -> None:
-        block.handle = None  # back to CuPy's pool, ordered on the stream
+        block.drop_handle()  # back to CuPy's pool, ordered on the stream
 
     def _close(self) -> None:
         """Stop the copy engine's host threads (the engine is this allocator's alone)."""
