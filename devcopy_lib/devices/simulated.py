@@ -125,19 +125,21 @@ def _peer_pairs(peer_access: Any) -> bool | frozenset[tuple[int, int]]:
     """`peer_access` as True / False or the set of index pairs (both directions), or an InvalidArgumentError."""
     if isinstance(peer_access, bool):
         return peer_access
+    fix = "Pass True, False, or pairs like {(0, 1)}."
     try:
         pairs = [tuple(p) for p in peer_access]
     except TypeError:
-        pairs = [(peer_access,)]
-    bad = [
-        p
-        for p in pairs
-        if len(p) != 2
-        or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= MAX_DEVICE_INDEX for i in p)
-    ]
+        raise InvalidArgumentTypeError(
+            f"peer_access must be True, False or index pairs, got {peer_access!r}. {fix}"
+        ) from None
+    bad = [p for p in pairs if len(p) != 2 or not all(_is_index(i) for i in p)]
     if bad:
-        raise (InvalidArgumentError if pairs != [(peer_access,)] else InvalidArgumentTypeError)(
-            f"peer_access must be True, False or (index, index) pairs with indices in 0..{MAX_DEVICE_INDEX}, got {peer_access!r} "
-            f"(bad: {bad!r}). Pass True, False, or pairs like {{(0, 1)}}."
+        raise InvalidArgumentError(
+            f"peer_access pairs must be (index, index) with indices in 0..{MAX_DEVICE_INDEX}, got {bad!r}. {fix}"
         )
     return frozenset((a, b) for a, b in pairs) | frozenset((b, a) for a, b in pairs)
+
+
+def _is_index(value: Any) -> bool:
+    """Whether `value` is a device index 0..MAX_DEVICE_INDEX (an int, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_DEVICE_INDEX

@@ -1,8 +1,8 @@
 """The simulated accelerator and the DeviceAllocator base-class rules (docs/semantics.md §2)."""
 
 import numpy as np
-import torch
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
