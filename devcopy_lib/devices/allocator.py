@@ -494,7 +494,7 @@ class _Busy:
         )
 
     def __enter__(self) -> _Busy:
-        self.allocator._pin(self.block, self.direction or "d2d")
+        self.allocator._pin(self.block, self.direction or Direction.D2D)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
+from ..devices.errors import InvalidArgumentTypeError
 from ..names import COPY_OP, Direction, Mode
 from ..tensors.error import Error
 from .failures import ExecutionError, LoadError
@@ -186,6 +187,13 @@ class Method:
 
     def __enter__(self) -> Method:
         return self
+
+    def __reduce__(self) -> NoReturn:
+        """Refuse pickling: a Method holds device memory and prepared kernels that exist in this process only."""
+        raise InvalidArgumentTypeError(
+            "A loaded Method cannot be pickled: it holds device memory and kernels bound to this process. "
+            "Pickle the Program it was loaded from (method.program) and load_method() it again where needed."
+        )
 
     def __exit__(self, *exc: object) -> None:
         self.close()
