@@ -29,7 +29,7 @@ from .copy_engine import CopyTicket
 from .d2d_routing import EMPTY_ROUTE, route_d2d
 from .device import MAX_DEVICE_INDEX, Device, DeviceType
 from .errors import DeviceUsageError, InvalidArgumentError, InvalidArgumentTypeError, OutOfDeviceMemory
-from .host_buffers import HostBuffer, check_count, host_address
+from .host_buffers import HostBuffer, check_alignment, check_count, host_address, host_size
 from .planned_copy import PlannedCopy, Transfer, plan_copy
 from .pointers import DeviceBlock, DevicePtr
 from .stats import AllocatorStats, CopyRecord
@@ -164,12 +164,14 @@ class DeviceAllocator(abc.ABC):
         return None
 
     def is_pinned(self, host: Any, nbytes: int | None = None) -> bool:
-        """Whether a host buffer (array or address) is page-locked, so copies with it skip staging."""
+        """Whether `nbytes` of a host buffer (None: all of it) are page-locked, so copies with it skip staging."""
+        host_size(host, nbytes, "is_pinned")
         return False
 
     def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
         """Host memory for planned CPU buffers and staging: a uint8 array (CUDA backends return pinned memory)."""
         check_count("nbytes", nbytes)
+        check_alignment(alignment, 1 << 12)
         raw = np.empty(nbytes + alignment, dtype=np.uint8)
         start = (-raw.ctypes.data) % alignment
         return raw[start : start + nbytes]
@@ -197,16 +199,7 @@ class DeviceAllocator(abc.ABC):
         """Allocate `nbytes` on device `index` (-1: current), aligned to `alignment`; 0 bytes gives a valid handle."""
         nbytes = check_count("nbytes", nbytes)
         self._check_open("allocate")
-        if (
-            not isinstance(alignment, int)
-            or isinstance(alignment, bool)
-            or not 0 < alignment <= MAX_ALIGNMENT
-            or alignment & (alignment - 1)
-        ):
-            raise InvalidArgumentError(
-                f"alignment must be a power of two no larger than {MAX_ALIGNMENT}, got {alignment!r}; "
-                "pass 1, 2, 4, ... 256 (default 64)"
-            )
+        check_alignment(alignment, MAX_ALIGNMENT)
         index = self._resolve_index(index)
         try:
             block = self._allocate(nbytes, index, alignment)

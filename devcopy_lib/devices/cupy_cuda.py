@@ -15,7 +15,7 @@ from .allocator import DeviceAllocator
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
 from .cuda_status import cuda_status
-from .host_buffers import check_count, host_address
+from .host_buffers import check_alignment, check_count, host_size
 from .pinned import PinnedRegistry, tracked_array
 from .planned_copy import Transfer
 from .pointers import DeviceBlock, DevicePtr
@@ -223,12 +223,12 @@ class CupyCudaAllocator(DeviceAllocator):
     def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
         """Pinned host memory (a uint8 array), registered so copies from/to it take the direct DMA path."""
         check_count("nbytes", nbytes)
+        check_alignment(alignment, 1 << 12)
         return self.transport.host_alloc(nbytes, alignment)
 
     def is_pinned(self, host: Any, nbytes: int | None = None) -> bool:
         """Whether a host buffer (array or address) is pinned, i.e. copies with it skip staging."""
-        size = memoryview(host).nbytes if nbytes is None else nbytes
-        return self.transport.is_pinned(host_address(host, size, writable=False, what="is_pinned"), size)
+        return self.transport.is_pinned(*host_size(host, nbytes, "is_pinned"))
 
     def synchronize(self) -> None:
         """Wait for all work on every device (delegates run on torch's stream, copies on the engine's)."""

@@ -30,6 +30,40 @@ def check_count(name: str, value: int) -> int:
     return int(value)
 
 
+def check_alignment(alignment: int, most: int) -> int:
+    """`alignment` when it is a power of two in 1..`most`, else an InvalidArgumentError naming it."""
+    if (
+        not isinstance(alignment, int)
+        or isinstance(alignment, bool)
+        or not 0 < alignment <= most
+        or alignment & (alignment - 1)
+    ):
+        raise InvalidArgumentError(
+            f"alignment must be a power of two no larger than {most}, got {alignment!r}; pass 1, 2, 4, ... {most}"
+        )
+    return alignment
+
+
+def host_size(buf: HostBuffer, nbytes: int | None, what: str) -> tuple[int, int]:
+    """(address, bytes) of `nbytes` of host buffer `buf` (None: all of it), checked as `host_address` checks."""
+    if nbytes is None:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(buf, torch.Tensor):
+            nbytes = buf.numel() * buf.element_size()
+        else:
+            nbytes = buf.nbytes if isinstance(buf, np.ndarray) else _buffer_bytes(buf)
+    nbytes = check_count("nbytes", nbytes)
+    return host_address(buf, nbytes, writable=False, what=what), nbytes
+
+
+def _buffer_bytes(buf: Any) -> int:
+    """The size of a buffer-protocol object (0 for anything else: `host_address` then names the problem)."""
+    try:
+        return memoryview(buf).nbytes
+    except (TypeError, ValueError):
+        return 0
+
+
 def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> int:
     """The address of host buffer `buf` once it is known to hold `nbytes` contiguous bytes (writable ones for a
     destination); an InvalidArgumentError naming the problem otherwise."""
