@@ -14,9 +14,9 @@ from .devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from .names import LINKABLE_LIBS, MODES, Mode
 from .passes.emit import emit
 from .passes.lower import LoweredProgram
-from .runtime.libs import KernelLib
 from .runtime.method import Method, load_program
 from .runtime.program import Program
+from .runtime.registry import KernelLib
 
 
 def load_method(

@@ -496,6 +496,7 @@ class _Busy:
 
 def _view_dtype(dtype: Any) -> np.dtype[Any]:
     """A NumPy dtype device code can view bytes as (numeric, with a size), or an InvalidArgumentTypeError."""
+    resolved: np.dtype[Any] | None
     try:
         resolved = np.dtype(dtype)
     except (TypeError, ValueError):

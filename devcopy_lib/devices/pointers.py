@@ -24,6 +24,15 @@ class DeviceBlock:
 
     __slots__ = ("index", "nbytes", "address", "handle", "freed", "serial", "borrowed", "busy", "pending")
     _serials = itertools.count(1)
+    index: int
+    nbytes: int
+    address: int
+    handle: Any
+    freed: bool
+    serial: int
+    borrowed: bool
+    busy: int
+    pending: list[Any]
 
     def __init__(self, index: int, nbytes: int, address: int, handle: Any, borrowed: bool = False) -> None:
         for name, value in (("index", index), ("nbytes", nbytes), ("address", address), ("handle", handle)):
