@@ -15,6 +15,7 @@ from .allocator import DeviceAllocator
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
 from .cuda_status import cuda_status
+from .errors import InvalidArgumentTypeError
 from .host_buffers import check_alignment, check_count, host_size
 from .pinned import PinnedRegistry, tracked_array
 from .planned_copy import Transfer
@@ -137,6 +138,10 @@ class CupyCudaAllocator(DeviceAllocator):
     capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True, peer_copy=True)
 
     def __init__(self, config: EngineConfig | None = None) -> None:
+        if config is not None and not isinstance(config, EngineConfig):
+            raise InvalidArgumentTypeError(
+                f"config must be an EngineConfig or None, got {type(config).__name__}; pass EngineConfig(threads=4)"
+            )
         super().__init__()
         self._cupy = import_cupy()
         self._rt = self._cupy.cuda.runtime

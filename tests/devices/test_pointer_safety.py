@@ -10,7 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from devcopy_lib.devices import DevicePtr, SimulatedCudaAllocator
+from devcopy_lib.devices import (
+    Device,
+    DevicePtr,
+    DeviceType,
+    SimulatedCudaAllocator,
+    get_device_allocator,
+    register_device_allocator,
+    scoped_allocators,
+)
+from devcopy_lib.devices.backend import make_allocator, select_backend
+from devcopy_lib.devices.copy_engine import EngineConfig
+from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
 from devcopy_lib.devices.errors import DeviceUsageError, InvalidArgumentError, InvalidArgumentTypeError
 
 
@@ -74,11 +85,6 @@ def test_a_blocks_extent_cannot_be_changed_by_hand(sim):
     sim.copy_host_to_device(ptr, np.zeros(64, np.uint8), 64)
 
 
-def test_simulated_allocator_refuses_a_peer_access_that_is_not_pairs():
-    with pytest.raises(InvalidArgumentTypeError, match="peer_access must be True, False or index pairs, got 5"):
-        SimulatedCudaAllocator(peer_access=5)
-
-
 class _HeldCopy(SimulatedCudaAllocator):
     """A backend whose host-to-device copy waits for `release` and checks its memory is still there."""
 
@@ -110,3 +116,31 @@ def test_deallocate_waits_for_a_copy_running_on_the_buffer_and_refuses_new_ones(
     freer.join(30)
     assert sim.saw == [True]  # the copy ran on live memory
     assert (sim.stats.h2d_count, sim.stats.deallocate_count, sim.live_allocations()) == (1, 1, 0)
+
+
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (lambda: SimulatedCudaAllocator(peer_access=5), InvalidArgumentTypeError, "got 5. Pass True, False, or pairs"),
+        (lambda: SimulatedCudaAllocator(peer_access=[(0, -1)]), InvalidArgumentError, r"got \[\(0, -1\)\]"),
+        (lambda: Device(5, 0), InvalidArgumentError, r"5 is not a DeviceType; pass one of CPU \(0\), CUDA \(1\)"),
+        (
+            lambda: Device(DeviceType.CUDA, 1.5),
+            InvalidArgumentTypeError,
+            r"index must be an int in 0..127 \(a DeviceIndex is an int8\), got 1.5",
+        ),
+        (lambda: Device.parse(5), InvalidArgumentTypeError, "A device is a string like 'cuda:0'"),
+        (lambda: Device.parse("tpu:0"), InvalidArgumentError, "Unknown device type 'tpu'"),
+        (lambda: get_device_allocator(9), InvalidArgumentError, "9 is not a DeviceType"),
+        (lambda: register_device_allocator(5), InvalidArgumentTypeError, "got int; pass make_allocator()"),
+        (lambda: scoped_allocators(None).__enter__(), InvalidArgumentTypeError, "expected a DeviceAllocator"),
+        (lambda: CupyCudaAllocator(config=5), InvalidArgumentTypeError, "config must be an EngineConfig or None"),
+        (lambda: EngineConfig(threads="8"), InvalidArgumentError, "EngineConfig.threads must be an int >= 1"),
+        (lambda: select_backend(5), InvalidArgumentTypeError, "backend must be a name"),
+        (lambda: make_allocator("tpu"), InvalidArgumentError, "Unknown backend 'tpu'"),
+    ],
+)
+def test_device_constructors_refuse_wrong_arguments_with_the_usage_kind(bad, error, message):
+    with pytest.raises(error, match=message) as info:
+        bad()
+    assert info.value.kind == "usage"
