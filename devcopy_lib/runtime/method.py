@@ -19,7 +19,7 @@ import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
-from ..devices.errors import InvalidArgumentTypeError
+from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..names import COPY_OP, Direction, Mode
 from ..tensors.error import Error
 from .failures import ExecutionError, LoadError
@@ -210,8 +210,8 @@ def load_program(
 
     `backend` ('auto', 'cupy', 'simulated') registers a CUDA allocator of that backend when none is; None uses the
     registered one. Raises MissingOperatorError when an operator is in none of the libs, LoadError on memory."""
-    if mode not in MODES:
-        raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise InvalidArgumentError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
     if program.memory_plan is None:
         plan_program(program)
     kernels = resolve_operators(program, libs_of_mode(mode, libs))

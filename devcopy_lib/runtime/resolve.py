@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from ..devices.errors import InvalidArgumentTypeError
 from ..names import (
     COPY_OP,
     DEVICE_COPY_LIB,
@@ -77,6 +78,11 @@ def resolve_operators(
 ) -> list[Kernel]:
     """The kernel of each operator-table entry, in table order. `program`: a list of operator names or any object
     with `operators`; `libs`: KernelLibs or lib names. Raises MissingOperatorError listing every unresolved entry."""
+    if not isinstance(program, Iterable) and not hasattr(program, "operators"):
+        raise InvalidArgumentTypeError(
+            f"resolve_operators takes a Program (anything with `operators`) or a list of operator names, got "
+            f"{type(program).__name__}; pass emit(placed) or ['et_copy::_h2d_copy.out', ...]"
+        )
     names = list(program) if isinstance(program, Iterable) else list(program.operators)
     registry = libs if isinstance(libs, OperatorRegistry) else OperatorRegistry(as_libs(libs, device_rule))
     kernels: list[Kernel] = []

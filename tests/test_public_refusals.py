@@ -1,12 +1,13 @@
-"""Public loaders and a loaded Method refuse what they cannot take with devcopy's error kinds, naming the value and
-the fix: wrong `libs`, `mode`, `backend` or program; pickling a Method; a sparse input. Closing a Method after its
-allocator was closed is quiet."""
+"""Public constructors, loaders and a loaded Method refuse what they cannot take with devcopy's error kinds, naming
+the value and the fix: wrong `libs`, `mode`, `backend`, program, tensor arguments; pickling a Method; a sparse input.
+Closing a Method after its allocator was closed is quiet."""
 
 from __future__ import annotations
 
 import functools
 import pickle
 
+import numpy as np
 import pytest
 import torch
 
@@ -16,7 +17,11 @@ from devcopy_lib.devices.backend import select_backend
 from devcopy_lib.load import load_method
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
+from devcopy_lib.runtime.eager import eager_program
 from devcopy_lib.runtime.failures import ExecutionError
+from devcopy_lib.runtime.libs import lib_by_name, registration_status
+from devcopy_lib.runtime.resolve import resolve_operators
+from devcopy_lib.tensors.tensor import PortableTensor, TensorShapeDynamism
 
 
 @functools.cache
@@ -46,6 +51,45 @@ def test_load_method_refuses_what_is_not_a_program():
     with pytest.raises(TypeError, match="load_method takes a placed program .* got int") as info:
         load_method(5)
     assert info.value.kind == "usage"
+
+
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (lambda: lib_by_name(5), ValueError, "Unknown lib 5. Valid libs: portable"),
+        (lambda: registration_status(libs=[None]), TypeError, "libs must be lib names .* got NoneType"),
+        (lambda: registration_status(ops=5), TypeError, "ops must be op names or glob patterns"),
+        (lambda: resolve_operators(5, ["portable"]), TypeError, "resolve_operators takes a Program"),
+        (lambda: resolve_operators(["aten::add.out"], [5]), TypeError, "libs must be lib names .* got int 5"),
+        (lambda: eager_program(5), TypeError, "eager_program takes an emitted Program, got int"),
+    ],
+)
+def test_the_runtimes_public_loaders_refuse_wrong_arguments_with_the_usage_kind(bad, error, message):
+    with pytest.raises(error, match=message) as info:
+        bad()
+    assert info.value.kind == "usage"
+
+
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (lambda: PortableTensor("junk", [2], _bytes(8)), TypeError, "dtype must be a torch.dtype .* got 'junk'"),
+        (lambda: PortableTensor(torch.float32, [-1], _bytes(8)), ValueError, r"sizes must be ints >= 0, got \(-1,\)"),
+        (lambda: PortableTensor(torch.float32, 5, _bytes(8)), TypeError, "sizes must be a sequence of ints"),
+        (lambda: PortableTensor(torch.float32, [2], 5), TypeError, "storage is a contiguous 1-D np.uint8 array"),
+        (lambda: PortableTensor(torch.float32, [2], _bytes(8), capacity=1.5), TypeError, "capacity is a number"),
+        (lambda: PortableTensor(torch.float32, [4], _bytes(8)), ValueError, "storage holds 8 bytes but the tensor"),
+        (lambda: TensorShapeDynamism(9), ValueError, "9 is not a TensorShapeDynamism; pass one of STATIC"),
+    ],
+)
+def test_tensor_constructors_refuse_wrong_arguments_with_the_usage_kind(bad, error, message):
+    with pytest.raises(error, match=message) as info:
+        bad()
+    assert info.value.kind == "usage"
+
+
+def _bytes(n):
+    return np.zeros(n, np.uint8)
 
 
 def test_select_backend_refuses_a_non_name():
