@@ -10,11 +10,21 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from devcopy_lib import models
-from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.devices import (
+    Device,
+    DeviceType,
+    SimulatedCudaAllocator,
+    get_device_allocator,
+    scoped_allocators,
+)
 from devcopy_lib.devices.backend import select_backend
+from devcopy_lib.devices.copy_engine import EngineConfig
 from devcopy_lib.load import load_method
+from devcopy_lib.names import ERROR_KINDS
 from devcopy_lib.passes.lower import export_and_lower
 from devcopy_lib.passes.placement import place_devices
 from devcopy_lib.runtime.eager import eager_program
@@ -122,3 +132,52 @@ def test_a_sparse_input_is_refused_with_the_fix():
         with pytest.raises(ExecutionError, match=r"input 0: .*\(torch.sparse_coo: pass tensor.to_dense\(\)\)"):
             method(*sparse)
         assert torch.equal(method(*inputs)[0], models.MODELS["add"]()[0](*inputs))
+
+
+JUNK = st.one_of(
+    st.integers(-(1 << 70), 1 << 70),
+    st.floats(),
+    st.none(),
+    st.text(max_size=6),
+    st.booleans(),
+    st.lists(st.one_of(st.integers(-3, 3), st.none(), st.text(max_size=2)), max_size=3),
+    st.builds(object),
+)
+# public constructors and loaders below the passes, each called with one junk argument in one of its places
+JUNK_CALLS = {
+    "Device": lambda v: Device(DeviceType.CUDA, v),
+    "Device type": lambda v: Device(v, 0),
+    "Device.parse": Device.parse,
+    "DeviceType": DeviceType,
+    "SimulatedCudaAllocator": lambda v: SimulatedCudaAllocator(peer_access=v),
+    "EngineConfig": lambda v: EngineConfig(threads=v),
+    "select_backend": select_backend,
+    "get_device_allocator": get_device_allocator,
+    "register_device_allocator": lambda v: scoped_allocators(v).__enter__(),
+    "PortableTensor dtype": lambda v: PortableTensor(v, [2], _bytes(8)),
+    "PortableTensor sizes": lambda v: PortableTensor(torch.uint8, v, _bytes(8)),
+    "PortableTensor storage": lambda v: PortableTensor(torch.uint8, [2], v),
+    "PortableTensor device": lambda v: PortableTensor(torch.uint8, [2], _bytes(8), device=v),
+    "PortableTensor capacity": lambda v: PortableTensor(torch.uint8, [2], _bytes(8), capacity=v),
+    "TensorShapeDynamism": TensorShapeDynamism,
+    "lib_by_name": lib_by_name,
+    "registration_status libs": lambda v: registration_status(libs=v),
+    "registration_status ops": lambda v: registration_status(libs=["portable"], ops=v),
+    "resolve_operators": lambda v: resolve_operators(v, ["portable"]),
+    "eager_program": eager_program,
+    "load_method placed": load_method,
+    "load_method mode": lambda v: load_method(_placed()[0], mode=v),
+    "load_method libs": lambda v: load_method(_placed()[0], libs=v),
+    "load_method backend": lambda v: load_method(_placed()[0], backend=v),
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(sorted(JUNK_CALLS)), JUNK)
+def test_junk_arguments_to_public_constructors_and_loaders_are_refused_with_devcopy_kinds(name, value):
+    """Whatever a caller passes, a refusal is one of devcopy's kinds (never a bare TypeError or AttributeError)."""
+    with scoped_allocators(SimulatedCudaAllocator()):
+        try:
+            JUNK_CALLS[name](value)
+        except Exception as exc:  # noqa: BLE001 - the kind is what is checked
+            assert getattr(exc, "kind", None) in ERROR_KINDS, f"{name}({value!r}): {type(exc).__name__}: {exc}"

@@ -538,7 +538,10 @@ def _device_span(owner: Any) -> tuple[int, int, int | None]:
     if callable(getattr(owner, "untyped_storage", None)) and getattr(owner, "is_cuda", False):
         storage = owner.untyped_storage()
         return int(storage.data_ptr()), int(storage.nbytes()), owner.device.index
-    interface = getattr(owner, "__cuda_array_interface__", None)
+    try:
+        interface = getattr(owner, "__cuda_array_interface__", None)
+    except (TypeError, RuntimeError):  # a CPU torch tensor's property raises instead of being absent
+        interface = None
     if isinstance(interface, dict) and isinstance(getattr(owner, "nbytes", None), int):
         device = getattr(getattr(owner, "device", None), "id", None)
         return int(interface["data"][0]), owner.nbytes, device if isinstance(device, int) else None

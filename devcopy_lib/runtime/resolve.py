@@ -78,12 +78,12 @@ def resolve_operators(
 ) -> list[Kernel]:
     """The kernel of each operator-table entry, in table order. `program`: a list of operator names or any object
     with `operators`; `libs`: KernelLibs or lib names. Raises MissingOperatorError listing every unresolved entry."""
-    if not isinstance(program, Iterable) and not hasattr(program, "operators"):
+    names = list(program) if isinstance(program, Iterable) else list(getattr(program, "operators", [None]))
+    if not all(isinstance(name, str) for name in names):
         raise InvalidArgumentTypeError(
             f"resolve_operators takes a Program (anything with `operators`) or a list of operator names, got "
-            f"{type(program).__name__}; pass emit(placed) or ['et_copy::_h2d_copy.out', ...]"
+            f"{program!r:.60}; pass emit(placed) or ['et_copy::_h2d_copy.out', ...]"
         )
-    names = list(program) if isinstance(program, Iterable) else list(program.operators)
     registry = libs if isinstance(libs, OperatorRegistry) else OperatorRegistry(as_libs(libs, device_rule))
     kernels: list[Kernel] = []
     missing: list[tuple[int, str]] = []
