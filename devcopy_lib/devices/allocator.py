@@ -247,7 +247,7 @@ class DeviceAllocator(abc.ABC):
         synchronous ones running in other threads, then the stream-ordered ones enqueued on it. Holds the lock."""
         del self._live[block.serial]
         block.freed = True
-        while block.busy:
+        while block.running:  # a copy that started before `freed` was set: wait for it (see `_pin`)
             self._idle.wait()
         for ticket in block.pending:
             ticket.wait()
@@ -314,25 +314,32 @@ class DeviceAllocator(abc.ABC):
 
     def _pin(self, block: DeviceBlock, what: str) -> None:
         """Mark a copy running on `block`, refusing it when the block was freed since it was checked (`what`: the
-        copy, for the message)."""
-        with self._lock:
-            if block.freed:
-                self._check_open(what)
-                raise DeviceUsageError(f"{what} copy: the buffer was already freed (use after free); allocate anew")
-            block.busy += 1
+        copy, for the message). No lock on this path: the marker goes in first, then `freed` is read, while
+        `_retire` sets `freed` first, then reads the markers; list appends and pops are atomic, so either the copy
+        sees `freed` or `_retire` sees the copy and waits for it."""
+        running = block.running
+        running.append(None)
+        if block.freed:
+            running.pop()
+            self._check_open(what)
+            raise DeviceUsageError(f"{what} copy: the buffer was already freed (use after free); allocate anew")
 
-    def _unpin(self, block: DeviceBlock, direction: str | None = None, record: Any = None, ticket: Any = _DONE) -> None:
-        """The copy on `block` ended: count it when it succeeded (`direction` given), keep its ticket while the
-        stream-ordered copy is pending, and wake a `deallocate` waiting for the block."""
-        with self._lock:
-            block.busy -= 1
-            if ticket is not _DONE:
-                block.pending = [t for t in block.pending if not t.done] if len(block.pending) > 7 else block.pending
-                block.pending.append(ticket)
-            if direction is not None:
-                self.stats.count_copy(direction, record)
-            if block.freed and not block.busy:
+    def _unpin(self, block: DeviceBlock) -> None:
+        """The copy on `block` ended: take its marker out and wake a `_retire` waiting for the block."""
+        block.running.pop()
+        if block.freed:
+            with self._lock:
                 self._idle.notify_all()
+
+    def _count(self, direction: str, record: CopyRecord, block: DeviceBlock, ticket: CopyTicket) -> None:
+        """Count a successful copy and keep its ticket while the stream-ordered copy is pending (before the copy's
+        marker goes, so a `_retire` never misses it)."""
+        with self._lock:
+            if ticket is not _DONE:
+                if len(block.pending) > 7:
+                    block.pending = [t for t in block.pending if not t.done]
+                block.pending.append(ticket)
+            self.stats.count_copy(direction, record)
 
     def can_access_peer(self, a: int, b: int) -> bool:
         """Whether device `a`'s memory can be copied directly to or from device `b` (same device: always)."""
@@ -348,7 +355,7 @@ class DeviceAllocator(abc.ABC):
         nbytes = check_count("nbytes", nbytes)
         self._check_span(src, nbytes, f"{what} (src)")
         self._check_span(dst, nbytes, f"{what} (dst)")
-        self._pin(src.block, f"{what} (src)")
+        self._pin(src.block, Direction.D2D)
         try:
             with _Busy(self, dst.block, None, None):
                 how = EMPTY_ROUTE if nbytes == 0 else route_d2d(self, dst, src, nbytes)
@@ -491,7 +498,9 @@ class _Busy:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
-        self.allocator._unpin(self.block, None if kind else self.direction, self.record, self.ticket)
+        if kind is None and self.direction is not None:
+            self.allocator._count(self.direction, self.record, self.block, self.ticket)
+        self.allocator._unpin(self.block)
 
 
 def _view_dtype(dtype: Any) -> np.dtype[Any]:

@@ -32,7 +32,8 @@ class CopyPlanner(Protocol):
         self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int
     ) -> Transfer: ...
     def _pin(self, block: DeviceBlock, what: str) -> None: ...
-    def _unpin(self, block: DeviceBlock, direction: str | None = None, record: Any = None) -> None: ...
+    def _unpin(self, block: DeviceBlock) -> None: ...
+    def count_copy(self, direction: str, record: CopyRecord) -> None: ...
 
 
 class PlannedCopy:
@@ -69,11 +70,10 @@ class PlannedCopy:
         try:
             if nbytes:
                 self._transfer(nbytes)
-        except BaseException:
+        finally:
             allocator._unpin(block)
-            raise
         # counted once it succeeded, as the public copies count
-        allocator._unpin(block, self.direction, self._full if nbytes == self.capacity else self._record(nbytes))
+        allocator.count_copy(self.direction, self._full if nbytes == self.capacity else self._record(nbytes))
 
     def _checked(self, nbytes: int) -> int:
         """A byte count of another int type (NumPy's) within the capacity, or an InvalidArgumentError."""

@@ -14,43 +14,40 @@ import numpy as np
 
 from .errors import DeviceMemoryAccessError, DeviceUsageError, InvalidArgumentError, InvalidArgumentTypeError
 
-_FIXED = frozenset(("index", "nbytes", "address", "handle", "serial", "borrowed"))
+
+def _fixed(name: str) -> Any:
+    """The setter of a block's fixed attribute `name`: it refuses."""
+
+    def refuse(block: DeviceBlock, value: Any) -> NoReturn:
+        raise DeviceUsageError(f"DeviceBlock.{name} is fixed when the allocator makes the block; allocate a new buffer")
+
+    return refuse
 
 
 class DeviceBlock:
-    """One device allocation. `handle` is the backend's object that owns the memory (kept alive by the block).
-    `busy` counts the copies running on it and `pending` holds stream-ordered copies not yet waited for: the
-    allocator frees a block only once both are done (they change under the allocator's lock)."""
+    """One device allocation. `handle` is the backend's object that owns the memory (kept alive by the block); the
+    extent (`index`, `nbytes`, `address`, `handle`) is read-only. `running` holds one marker per copy running on the
+    block and `pending` the stream-ordered copies not yet waited for: the allocator frees a block only once both are
+    empty."""
 
-    __slots__ = ("index", "nbytes", "address", "handle", "freed", "serial", "borrowed", "busy", "pending")
+    __slots__ = ("_index", "_nbytes", "_address", "_handle", "freed", "serial", "borrowed", "running", "pending")
     _serials = itertools.count(1)
-    index: int
-    nbytes: int
-    address: int
-    handle: Any
-    freed: bool
-    serial: int
-    borrowed: bool
-    busy: int
-    pending: list[Any]
 
     def __init__(self, index: int, nbytes: int, address: int, handle: Any, borrowed: bool = False) -> None:
-        for name, value in (("index", index), ("nbytes", nbytes), ("address", address), ("handle", handle)):
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "borrowed", borrowed)
-        object.__setattr__(self, "serial", next(self._serials))
-        self.freed, self.busy, self.pending = False, 0, []
+        self._index, self._nbytes, self._address, self._handle = index, nbytes, address, handle
+        self.freed, self.borrowed = False, borrowed
+        self.running: list[None] = []
+        self.pending: list[Any] = []
+        self.serial = next(self._serials)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _FIXED:
-            raise DeviceUsageError(
-                f"DeviceBlock.{name} is fixed when the allocator makes the block; allocate a new buffer instead"
-            )
-        object.__setattr__(self, name, value)
+    index = property(lambda self: self._index, _fixed("index"), doc="The device index the block lives on.")
+    nbytes = property(lambda self: self._nbytes, _fixed("nbytes"), doc="The block's size in bytes.")
+    address = property(lambda self: self._address, _fixed("address"), doc="The device address of its first byte.")
+    handle = property(lambda self: self._handle, _fixed("handle"), doc="The backend's memory object (None once freed).")
 
     def drop_handle(self) -> None:
         """Let go of the backing memory (a backend's `_free`): the block is freed."""
-        object.__setattr__(self, "handle", None)
+        self._handle = None
 
     def __array__(self, *args: object, **kwargs: object) -> NoReturn:
         """Refuse NumPy's host read: device memory reaches the host only through a D2H copy."""
