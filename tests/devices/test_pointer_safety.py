@@ -144,3 +144,17 @@ def test_device_constructors_refuse_wrong_arguments_with_the_usage_kind(bad, err
     with pytest.raises(error, match=message) as info:
         bad()
     assert info.value.kind == "usage"
+
+
+@pytest.mark.gpu
+def test_cupy_borrow_takes_only_a_span_of_a_cuda_tensor():
+    cuda = CupyCudaAllocator()
+    owner = torch.zeros(16, dtype=torch.uint8, device="cuda")
+    with pytest.raises(InvalidArgumentError, match="not inside the owner's memory"):
+        cuda.borrow(owner.data_ptr() + 8, 16, 0, owner).__enter__()
+    with pytest.raises(InvalidArgumentTypeError, match="owner must hold the device memory"):
+        cuda.borrow(owner.data_ptr(), 8, 0, torch.zeros(16, dtype=torch.uint8)).__enter__()
+    with cuda.borrow(owner.data_ptr() + 8, 8, 0, owner) as ptr:
+        cuda.copy_host_to_device(ptr, np.full(8, 3, np.uint8), 8)
+    assert owner.cpu().tolist() == [0] * 8 + [3] * 8
+    cuda.close()
