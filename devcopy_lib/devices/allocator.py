@@ -331,7 +331,7 @@ class DeviceAllocator(abc.ABC):
             with self._lock:
                 self._idle.notify_all()
 
-    def _count(self, direction: str, record: CopyRecord, block: DeviceBlock, ticket: CopyTicket) -> None:
+    def _count_success(self, direction: str, record: CopyRecord, block: DeviceBlock, ticket: CopyTicket) -> None:
         """Count a successful copy and keep its ticket while the stream-ordered copy is pending (before the copy's
         marker goes, so a `_retire` never misses it)."""
         with self._lock:
@@ -499,7 +499,7 @@ class _Busy:
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         if kind is None and self.direction is not None:
-            self.allocator._count(self.direction, self.record, self.block, self.ticket)
+            self.allocator._count_success(self.direction, self.record, self.block, self.ticket)
         self.allocator._unpin(self.block)
 
 

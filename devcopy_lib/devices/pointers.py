@@ -15,13 +15,9 @@ import numpy as np
 from .errors import DeviceMemoryAccessError, DeviceUsageError, InvalidArgumentError, InvalidArgumentTypeError
 
 
-def _fixed(name: str) -> Any:
-    """The setter of a block's fixed attribute `name`: it refuses."""
-
-    def refuse(block: DeviceBlock, value: Any) -> NoReturn:
-        raise DeviceUsageError(f"DeviceBlock.{name} is fixed when the allocator makes the block; allocate a new buffer")
-
-    return refuse
+def _refuse_fixed(name: str) -> NoReturn:
+    """Refuse setting a block's fixed attribute `name`."""
+    raise DeviceUsageError(f"DeviceBlock.{name} is fixed when the allocator makes the block; allocate a new buffer")
 
 
 class DeviceBlock:
@@ -40,10 +36,41 @@ class DeviceBlock:
         self.pending: list[Any] = []
         self.serial = next(self._serials)
 
-    index = property(lambda self: self._index, _fixed("index"), doc="The device index the block lives on.")
-    nbytes = property(lambda self: self._nbytes, _fixed("nbytes"), doc="The block's size in bytes.")
-    address = property(lambda self: self._address, _fixed("address"), doc="The device address of its first byte.")
-    handle = property(lambda self: self._handle, _fixed("handle"), doc="The backend's memory object (None once freed).")
+    @property
+    def index(self) -> int:
+        """The device index the block lives on."""
+        return self._index
+
+    @index.setter
+    def index(self, value: int) -> NoReturn:
+        _refuse_fixed("index")
+
+    @property
+    def nbytes(self) -> int:
+        """The block's size in bytes."""
+        return self._nbytes
+
+    @nbytes.setter
+    def nbytes(self, value: int) -> NoReturn:
+        _refuse_fixed("nbytes")
+
+    @property
+    def address(self) -> int:
+        """The device address of the block's first byte."""
+        return self._address
+
+    @address.setter
+    def address(self, value: int) -> NoReturn:
+        _refuse_fixed("address")
+
+    @property
+    def handle(self) -> Any:
+        """The backend's object that owns the memory (None once freed)."""
+        return self._handle
+
+    @handle.setter
+    def handle(self, value: Any) -> NoReturn:
+        _refuse_fixed("handle")
 
     def drop_handle(self) -> None:
         """Let go of the backing memory (a backend's `_free`): the block is freed."""

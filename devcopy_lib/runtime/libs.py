@@ -154,7 +154,7 @@ def as_libs(libs: Libs, device_rule: str = DeviceRule.SEED) -> list[KernelLib]:
     InvalidArgumentTypeError naming it."""
     if isinstance(libs, (KernelLib, str)):
         return [libs if isinstance(libs, KernelLib) else lib_by_name(libs, device_rule)]
-    if not isinstance(libs, Iterable) or isinstance(libs, bytes):
+    if not isinstance(libs, Iterable):
         raise InvalidArgumentTypeError(
             f"libs must be lib names ({', '.join(LINKABLE_LIBS)}), KernelLibs or a list of them, got "
             f"{type(libs).__name__} {libs!r:.60}; pass for example libs=['portable'], or None for the default"
