@@ -8,8 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from torch import fx
+
+from .devices.errors import InvalidArgumentTypeError
 from .names import Mode
 from .passes.emit import emit
+from .passes.lower import LoweredProgram
 from .runtime.method import Method, load_program
 from .runtime.program import Program
 
@@ -19,6 +23,12 @@ def load_method(
 ) -> Method:
     """Emit `placed` (a PlacedProgram; an emitted Program passes through) and load it in `mode` with `libs` linked.
 
-    See `runtime.method.load_program` for `backend` and the errors raised."""
+    See `runtime.method.load_program` for `backend` and the errors raised; a wrong `placed`, `mode` or `libs` is
+    an InvalidArgumentError (kind `usage`) naming the value and what to pass."""
+    if not isinstance(placed, (Program, LoweredProgram, fx.GraphModule)):
+        raise InvalidArgumentTypeError(
+            f"load_method takes a placed program (place_devices(...)) or an emitted Program, got "
+            f"{type(placed).__name__}; pass place_devices(export_and_lower(model, inputs))"
+        )
     program = placed if isinstance(placed, Program) else emit(placed)
     return load_program(program, mode, libs, backend)

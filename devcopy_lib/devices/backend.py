@@ -8,6 +8,7 @@ from ..names import AUTO_BACKEND, BACKENDS, Backend
 from .allocator import DeviceAllocator
 from .capabilities import Capabilities
 from .device import DeviceType
+from .errors import InvalidArgumentError, InvalidArgumentTypeError
 from .registry import get_device_allocator, register_device_allocator
 
 ENV_VAR = "DEVCOPY_BACKEND"
@@ -27,12 +28,17 @@ def cuda_available() -> bool:
 
 def select_backend(backend: str | None = None) -> Backend:
     """Resolve `backend` (None/'auto' reads DEVCOPY_BACKEND, then picks cupy when CUDA is available)."""
+    if backend is not None and not isinstance(backend, str):
+        raise InvalidArgumentTypeError(
+            f"backend must be a name ({AUTO_BACKEND}, {', '.join(BACKENDS)}) or None, got {type(backend).__name__} "
+            f"{backend!r:.40}"
+        )
     choice = backend if backend not in (None, AUTO_BACKEND) else os.environ.get(ENV_VAR, AUTO_BACKEND) or AUTO_BACKEND
     choice = choice.strip().lower()
     if choice == AUTO_BACKEND:
         return Backend.CUPY if cuda_available() else Backend.SIMULATED
     if choice not in BACKENDS:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Unknown backend {choice!r}. Valid: {AUTO_BACKEND}, {', '.join(BACKENDS)} (argument or ${ENV_VAR})"
         )
     if choice == Backend.CUPY and not cuda_available():

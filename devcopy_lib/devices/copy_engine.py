@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .errors import InvalidArgumentError
+
 MiB = 1 << 20
 
 
@@ -55,11 +57,12 @@ class EngineConfig:
     direct_bytes: int = 16 * MiB
 
     def __post_init__(self) -> None:
-        for name in ("chunk_bytes", "min_chunk_bytes", "buffers", "threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"EngineConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+        for name in ("chunk_bytes", "min_chunk_bytes", "buffers", "threads", "direct_bytes"):
+            value, least = getattr(self, name), 0 if name == "direct_bytes" else 1  # 0: never the driver's path
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise InvalidArgumentError(f"EngineConfig.{name} must be an int >= {least}, got {value!r}")
         if self.min_chunk_bytes > self.chunk_bytes:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"EngineConfig.min_chunk_bytes ({self.min_chunk_bytes}) exceeds chunk_bytes "
                 f"({self.chunk_bytes}); lower it or raise chunk_bytes"
             )

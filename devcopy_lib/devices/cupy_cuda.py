@@ -15,7 +15,8 @@ from .allocator import DeviceAllocator
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
 from .cuda_status import cuda_status
-from .host_buffers import check_count, host_address
+from .errors import InvalidArgumentTypeError
+from .host_buffers import check_alignment, check_count, host_size
 from .pinned import PinnedRegistry, tracked_array
 from .planned_copy import Transfer
 from .pointers import DeviceBlock, DevicePtr
@@ -137,6 +138,10 @@ class CupyCudaAllocator(DeviceAllocator):
     capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True, peer_copy=True)
 
     def __init__(self, config: EngineConfig | None = None) -> None:
+        if config is not None and not isinstance(config, EngineConfig):
+            raise InvalidArgumentTypeError(
+                f"config must be an EngineConfig or None, got {type(config).__name__}; pass EngineConfig(threads=4)"
+            )
         super().__init__()
         self._cupy = import_cupy()
         self._rt = self._cupy.cuda.runtime
@@ -170,7 +175,7 @@ class CupyCudaAllocator(DeviceAllocator):
         return DeviceBlock(index, nbytes, memory.ptr, memory)
 
     def _free(self, block: DeviceBlock) -> None:
-        block.handle = None  # back to CuPy's pool, ordered on the stream
+        block.drop_handle()  # back to CuPy's pool, ordered on the stream
 
     def _close(self) -> None:
         """Stop the copy engine's host threads (the engine is this allocator's alone)."""
@@ -223,12 +228,12 @@ class CupyCudaAllocator(DeviceAllocator):
     def allocate_host(self, nbytes: int, alignment: int = 64) -> np.ndarray:
         """Pinned host memory (a uint8 array), registered so copies from/to it take the direct DMA path."""
         check_count("nbytes", nbytes)
+        check_alignment(alignment, 1 << 12)
         return self.transport.host_alloc(nbytes, alignment)
 
     def is_pinned(self, host: Any, nbytes: int | None = None) -> bool:
         """Whether a host buffer (array or address) is pinned, i.e. copies with it skip staging."""
-        size = memoryview(host).nbytes if nbytes is None else nbytes
-        return self.transport.is_pinned(host_address(host, size, writable=False, what="is_pinned"), size)
+        return self.transport.is_pinned(*host_size(host, nbytes, "is_pinned"))
 
     def synchronize(self) -> None:
         """Wait for all work on every device (delegates run on torch's stream, copies on the engine's)."""

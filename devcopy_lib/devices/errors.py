@@ -1,4 +1,11 @@
-"""Exceptions raised by the device layer; the kernels map them onto ExecuTorch's error codes."""
+"""Exceptions raised by the device layer; the kernels map them onto ExecuTorch's error codes.
+
+Every refusal of a public call carries one of devcopy's error kinds (docs/design.md §8): a bad argument is an
+`InvalidArgumentError` (kind `usage`; `InvalidArgumentTypeError` when its type is wrong), a device pointer that is not
+a live buffer of the allocator a `DeviceUsageError` (kind `device`), a full device `OutOfDeviceMemory`. They subclass
+ValueError / TypeError / MemoryError, so code that caught those keeps working. The layers above the devices raise the
+argument errors too (`load_method`'s libs, a Method's pickling).
+"""
 
 from ..names import ErrorKind
 
@@ -11,5 +18,28 @@ class DeviceCopyError(RuntimeError):
 
 class DeviceMemoryAccessError(RuntimeError):
     """Host code read or wrote device memory directly, i.e. a device copy is missing."""
+
+    kind = ErrorKind.DEVICE
+
+
+class InvalidArgumentError(ValueError):
+    """A public call was given a value it cannot take; the message names the argument, the value and the fix."""
+
+    kind = ErrorKind.USAGE
+
+
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """A public call was given an argument of a type it does not take (also a TypeError)."""
+
+
+class DeviceUsageError(ValueError):
+    """A device pointer that is not one of the allocator's live buffers (freed, another allocator's, a span past its
+    end) or a closed allocator: refused before any native call."""
+
+    kind = ErrorKind.DEVICE
+
+
+class OutOfDeviceMemory(MemoryError):
+    """The device could not hold an allocation, even after the allocator released its caches."""
 
     kind = ErrorKind.DEVICE

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from .allocator import DeviceAllocator
 from .device import DeviceType
+from .errors import InvalidArgumentError, InvalidArgumentTypeError
 
 _registry: dict[DeviceType, DeviceAllocator] = {}
 _local = threading.local()  # .scopes: this thread's stack of override registries (innermost last)
@@ -27,11 +28,14 @@ def register_device_allocator(allocator: DeviceAllocator) -> None:
     """Register `allocator` for its device type (in the calling thread's innermost scope, if any); a second
     registration for the same type is an error."""
     if not isinstance(allocator, DeviceAllocator):
-        raise TypeError(f"expected a DeviceAllocator, got {type(allocator).__name__}")
+        raise InvalidArgumentTypeError(
+            f"expected a DeviceAllocator, got {type(allocator).__name__}; pass make_allocator() or "
+            "SimulatedCudaAllocator()"
+        )
     registry = _current()
     dtype = allocator.device_type()
     if dtype in registry:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"A DeviceAllocator is already registered for {dtype.name} ({registry[dtype].backend}). "
             "One allocator per device type; use scoped_allocators() to swap one in for a test or a notebook."
         )

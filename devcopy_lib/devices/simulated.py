@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 
 from ..names import Backend, Direction
-from .allocator import DeviceAllocator
+from .allocator import DeviceAllocator, check_inside_owner
 from .capabilities import Capabilities
+from .device import MAX_DEVICE_INDEX
+from .errors import InvalidArgumentError, InvalidArgumentTypeError
 from .planned_copy import Transfer
 from .pointers import DeviceBlock, DevicePtr
 
@@ -33,17 +35,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
 
     def __init__(self, peer_access: bool | Iterable[tuple[int, int]] = True) -> None:
         super().__init__()
-        if isinstance(peer_access, bool):
-            self._peers: bool | frozenset[tuple[int, int]] = peer_access
-        else:
-            pairs = [tuple(p) for p in peer_access]
-            bad = [p for p in pairs if len(p) != 2 or not all(isinstance(i, int) and i >= 0 for i in p)]
-            if bad:
-                raise ValueError(
-                    f"peer_access pairs must be (index, index) with indices >= 0, got {bad!r}. "
-                    "Pass True, False, or pairs like {(0, 1)}."
-                )
-            self._peers = frozenset((a, b) for a, b in pairs) | frozenset((b, a) for a, b in pairs)
+        self._peers = _peer_pairs(peer_access)
         self._current = 0
         self._next_address: dict[int, int] = {}
         self._ids = itertools.count()
@@ -81,7 +73,20 @@ class SimulatedCudaAllocator(DeviceAllocator):
         return DeviceBlock(index, nbytes, address, memory)
 
     def _free(self, block: DeviceBlock) -> None:
-        block.handle = None
+        block.drop_handle()
+
+    def _borrowed_handle(self, address: int, nbytes: int, index: int, owner: Any) -> np.ndarray:
+        """The simulated device's memory is NumPy's: `owner` is a writable C-contiguous array and the span lies
+        inside it; the block keeps a uint8 view of exactly that span."""
+        if not isinstance(owner, np.ndarray) or owner.dtype.hasobject or not owner.flags.c_contiguous:
+            raise InvalidArgumentTypeError(
+                f"borrow: the simulated device's memory is a C-contiguous NumPy array of plain data, got owner "
+                f"{type(owner).__name__}; pass the array whose memory you borrow"
+            )
+        if not owner.flags.writeable:
+            raise InvalidArgumentError("borrow: owner is read-only; device memory is written by copies")
+        start = check_inside_owner(address, nbytes, owner.ctypes.data, owner.nbytes)
+        return owner.reshape(-1).view(np.uint8)[start : start + nbytes]
 
     def _copy_in(self, dst: DevicePtr, src_address: int, nbytes: int, index: int) -> None:
         ctypes.memmove(dst.block.handle.ctypes.data + dst.offset, src_address, nbytes)
@@ -114,3 +119,27 @@ class SimulatedCudaAllocator(DeviceAllocator):
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         raw: np.ndarray = ptr.block.handle[ptr.offset : ptr.offset + nbytes]
         return raw.view(dtype).reshape(shape)
+
+
+def _peer_pairs(peer_access: Any) -> bool | frozenset[tuple[int, int]]:
+    """`peer_access` as True / False or the set of index pairs (both directions), or an InvalidArgumentError."""
+    if isinstance(peer_access, bool):
+        return peer_access
+    fix = "Pass True, False, or pairs like {(0, 1)}."
+    try:
+        pairs = [tuple(p) for p in peer_access]
+    except TypeError:
+        raise InvalidArgumentTypeError(
+            f"peer_access must be True, False or index pairs, got {peer_access!r}. {fix}"
+        ) from None
+    bad = [p for p in pairs if len(p) != 2 or not all(_is_index(i) for i in p)]
+    if bad:
+        raise InvalidArgumentError(
+            f"peer_access pairs must be (index, index) with indices in 0..{MAX_DEVICE_INDEX}, got {bad!r}. {fix}"
+        )
+    return frozenset((a, b) for a, b in pairs) | frozenset((b, a) for a, b in pairs)
+
+
+def _is_index(value: Any) -> bool:
+    """Whether `value` is a device index 0..MAX_DEVICE_INDEX (an int, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_DEVICE_INDEX

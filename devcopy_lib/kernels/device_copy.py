@@ -290,9 +290,9 @@ def _aten_transfer(
     index = _copy_index(device_side, rule)
     with device_memory(device_side, allocator) as ptr:
         if direction == H2D:
-            allocator.copy_host_to_device(ptr, host.data_ptr(), nbytes, index)
+            allocator.copy_host_to_device(ptr, host, nbytes, index)
         else:
-            allocator.copy_device_to_host(host.data_ptr(), ptr, nbytes, index)
+            allocator.copy_device_to_host(host, ptr, nbytes, index)
 
 
 def _aten_run(transfer: _Transfer, self: torch.Tensor, out: torch.Tensor, op: str, words: str, fixed: bool) -> Run:
@@ -345,7 +345,7 @@ def _prepare_aten(args: list[Any], dynamic: Collection[int], direction: Directio
     ):
         return functools.partial(_aten_copy, self, out, direction, rule)
     capacity = min(writable_nbytes(self), writable_nbytes(out))
-    transfer = _transfer(allocator, direction, ptr, host.data_ptr(), capacity, _copy_index(device_side, rule))
+    transfer = _transfer(allocator, direction, ptr, host, capacity, _copy_index(device_side, rule))
     return _aten_run(transfer, self, out, _OPS[direction], _WORDS[direction], not dynamic)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from ..devices.errors import InvalidArgumentTypeError
 from ..kernels.portable_cpu import aten_overload, split_arguments
 from .libs import native_lib
 from .program import DelegateCall, KernelCall, Program, TensorListValue, TensorValue
@@ -37,6 +38,10 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
     where they are ordinary CPU tensors), host values on the CPU, pinned when a device is real. Instructions run at
     load (hoisted constants) run once here; constants are copied when it is built (docs/reliability.md); outputs come
     back as CPU tensors the caller owns."""
+    if not isinstance(program, Program):
+        raise InvalidArgumentTypeError(
+            f"eager_program takes an emitted Program, got {type(program).__name__}; pass emit(placed)"
+        )
     on_device = device_type != "cpu"
 
     def where(value: TensorValue) -> torch.device:

@@ -21,6 +21,7 @@ from typing import Any
 
 from torchgen.model import FunctionSchema
 
+from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels import device_copy, portable_cpu
 from ..kernels.portable_cpu import boxed_aten_kernel
 from ..names import (
@@ -145,22 +146,20 @@ def lib_by_name(name: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
         return custom_ops_lib(ET_COPY_OPS_YAML, device_rule)
     if name == PEER_COPY_LIB:
         return custom_ops_lib(PEER_COPY_OPS_YAML, device_rule)
-    raise ValueError(f"Unknown lib {name!r}. Valid libs: {', '.join(LINKABLE_LIBS)}")
+    raise InvalidArgumentError(f"Unknown lib {name!r}. Valid libs: {', '.join(LINKABLE_LIBS)}")
 
 
 def as_libs(libs: Libs, device_rule: str = DeviceRule.SEED) -> list[KernelLib]:
-    """Libs given as KernelLibs, names, or (nested) lists of them -> a flat list of KernelLibs."""
+    """Libs given as KernelLibs, names, or (nested) lists of them -> a flat list of KernelLibs; anything else is an
+    InvalidArgumentTypeError naming it."""
     if isinstance(libs, (KernelLib, str)):
-        libs = [libs]
-    flat: list[KernelLib] = []
-    for lib in libs:
-        if isinstance(lib, KernelLib):
-            flat.append(lib)
-        elif isinstance(lib, str):
-            flat.append(lib_by_name(lib, device_rule))
-        else:
-            flat.extend(as_libs(lib, device_rule))
-    return flat
+        return [libs if isinstance(libs, KernelLib) else lib_by_name(libs, device_rule)]
+    if not isinstance(libs, Iterable):
+        raise InvalidArgumentTypeError(
+            f"libs must be lib names ({', '.join(LINKABLE_LIBS)}), KernelLibs or a list of them, got "
+            f"{type(libs).__name__} {libs!r:.60}; pass for example libs=['portable'], or None for the default"
+        )
+    return [lib for item in libs for lib in as_libs(item, device_rule)]
 
 
 def libs_of_mode(mode: str, libs: Libs | None = None) -> list[KernelLib]:
@@ -170,7 +169,7 @@ def libs_of_mode(mode: str, libs: Libs | None = None) -> list[KernelLib]:
     linked = as_libs(defaults if libs is None else libs)
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{', '.join(wrong)}: not {mode}-mode libs; a {mode}-mode method links {mode} libs only "
             f"(default: {','.join(defaults)})"
         )
@@ -195,8 +194,13 @@ class RegistrationRow:
 
 def _matching(ops: Iterable[str] | str, known: Sequence[str]) -> list[str]:
     """Op names and glob patterns (`aten::add*`, `et_copy::*`) -> names; a plain name is kept even if unknown."""
+    patterns = [ops] if isinstance(ops, str) else list(ops) if isinstance(ops, Iterable) else [ops]
+    if not all(isinstance(p, str) for p in patterns):
+        raise InvalidArgumentTypeError(
+            f"ops must be op names or glob patterns (str), got {ops!r:.60}; pass for example ops='et_copy::*'"
+        )
     found: dict[str, None] = {}
-    for pattern in [ops] if isinstance(ops, str) else ops:
+    for pattern in patterns:
         if any(c in pattern for c in "*?["):
             found.update(dict.fromkeys(fnmatch.filter(known, pattern)))
         else:

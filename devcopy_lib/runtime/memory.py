@@ -66,10 +66,13 @@ class OwnedMemory:
             ) from exc
 
     def free(self) -> None:
-        """Free every device buffer (host buffers go with their arrays); safe to call twice."""
+        """Free every device buffer (host buffers go with their arrays); safe to call twice. An allocator closed
+        first freed its buffers already: nothing to do for those."""
         errors = []
         while self._device:
             allocator, ptr = self._device.pop()
+            if allocator.closed:
+                continue
             try:
                 allocator.deallocate(ptr, ptr.index)
             except Exception as exc:  # keep freeing the rest; report the first failure afterwards

@@ -14,13 +14,14 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
+from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..names import COPY_OP, Direction, Mode
 from ..tensors.error import Error
 from .constants import ConstantSnapshot
@@ -229,6 +230,13 @@ class Method:
     def __enter__(self) -> Method:
         return self
 
+    def __reduce__(self) -> NoReturn:
+        """Refuse pickling: a Method holds device memory and prepared kernels that exist in this process only."""
+        raise InvalidArgumentTypeError(
+            "A loaded Method cannot be pickled: it holds device memory and kernels bound to this process. "
+            "Pickle the Program it was loaded from (method.program) and load_method() it again where needed."
+        )
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -244,8 +252,8 @@ def load_program(
 
     `backend` ('auto', 'cupy', 'simulated') registers a CUDA allocator of that backend when none is; None uses the
     registered one. Raises MissingOperatorError when an operator is in none of the libs, LoadError on memory."""
-    if mode not in MODES:
-        raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise InvalidArgumentError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
     if program.memory_plan is None:
         plan_program(program)
     kernels = resolve_operators(program, libs_of_mode(mode, libs), mode=mode)

@@ -173,9 +173,17 @@ def _input_setter(position: int, slot: Slot, tensors: Any, memory: Any) -> Calla
     target = code_view(slot, tensors) if planned is None else None
 
     def set_input(tensor: torch.Tensor) -> None:
-        if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu" or tensor.dtype != spec.dtype:
+        if (
+            not isinstance(tensor, torch.Tensor)
+            or tensor.device.type != "cpu"
+            or tensor.dtype != spec.dtype
+            or tensor.layout != torch.strided
+        ):
+            layout = getattr(tensor, "layout", torch.strided)
+            dense = "" if layout == torch.strided else f" ({layout}: pass tensor.to_dense())"
             raise ExecutionError(
-                Error.InvalidArgument, f"input {position}: expected a CPU {spec.dtype} tensor, got {_describe(tensor)}"
+                Error.InvalidArgument,
+                f"input {position}: expected a CPU {spec.dtype} tensor, got {_describe(tensor)}{dense}",
             )
         if tensor.shape != sizes or spec.dynamic:
             shape = tuple(tensor.shape)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from ..devices.errors import InvalidArgumentTypeError
 from ..names import (
     DEVICE_COPY_LIB,
     FALLBACK_KEY,
@@ -106,7 +107,12 @@ def resolve_operators(
     with `operators`; `libs`: KernelLibs or lib names; `mode`: the method's mode, which the fix of a missing
     operator names libs of (default: the libs' own; needed when no lib is linked). Raises MissingOperatorError
     listing every unresolved entry."""
-    names = list(program) if isinstance(program, Iterable) else list(program.operators)
+    names = list(program) if isinstance(program, Iterable) else list(getattr(program, "operators", [None]))
+    if not all(isinstance(name, str) for name in names):
+        raise InvalidArgumentTypeError(
+            f"resolve_operators takes a Program (anything with `operators`) or a list of operator names, got "
+            f"{program!r:.60}; pass emit(placed) or ['et_copy::_h2d_copy.out', ...]"
+        )
     registry = libs if isinstance(libs, OperatorRegistry) else OperatorRegistry(as_libs(libs, device_rule))
     kernels: list[Kernel] = []
     missing: list[tuple[int, str]] = []

@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import IntEnum
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
 
 from ..devices.allocator import DevicePtr
 from ..devices.device import CPU, Device
-from ..devices.errors import DeviceMemoryAccessError
+from ..devices.errors import DeviceMemoryAccessError, InvalidArgumentError, InvalidArgumentTypeError
 from ..devices.registry import get_device_allocator
 from .error import Error
 
@@ -33,6 +34,11 @@ class TensorShapeDynamism(IntEnum):
     DYNAMIC_BOUND = 1
     DYNAMIC_UNBOUND = 2
 
+    @classmethod
+    def _missing_(cls, value: Any) -> NoReturn:
+        """Refuse a value that names no dynamism, with devcopy's kind and the valid ones."""
+        raise InvalidArgumentError(f"{value!r} is not a TensorShapeDynamism; pass one of {', '.join(cls.__members__)}")
+
 
 def contiguous_strides(sizes: Sequence[int], dim_order: Sequence[int]) -> tuple[int, ...]:
     """Strides of a dense tensor laid out in `dim_order` (outermost first), in elements, as PyTorch computes them."""
@@ -45,9 +51,13 @@ def contiguous_strides(sizes: Sequence[int], dim_order: Sequence[int]) -> tuple[
 
 
 def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
-    sizes = tuple(sizes)
+    """`sizes` as a tuple of ints >= 0, or an InvalidArgumentError naming them."""
+    try:
+        sizes = tuple(sizes)
+    except TypeError:
+        raise InvalidArgumentTypeError(f"sizes must be a sequence of ints >= 0 like [2, 3], got {sizes!r}") from None
     if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0 for s in sizes):
-        raise ValueError(f"sizes must be ints >= 0, got {sizes!r}")
+        raise InvalidArgumentError(f"sizes must be ints >= 0, got {sizes!r}")
     return tuple(int(s) for s in sizes)
 
 
@@ -80,17 +90,21 @@ class PortableTensor:
         dim_order: Sequence[int] | None = None,
     ) -> None:
         if not isinstance(dtype, torch.dtype):
-            raise TypeError(f"dtype must be a torch.dtype (torch.float32, ...), got {dtype!r}")
+            raise InvalidArgumentTypeError(f"dtype must be a torch.dtype (torch.float32, ...), got {dtype!r}")
         self.dtype = dtype
         self.sizes = _check_sizes(sizes)
         self.device = Device.parse(device)
         self.dynamism = TensorShapeDynamism(dynamism)
         self.dim_order = tuple(range(len(self.sizes))) if dim_order is None else tuple(dim_order)
         if sorted(self.dim_order) != list(range(len(self.sizes))):
-            raise ValueError(f"dim_order {self.dim_order} is not a permutation of 0..{len(self.sizes) - 1}")
+            raise InvalidArgumentError(f"dim_order {self.dim_order} is not a permutation of 0..{len(self.sizes) - 1}")
+        if capacity is not None and (not isinstance(capacity, (int, np.integer)) or isinstance(capacity, bool)):
+            raise InvalidArgumentTypeError(f"capacity is a number of elements (an int), got {capacity!r}")
         self.capacity = self.numel if capacity is None else int(capacity)
         if self.capacity < self.numel:
-            raise ValueError(f"capacity {self.capacity} elements is below the {self.numel} elements of {self.sizes}")
+            raise InvalidArgumentError(
+                f"capacity {self.capacity} elements is below the {self.numel} elements of {self.sizes}"
+            )
         self.storage = self._check_storage(storage)
         self.owner: torch.Tensor | None = None  # the torch tensor whose memory `storage` shares (from_torch)
 
@@ -103,24 +117,28 @@ class PortableTensor:
                 and storage.ndim == 1
                 and storage.flags.c_contiguous
             ):
-                raise TypeError(f"a CPU tensor's storage is a contiguous 1-D np.uint8 array, got {storage!r:.80}")
+                raise InvalidArgumentTypeError(
+                    f"a CPU tensor's storage is a contiguous 1-D np.uint8 array, got {storage!r:.80}"
+                )
             if not storage.flags.writeable:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "a CPU tensor's storage must be writable (kernels write outputs and resizes in "
                     "place), got a read-only array; pass a copy: np.array(storage)"
                 )
             have = storage.nbytes
         else:
             if not isinstance(storage, DevicePtr):
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"a {self.device} tensor's storage is a DevicePtr from the registered allocator, got "
                     f"{type(storage).__name__}. Host memory cannot back a device tensor."
                 )
             if storage.index != self.device.index:
-                raise ValueError(f"storage {storage!r} is on index {storage.index}, the tensor on {self.device}")
+                raise InvalidArgumentError(
+                    f"storage {storage!r} is on index {storage.index}, the tensor on {self.device}"
+                )
             have = storage.nbytes
         if have < need:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"storage holds {have} bytes but the tensor needs {need} ({self.capacity} x {self.dtype} elements)"
             )
         return storage

@@ -112,7 +112,7 @@ def test_chunk_size_is_two_per_thread_within_bounds():
 
 
 def test_bad_config_names_the_field():
-    with pytest.raises(ValueError, match="EngineConfig.threads must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="EngineConfig.threads must be an int >= 1, got 0"):
         EngineConfig(threads=0)
     with pytest.raises(ValueError, match="min_chunk_bytes .* exceeds chunk_bytes"):
         EngineConfig(chunk_bytes=KiB, min_chunk_bytes=2 * KiB)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,13 +111,18 @@ def test_double_free_and_foreign_pointers_are_refused(alloc):
         alloc.copy_host_to_device(other, np.zeros(8, np.uint8), 8)
 
 
-def test_int_host_addresses_are_accepted(alloc):
+def test_int_host_addresses_are_refused_and_the_buffers_themselves_accepted(alloc):
+    """An int could point anywhere: the public copies take the buffer (array, bytearray, CPU tensor), never an int."""
     ptr = alloc.allocate(8)
     src = np.arange(8, dtype=np.uint8)
-    dst = np.zeros(8, np.uint8)
-    alloc.copy_host_to_device(ptr, src.ctypes.data, 8)
-    alloc.copy_device_to_host(dst.ctypes.data, ptr, 8)
-    np.testing.assert_array_equal(src, dst)
+    with pytest.raises(TypeError, match="a bare int is never taken as an address"):
+        alloc.copy_host_to_device(ptr, src.ctypes.data, 8)
+    with pytest.raises(TypeError, match="a bare int is never taken as an address"):
+        alloc.copy_device_to_host(np.zeros(8, np.uint8).ctypes.data, ptr, 8)
+    alloc.copy_host_to_device(ptr, torch.arange(8, dtype=torch.uint8), 8)
+    dst = bytearray(8)
+    alloc.copy_device_to_host(dst, ptr, 8)
+    assert bytes(dst) == bytes(range(8))
 
 
 class _FlakyAllocator(SimulatedCudaAllocator):
