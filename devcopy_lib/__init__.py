@@ -54,6 +54,14 @@ _EXPORTS = {
     "delegate_source": "passes.delegate",
     "emit": "passes.emit",
     "PlacementReport": "passes.report",
+    "export_report": "passes.report_export",
+    "report_document": "passes.report_export",
+    "diff_html": "passes.report_export",
+    "placement_diff": "passes.placement_diff",
+    "diff_lines": "passes.placement_diff",
+    "chrome_trace": "runtime.trace",
+    "profile_trace": "runtime.trace",
+    "write_trace": "runtime.trace",
 }
 
 # public modules reached as attributes: the sample models, and ExecuTorch itself as the reference (`reference` extra)

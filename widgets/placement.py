@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import ipywidgets as w
 
+from devcopy_lib import diff_html, export_report, placement_diff
 from devcopy_lib.names import PARTITIONS, STRATEGIES, Strategy
 
 from . import html
@@ -58,6 +61,12 @@ class PlacementExplorer(w.VBox):
         self.ops = w.HBox(layout=wrap)
         self.counts, self.graph, self.table = w.HTML(), GraphView(), w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
+        # exports (docs/explorer.md, Exports): the report as a file, and a diff against another strategy
+        self.report_path = w.Text(description="report file", placeholder="devcopy_report.html (or .json)")
+        self.export_button = w.Button(description="export report", icon="download")
+        self.export_button.on_click(lambda _: self.export_report())
+        self.compare_with = w.Dropdown(options=("", *_strategies(s)), value="", description="compare with")
+        self.export_note, self.diff = w.HTML(), w.HTML()
         for widget, name in (
             (self.strategy, "devcopy-strategy"),
             (self.counts, "devcopy-counts"),
@@ -69,12 +78,15 @@ class PlacementExplorer(w.VBox):
             [
                 w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
                 w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
+                w.HBox([self.compare_with, self.report_path, self.export_button], layout=wrap),
                 w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"),
                 self.ops,
                 self.error_html,
                 self.counts,
                 self.savings,
                 self.executorch,
+                self.export_note,
+                self.diff,
                 self.graph,
                 self.table,
             ]
@@ -89,6 +101,7 @@ class PlacementExplorer(w.VBox):
             self.skip_d2h,
             self.hoist,
             self.compare,
+            self.compare_with,
         )
         self._rebuild_ops()
         self.refresh()
@@ -131,6 +144,7 @@ class PlacementExplorer(w.VBox):
         if self.strategy.options != offered:
             self.strategy.options = offered  # keeps the value when still offered (no event then)
             s.strategy = self.strategy.value
+            self.compare_with.options = ("", *offered)
         if owner is self.model:
             s.model, s.delegate_ops = self.model.value, None
             self._rebuild_ops()
@@ -157,6 +171,29 @@ class PlacementExplorer(w.VBox):
         self.graph.show(*graph_elements(self.placed))
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self.executorch.value = self._executorch_html()
+        self.diff.value = self._diff_html()
+
+    def _other_placement(self):
+        """The placement of the same model and settings by the "compare with" strategy (sharing the caches)."""
+        return dataclasses.replace(self.state, strategy=self.compare_with.value).placed()
+
+    def _diff_html(self) -> str:
+        if self.compare_with.value not in _strategies(self.state):
+            return ""
+        return diff_html(placement_diff(self.placed, self._other_placement()))
+
+    @shown_errors
+    def export_report(self, path: str | None = None) -> str:
+        """Write the shown placement's report (HTML or JSON by the suffix; with the diff when comparing) and show
+        where it went; `path` defaults to the report file box, else `devcopy_report_MODEL_STRATEGY.html`."""
+        s = self.state
+        path = path or self.report_path.value.strip() or f"devcopy_report_{s.model}_{s.strategy}.html"
+        report = self.placed.report.to_dict()
+        if self.compare_with.value in _strategies(s):
+            report["diff"] = placement_diff(self.placed, self._other_placement())
+        written = export_report(report, path, s.model, s.cost_model)
+        self.export_note.value = html.note(f"report written to {written}", "devcopy-export")
+        return written
 
     def _executorch_html(self) -> str:
         if not self.compare.value:

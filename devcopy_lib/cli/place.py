@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy
-from . import model_spec
+from . import exports, model_spec
 from .common import Outcome, Parser, UsageError, add_json, split_list
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def _executorch(
     }
 
 
-def collect(args: argparse.Namespace) -> dict[str, Any]:
+def collect(args: argparse.Namespace, diff_target: argparse.Namespace | None = None) -> dict[str, Any]:
     module, inputs, placed = lower_and_place(args)
     default, per_key = parse_targets(args.target)
     devices = {name: str(d.target_device or "cpu") for name, d in placed.delegates.items()}
@@ -229,6 +229,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.compare_executorch:
         result[EXECUTORCH_FIELD] = _executorch(args, module, inputs, placed)
+    if diff_target is not None:
+        result["diff"] = exports.diff_with(placed, diff_target)
     return result
 
 
@@ -278,11 +280,16 @@ def _render(result: dict[str, Any]) -> str:
             else f"ExecuTorch: {et['delegates']} delegate(s), {et['copies'][Direction.H2D]} H2D, "
             f"{et['copies'][Direction.D2H]} D2H"
         )
+    lines.extend(exports.export_lines(result))
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> Outcome:
-    return Outcome(collect(args), _render)
+    diff_target = exports.diff_target(args)  # checks --report and the diff's options before any work
+    result = collect(args, diff_target)
+    if args.report is not None:
+        result["report_file"] = exports.write_report(args, result)
+    return Outcome(result, _render)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
@@ -293,5 +300,6 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
         action="store_true",
         help="also lower with ExecuTorch 1.5.1 and show its own counts (the `reference` extra)",
     )
+    exports.add_place_exports(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
