@@ -5,13 +5,13 @@ Chrome/Perfetto trace of a profiled call (`--trace FILE.json`). Every option is 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..names import STRATEGIES
 from .common import UsageError, check_output_path
 
 if TYPE_CHECKING:
-    from ..passes.placement import PlacedProgram
     from ..runtime.method import Method
 
 TRACE_SUFFIXES = (".json",)
@@ -54,11 +54,12 @@ def add_run_exports(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def diff_target(args: argparse.Namespace) -> argparse.Namespace | None:
-    """The options of the placement to compare with (None when no diff is asked for); checks --report and the
-    diff's ops before any work (a bad one is a UsageError)."""
+def diff_target(
+    args: argparse.Namespace, lower_kwargs: Callable[[argparse.Namespace], object]
+) -> argparse.Namespace | None:
+    """The options of the placement to compare with (None when no diff is asked for); checks --report, and the
+    diff's ops with `lower_kwargs` (place.py's), before any work (a bad one is a UsageError)."""
     from ..passes.report_export import REPORT_SUFFIXES
-    from .place import lower_kwargs
 
     check_output_path(args.report, "--report", REPORT_SUFFIXES)
     if args.diff_strategy is None and args.diff_delegate is None:
@@ -71,14 +72,6 @@ def diff_target(args: argparse.Namespace) -> argparse.Namespace | None:
     except UsageError as exc:
         raise UsageError(f"--diff-delegate: {exc}") from None
     return other
-
-
-def diff_with(placed: PlacedProgram, other: argparse.Namespace) -> dict[str, Any]:
-    """The diff from `placed` to the placement `other` describes (the model is exported again for it)."""
-    from ..passes.placement_diff import placement_diff
-    from .place import lower_and_place
-
-    return placement_diff(placed, lower_and_place(other)[2])
 
 
 def write_report(args: argparse.Namespace, result: dict[str, Any]) -> str:

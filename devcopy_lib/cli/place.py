@@ -229,8 +229,10 @@ def collect(args: argparse.Namespace, diff_target: argparse.Namespace | None = N
     }
     if args.compare_executorch:
         result[EXECUTORCH_FIELD] = _executorch(args, module, inputs, placed)
-    if diff_target is not None:
-        result["diff"] = exports.diff_with(placed, diff_target)
+    if diff_target is not None:  # the other placement: the model is exported again for it
+        from ..passes.placement_diff import placement_diff
+
+        result["diff"] = placement_diff(placed, lower_and_place(diff_target)[2])
     return result
 
 
@@ -285,7 +287,7 @@ def _render(result: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> Outcome:
-    diff_target = exports.diff_target(args)  # checks --report and the diff's options before any work
+    diff_target = exports.diff_target(args, lower_kwargs)  # checks --report and the diff's options before any work
     result = collect(args, diff_target)
     if args.report is not None:
         result["report_file"] = exports.write_report(args, result)
