@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..names import STRATEGIES
-from .common import UsageError, check_output_path
+from .common import UsageError, check_output_path, split_list
 
 if TYPE_CHECKING:
     from ..runtime.method import Method
@@ -64,6 +64,8 @@ def diff_target(
     check_output_path(args.report, "--report", REPORT_SUFFIXES)
     if args.diff_strategy is None and args.diff_delegate is None:
         return None
+    if args.diff_delegate is not None:
+        split_list(args.diff_delegate, "--diff-delegate")  # names something
     other = argparse.Namespace(**vars(args))
     other.strategy = args.diff_strategy or args.strategy
     other.delegate = args.diff_delegate if args.diff_delegate is not None else args.delegate

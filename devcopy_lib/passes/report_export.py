@@ -142,25 +142,32 @@ def _totals_html(data: Mapping[str, Any]) -> str:
     )
 
 
+def _savings(ours: str, theirs: str, saved: Mapping[str, int], saved_bytes: Mapping[str, int]) -> str:
+    """One way of saying it, per direction: `dedupe saves 1 H2D, 256 B`; `same copies` when nothing differs."""
+    words = []
+    for direction in (d for d in DIRECTIONS if saved.get(d)):
+        winner = ours if saved[direction] > 0 else theirs
+        count, nbytes = abs(saved[direction]), abs(saved_bytes.get(direction, 0))
+        words.append(f"{winner} saves {count} {Direction(direction).name}, {format_bytes(nbytes)}")
+    return "; ".join(words) or "same copies"
+
+
 def _comparison_html(data: Mapping[str, Any]) -> str:
     rows = [{"strategy": f"{data['strategy']} (this report)", **_strategy_cells(data["copies"], data["copy_bytes"])}]
     for other in data["comparison"]:
         if "error" in other:
             rows.append({"strategy": other["strategy"], "H2D": f"refused: {other['error']}"})
             continue
-        saved = other["copies_saved"]
-        saved_bytes = sum(other["bytes_saved"].values())
+        savings = _savings(data["strategy"], other["strategy"], other["copies_saved"], other["bytes_saved"])
         rows.append(
             {
                 "strategy": other["strategy"],
                 **_strategy_cells(other["copies"], other["copy_bytes"]),
-                f"{data['strategy']} saves": f"{saved.get(Direction.H2D, 0)} H2D, {saved.get(Direction.D2H, 0)} D2H "
-                f"({format_bytes(saved_bytes)})",
-                "extra device peak": format_bytes(other["extra_device_bytes"]),
+                "per call": savings,
+                "device peak vs this report": format_bytes(-other["extra_device_bytes"]),
             }
         )
-    columns = ["strategy", "H2D", "D2H", "D2D", f"{data['strategy']} saves", "extra device peak"]
-    return _table(rows, columns)
+    return _table(rows, ["strategy", "H2D", "D2H", "D2D", "per call", "device peak vs this report"])
 
 
 def _strategy_cells(copies: Mapping[str, int], nbytes: Mapping[str, int]) -> dict[str, str]:
