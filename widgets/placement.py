@@ -6,7 +6,16 @@ import dataclasses
 
 import ipywidgets as w
 
-from devcopy_lib import diff_html, export_report, placement_diff
+from devcopy_lib import (
+    diff_html,
+    export_report,
+    load_method,
+    make_allocator,
+    placement_diff,
+    profile_trace,
+    scoped_allocators,
+    write_trace,
+)
 from devcopy_lib.names import PARTITIONS, STRATEGIES, Strategy
 
 from . import html
@@ -65,6 +74,8 @@ class PlacementExplorer(w.VBox):
         self.report_path = w.Text(description="report file", placeholder="devcopy_report.html (or .json)")
         self.export_button = w.Button(description="export report", icon="download")
         self.export_button.on_click(lambda _: self.export_report())
+        self.trace_button = w.Button(description="export trace", icon="clock-o")
+        self.trace_button.on_click(lambda _: self.export_trace())
         self.compare_with = w.Dropdown(options=("", *_strategies(s)), value="", description="compare with")
         self.export_note, self.diff = w.HTML(), w.HTML()
         for widget, name in (
@@ -78,7 +89,7 @@ class PlacementExplorer(w.VBox):
             [
                 w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
                 w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
-                w.HBox([self.compare_with, self.report_path, self.export_button], layout=wrap),
+                w.HBox([self.compare_with, self.report_path, self.export_button, self.trace_button], layout=wrap),
                 w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"),
                 self.ops,
                 self.error_html,
@@ -193,6 +204,19 @@ class PlacementExplorer(w.VBox):
             report["diff"] = placement_diff(self.placed, self._other_placement())
         written = export_report(report, path, s.model, s.cost_model)
         self.export_note.value = html.note(f"report written to {written}", "devcopy-export")
+        return written
+
+    @shown_errors
+    def export_trace(self, path: str | None = None, calls: int = 10) -> str:
+        """Load the shown placement (portable mode, the default backend), profile `calls` calls and write them as a
+        Chrome/Perfetto trace; `path` defaults to `devcopy_trace_MODEL_STRATEGY.json`."""
+        s = self.state
+        path = path or f"devcopy_trace_{s.model}_{s.strategy}.json"
+        _, inputs = s.module_and_inputs()
+        with make_allocator() as allocator, scoped_allocators(allocator), load_method(self.placed) as method:
+            trace = profile_trace(method, *inputs, repeat=calls, cost_model=s.cost_model)
+        written = write_trace(trace, path)
+        self.export_note.value = html.note(f"trace of {calls} profiled calls written to {written}", "devcopy-export")
         return written
 
     def _executorch_html(self) -> str:

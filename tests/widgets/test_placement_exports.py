@@ -38,3 +38,15 @@ def test_compare_with_shows_the_copies_the_other_strategy_drops_and_goes_into_th
     assert json.loads((tmp_path / "r.json").read_text())["diff"]["vanish"][0]["node"] == "b_h2d_1"
     view.compare_with.value = ""
     assert view.diff.value == ""
+
+
+def test_the_trace_button_profiles_the_shown_placement_and_writes_a_trace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    view = PlacementExplorer(model="cpu_between")
+    view.trace_button.click()
+    written = tmp_path / "devcopy_trace_cpu_between_executorch.json"
+    assert view.error is None and f"written to {written}" in view.export_note.value
+    trace = json.loads(written.read_text())
+    names = [e["name"] for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert names.count("et_copy::_h2d_copy.out") == 4 and {"delegate_0", "delegate_1"} <= set(names)
+    assert trace["otherData"]["profiled_calls"] == 10 and trace["otherData"]["backend"] == "simulated"
