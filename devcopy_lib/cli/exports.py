@@ -31,8 +31,8 @@ def add_place_exports(parser: argparse.ArgumentParser) -> None:
         metavar="STRATEGY",
         default=None,
         choices=STRATEGIES,
-        help="compare with the same model placed by STRATEGY: the copies that appear, vanish or change bytes "
-        "(matched by the value they carry, direction and device), and the totals' difference",
+        help=f"compare with the same model placed by STRATEGY ({', '.join(STRATEGIES)}): the copies that appear, "
+        "vanish or change bytes (matched by the value they carry, direction and device), and the totals' difference",
     )
     parser.add_argument(
         "--diff-delegate",
@@ -69,6 +69,7 @@ def diff_target(
     other = argparse.Namespace(**vars(args))
     other.strategy = args.diff_strategy or args.strategy
     other.delegate = args.diff_delegate if args.diff_delegate is not None else args.delegate
+    lower_kwargs(args)  # the command's own ops and targets first, so an error names the option that holds it
     try:
         lower_kwargs(other)
     except UsageError as exc:

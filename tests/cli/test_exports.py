@@ -60,6 +60,7 @@ def test_place_diff_delegate_compares_two_delegate_sets(capsys):
         (["place", "add", "--report", "{tmp}"], "is a directory"),
         (["place", "add", "--diff-delegate", "nope.op"], "--diff-delegate: Unknown delegate op 'nope.op'"),
         (["place", "add", "--diff-strategy", "fastest"], "invalid choice: 'fastest'"),
+        (["place", "add", "--delegate", "nope.op", "--diff-strategy", "dedupe"], "Unknown delegate op 'nope.op'"),
         (["run", "add", "--trace", "{tmp}/t.html"], "--trace"),
         (["run", "add", "--trace", "{tmp}/missing/t.json"], "is in a folder that does not exist"),
     ],
@@ -67,6 +68,7 @@ def test_place_diff_delegate_compares_two_delegate_sets(capsys):
 def test_bad_exports_are_refused_before_any_work(capsys, tmp_path, no_work, argv, fragment):
     code, result = run_json(capsys, *[a.format(tmp=tmp_path) for a in argv])
     assert code == 2 and result["error"]["kind"] == "usage" and fragment in result["error"]["message"]
+    assert ("--diff-delegate" in result["error"]["message"]) == ("--diff-delegate" in argv)
     assert list(tmp_path.iterdir()) == []
 
 
