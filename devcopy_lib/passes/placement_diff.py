@@ -171,8 +171,11 @@ def _totals_words(diff: dict[str, Any]) -> str:
 def diff_lines(diff: dict[str, Any]) -> list[str]:
     """The diff for people, one fact a line: each copy that appears, vanishes or changes, then the totals."""
     a, b = diff["a"]["label"], diff["b"]["label"]
-    lines = [f"diff {a} -> {b}: {len(diff['appear'])} copies appear, {len(diff['vanish'])} vanish, "]
-    lines[0] += f"{len(diff['changed'])} change, {diff['same']} the same"
+    if is_empty(diff):
+        lines = [f"diff {a} -> {b}: the same copies ({diff['same']}); none appears, vanishes or changes"]
+    else:
+        lines = [f"diff {a} -> {b}: {len(diff['appear'])} copies appear, {len(diff['vanish'])} vanish, "]
+        lines[0] += f"{len(diff['changed'])} change, {diff['same']} the same"
     lines += [f"  + {_copy_words(r)}  (only in {b})" for r in diff["appear"]]
     lines += [f"  - {_copy_words(r)}  (only in {a})" for r in diff["vanish"]]
     lines += [f"  ~ {_change_words(c)}" for c in diff["changed"]]

@@ -87,7 +87,11 @@ def _diffs(dag, ops, strategy_a, strategy_b):
 )
 def test_a_diff_accounts_for_every_copy_and_reverses(dag, ops, strategies):
     a, b, forward, backward = _diffs(dag, ops, *strategies)
-    assert is_empty(placement_diff(a, a)) and placement_diff(a, a)["same"] == len(copy_records(a))
+    itself = placement_diff(a, a)
+    assert is_empty(itself) and itself["same"] == len(copy_records(a))
+    assert (
+        diff_lines(itself)[0] == f"diff a -> b: the same copies ({itself['same']}); none appears, vanishes or changes"
+    )
     # every copy of a is matched, or vanishes; every copy of b is matched, or appears
     matched = forward["same"] + len(forward["changed"])
     assert matched + len(forward["vanish"]) == len(copy_records(a))
