@@ -64,6 +64,14 @@ _EXPORTS = {
     "pte_inputs": "passes.pte_run",
     "PteUnsupportedError": "passes.pte_run",
     "run_in_executorch": "passes.pte_executorch",
+    "export_report": "passes.report_export",
+    "report_document": "passes.report_export",
+    "diff_html": "passes.report_export",
+    "placement_diff": "passes.placement_diff",
+    "diff_lines": "passes.placement_diff",
+    "chrome_trace": "runtime.trace",
+    "profile_trace": "runtime.trace",
+    "write_trace": "runtime.trace",
 }
 
 # public modules reached as attributes: the sample models, and ExecuTorch itself as the reference (`reference` extra)

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import ipywidgets as w
 
-from devcopy_lib import models
+from devcopy_lib import (
+    diff_html,
+    export_report,
+    load_method,
+    make_allocator,
+    models,
+    placement_diff,
+    profile_trace,
+    scoped_allocators,
+    write_trace,
+)
 from devcopy_lib.names import PARTITIONS, STRATEGIES, Strategy
 
 from . import html
@@ -79,6 +91,14 @@ class PlacementExplorer(w.VBox):
         self.select_none.on_click(lambda _: self._tick(()))
         self.counts, self.graph, self.table = w.HTML(), GraphView(), w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
+        # exports (docs/explorer.md, Exports): the report as a file, and a diff against another strategy
+        self.report_path = w.Text(description="report file", placeholder="devcopy_report.html (or .json)")
+        self.export_button = w.Button(description="export report", icon="download")
+        self.export_button.on_click(lambda _: self.export_report())
+        self.trace_button = w.Button(description="export trace", icon="clock-o")
+        self.trace_button.on_click(lambda _: self.export_trace())
+        self.compare_with = w.Dropdown(options=("", *_strategies(s)), value="", description="compare with")
+        self.export_note, self.diff = w.HTML(), w.HTML()
         for widget, name in (
             (self.strategy, "devcopy-strategy"),
             (self.counts, "devcopy-counts"),
@@ -90,6 +110,7 @@ class PlacementExplorer(w.VBox):
             [
                 w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
                 w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
+                w.HBox([self.compare_with, self.report_path, self.export_button, self.trace_button], layout=wrap),
                 w.HBox(
                     [
                         w.HTML("<b>delegated ops</b> (the model's ops after decomposition)"),
@@ -104,6 +125,8 @@ class PlacementExplorer(w.VBox):
                 self.counts,
                 self.savings,
                 self.executorch,
+                self.export_note,
+                self.diff,
                 self.graph,
                 self.table,
             ]
@@ -118,6 +141,7 @@ class PlacementExplorer(w.VBox):
             self.skip_d2h,
             self.hoist,
             self.compare,
+            self.compare_with,
         )
         self.graph.observe(self._explain, names="selected")
         self._rebuild_ops()
@@ -224,6 +248,7 @@ class PlacementExplorer(w.VBox):
             finally:
                 self._syncing = False
             s.strategy = self.strategy.value
+            self.compare_with.options = ("", *offered)
         if owner is self.model:
             s.model, s.delegate_ops = self.model.value, None
             self._rebuild_ops()
@@ -253,6 +278,42 @@ class PlacementExplorer(w.VBox):
         self.executorch.value = self._executorch_html()
         self._explain()
         self._shown = {name: getattr(self.state, name) for name in SETTINGS}
+        self.diff.value = self._diff_html()
+
+    def _other_placement(self):
+        """The placement of the same model and settings by the "compare with" strategy (sharing the caches)."""
+        return dataclasses.replace(self.state, strategy=self.compare_with.value).placed()
+
+    def _diff_html(self) -> str:
+        if self.compare_with.value not in _strategies(self.state):
+            return ""
+        return diff_html(placement_diff(self.placed, self._other_placement()))
+
+    @shown_errors
+    def export_report(self, path: str | None = None) -> str:
+        """Write the shown placement's report (HTML or JSON by the suffix; with the diff when comparing) and show
+        where it went; `path` defaults to the report file box, else `devcopy_report_MODEL_STRATEGY.html`."""
+        s = self.state
+        path = path or self.report_path.value.strip() or f"devcopy_report_{s.model}_{s.strategy}.html"
+        report = self.placed.report.to_dict()
+        if self.compare_with.value in _strategies(s):
+            report["diff"] = placement_diff(self.placed, self._other_placement())
+        written = export_report(report, path, s.model, s.cost_model)
+        self.export_note.value = html.note(f"report written to {written}", "devcopy-export")
+        return written
+
+    @shown_errors
+    def export_trace(self, path: str | None = None, calls: int = 10) -> str:
+        """Load the shown placement (portable mode, the default backend), profile `calls` calls and write them as a
+        Chrome/Perfetto trace; `path` defaults to `devcopy_trace_MODEL_STRATEGY.json`."""
+        s = self.state
+        path = path or f"devcopy_trace_{s.model}_{s.strategy}.json"
+        _, inputs = s.module_and_inputs()
+        with make_allocator() as allocator, scoped_allocators(allocator), load_method(self.placed) as method:
+            trace = profile_trace(method, *inputs, repeat=calls, cost_model=s.cost_model)
+        written = write_trace(trace, path)
+        self.export_note.value = html.note(f"trace of {calls} profiled calls written to {written}", "devcopy-export")
+        return written
 
     def _executorch_html(self) -> str:
         if not self.compare.value:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy, format_bytes, format_seconds
-from . import model_spec, pte
+from . import exports, model_spec, pte
 from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_name, split_list
 
 if TYPE_CHECKING:
@@ -233,7 +233,7 @@ def _executorch(
     }
 
 
-def collect(args: argparse.Namespace) -> dict[str, Any]:
+def collect(args: argparse.Namespace, diff_target: argparse.Namespace | None = None) -> dict[str, Any]:
     pte.check_save(args)
     module, inputs, placed = lower_and_place(args, backend_name(args))
     default, per_key = parse_targets(args.target)
@@ -253,6 +253,10 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         result[EXECUTORCH_FIELD] = _executorch(args, module, inputs, placed)
     if getattr(args, "save_pte", None) is not None:
         result[SAVED_PTE_FIELD] = pte.save(args, module, inputs, placed, default)
+    if diff_target is not None:  # the other placement: the model is exported again for it
+        from ..passes.placement_diff import placement_diff
+
+        result["diff"] = placement_diff(placed, lower_and_place(diff_target, backend_name(args))[2])
     return result
 
 
@@ -315,15 +319,21 @@ def _render(result: dict[str, Any]) -> str:
     if SAVED_PTE_FIELD in result:
         saved = result[SAVED_PTE_FIELD]
         lines.append(
-            f"wrote {saved['path']} ({saved['bytes']} B): ExecuTorch's program, operators {saved['operators']}"
+            f"wrote {saved['path']} ({format_bytes(saved['bytes'])}): ExecuTorch's program, "
+            f"operators {saved['operators']}"
         )
+    lines.extend(exports.export_lines(result))
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> Outcome:
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
         return pte.place(args)
-    return Outcome(collect(args), _render)
+    diff_target = exports.diff_target(args, lower_kwargs)  # checks --report and the diff's options before any work
+    result = collect(args, diff_target)
+    if args.report is not None:
+        result["report_file"] = exports.write_report(args, result)
+    return Outcome(result, _render)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
@@ -341,5 +351,6 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
         help="also write the .pte ExecuTorch's own pipeline makes with devcopy's backend (the `reference` extra)",
     )
     add_backend(parser)  # the backend whose host memory kind copies are priced for
+    exports.add_place_exports(parser)
     add_json(parser)
     parser.set_defaults(handler=run)

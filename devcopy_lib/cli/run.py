@@ -18,7 +18,7 @@ from ..names import (
     device_string,
     format_bytes,
 )
-from . import model_spec, pte
+from . import exports, model_spec, pte
 from .common import (
     Outcome,
     Parser,
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..runtime.registry import KernelLib
 
 DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS[Mode.ATEN])
+DEFAULT_PROFILE_CALLS = 10
 
 
 def _libs(args: argparse.Namespace) -> list[KernelLib] | None:
@@ -114,6 +115,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         }
         if args.profile:
             result.update(_profile(method, inputs, args.profile, allocator.backend))
+        if args.trace is not None:
+            result["trace_file"] = exports.write_trace(args, method, result, allocator.backend)
     with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
         expected = pytree.tree_leaves(module(*inputs))
     ok, max_abs_err = compare_outputs(outputs, expected)
@@ -164,11 +167,13 @@ def _render(result: dict[str, Any]) -> str:
             "  arenas: " + ", ".join(f"{device} {format_bytes(nbytes)}" for device, nbytes in arenas.items()),
             *([f"  {result[pte.RUNTIME_FIELD]['summary']}"] if pte.RUNTIME_FIELD in result else []),  # a .pte's
             *profile,
+            *exports.export_lines(result),
         ]
     )
 
 
 def run(args: argparse.Namespace) -> Outcome:
+    exports.check_trace(args, DEFAULT_PROFILE_CALLS)  # before any work
     result = collect(args)
     return Outcome(result, _render, 0 if result["ok"] else 1)
 
@@ -193,13 +198,14 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser.add_argument(
         "--profile",
         nargs="?",
-        const=10,
+        const=DEFAULT_PROFILE_CALLS,
         type=count_type(),
         default=0,
         metavar="N",
         help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
         "and (copies) cost-model predicted seconds",
     )
+    exports.add_run_exports(parser)
     add_backend(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
