@@ -10,7 +10,6 @@ import sys
 
 import pytest
 import torch
-from devcopy_widgets import PlacementExplorer, PlacementState
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
@@ -52,6 +51,14 @@ def user_models(tmp_path_factory):
     sys.path.remove(str(path.parent))
 
 
+def widgets():
+    """The explorer's classes; the tests that use them skip without the lab extra (as on a bare GPU machine)."""
+    pytest.importorskip("ipywidgets", reason="the explorer needs the lab extra (ipywidgets)")
+    import devcopy_widgets
+
+    return devcopy_widgets
+
+
 def ops_and_copies(lowered_or_placed) -> list[tuple[str, str]]:
     return [(n.op, str(n.target)) for n in lowered_or_placed.graph_module.graph.nodes]
 
@@ -61,7 +68,7 @@ def test_a_bare_tensor_is_one_input(user_models):
     model, x = mod.bare()
     assert isinstance(x, torch.Tensor) and x.shape[0] == 2  # iterating it would give two inputs
     assert ops_and_copies(export_and_lower(model, x)) == ops_and_copies(export_and_lower(model, (x,)))
-    state = PlacementState()
+    state = widgets().PlacementState()
     state.add_model("bare", model, x)
     assert state.module_and_inputs()[1] == (x,) and state.placed().report.copies == {"h2d": 1, "d2h": 1}
 
@@ -97,7 +104,7 @@ def test_the_cli_prints_the_branch_message_once_and_no_traceback(capsys, user_mo
 
 def test_the_explorer_shows_the_branch_message(user_models):
     _, mod = user_models
-    explorer = PlacementExplorer()
+    explorer = widgets().PlacementExplorer()
     explorer.add_model("branchy", *mod.branchy())
     assert isinstance(explorer.error, UnsupportedModelError) and "torch.cond" in explorer.error_html.value
 
@@ -163,7 +170,7 @@ def test_any_unknown_op_is_refused_with_real_overloads_as_suggestions(name, used
 
 def test_the_explorer_refuses_an_op_without_overload_naming_the_models(user_models):
     _, mod = user_models
-    state = PlacementState()
+    state = widgets().PlacementState()
     state.add_model("bare", *mod.bare())
     state.delegate_ops = ("addmm", "relu.default")
     with pytest.raises(ValueError, match=r"Close matches: addmm\.default \(used by the model\)"):
