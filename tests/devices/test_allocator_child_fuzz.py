@@ -71,21 +71,28 @@ def _int(values):
     return values.map(lambda n: {"int": n})
 
 
-JUNK = st.one_of(
+JUNK_BUT_NONE = st.one_of(
     st.floats(allow_nan=True).map(lambda x: {"float": x}),
-    st.just({"none": 0}),
     st.text(max_size=4).map(lambda s: {"str": s}),
     st.booleans().map(lambda b: {"bool": b}),
 )
+JUNK = st.one_of(JUNK_BUT_NONE, st.just({"none": 0}))
 HUGE = st.one_of(st.integers(max_value=-1), st.integers(min_value=1 << 63))
 ADDRESS_INT = _int(st.one_of(st.integers(-(1 << 64), 1 << 64), st.sampled_from([8, 64, 4096, 1 << 40])))
 
-COUNT = st.one_of(_ok(_int(st.integers(0, 4200))), _bad(st.one_of(_int(HUGE), JUNK)))
-SMALL_COUNT = st.one_of(_ok(_int(st.integers(0, 4096))), _bad(st.one_of(_int(HUGE), JUNK)))
-INDEX = st.one_of(
-    _ok(_int(st.sampled_from([-1, 0]))),
-    _bad(st.one_of(_int(st.integers(max_value=-2)), _int(st.integers(min_value=128)), JUNK)),
-)
+
+def _count(largest, junk=JUNK):
+    return st.one_of(_ok(_int(st.integers(0, largest))), _bad(st.one_of(_int(HUGE), junk)))
+
+
+def _index(junk=JUNK):
+    return st.one_of(
+        _ok(_int(st.sampled_from([-1, 0]))),
+        _bad(st.one_of(_int(st.integers(max_value=-2)), _int(st.integers(min_value=128)), junk)),
+    )
+
+
+COUNT, SMALL_COUNT, INDEX = _count(4200), _count(4096), _index()
 ALIGNMENT = st.one_of(
     _ok(_int(st.sampled_from([1, 8, 64, 256]))),
     _bad(st.one_of(_int(st.sampled_from([0, -64, 3, 100, 1 << 20])), JUNK)),
@@ -150,8 +157,9 @@ SHAPE = st.one_of(
         )
     ),
 )
-INDEX_OR_NONE = st.one_of(INDEX, st.just(({"none": 0}, False)))
-COUNT_OR_NONE = st.one_of(SMALL_COUNT, st.just(({"none": 0}, False)))
+# where None is a valid value ("the current device", "all of it"), it is never drawn as junk
+INDEX_OR_NONE = st.one_of(_index(JUNK_BUT_NONE), st.just(({"none": 0}, False)))
+COUNT_OR_NONE = st.one_of(_count(4096, JUNK_BUT_NONE), st.just(({"none": 0}, False)))
 ADDRESS = st.one_of(
     _ok(st.tuples(st.integers(0, 1), st.integers(0, 64)).map(lambda ko: {"addr": list(ko)})),
     _bad(st.one_of(ADDRESS_INT, JUNK)),
