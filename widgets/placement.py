@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
+
 import ipywidgets as w
 
 from devcopy_lib.names import PARTITIONS, STRATEGIES, Strategy
@@ -34,6 +37,8 @@ class PlacementExplorer(w.VBox):
         self.state = state or PlacementState(**settings)
         self.placed = None
         self.error = None
+        self.comparing: threading.Thread | None = None  # the ExecuTorch comparison running in the background
+        self._comparison = 0  # which refresh the comparison on screen belongs to
         s = self.state
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
@@ -116,8 +121,9 @@ class PlacementExplorer(w.VBox):
         self._wire(*self.op_boxes)
 
     def _changed(self, change) -> None:
-        if self._read_controls(change["owner"]):
-            self.refresh()
+        with self.graph.working():  # the graph view says busy when this takes over 0.3 s
+            if self._read_controls(change["owner"]):
+                self.refresh()
 
     @shown_errors
     def _read_controls(self, owner) -> bool:
@@ -156,13 +162,25 @@ class PlacementExplorer(w.VBox):
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
-        self.executorch.value = self._executorch_html()
+        self._show_executorch()
 
-    def _executorch_html(self) -> str:
+    def _show_executorch(self) -> None:
+        """ExecuTorch's counts for these settings, on a worker thread (its own export and lowering take seconds,
+        the kernel stays free): the line says it is running until they arrive; a newer refresh's result wins."""
+        self._comparison += 1
         if not self.compare.value:
-            return ""
+            self.executorch.value = ""
+            return
+        self.executorch.value = html.note("comparing with ExecuTorch ... (its own export and lowering)", "devcopy-busy")
+        self.comparing = threading.Thread(
+            target=self._compare, args=(self._comparison, replace(self.state)), name="devcopy-compare", daemon=True
+        )
+        self.comparing.start()
+
+    def _compare(self, number: int, state: PlacementState) -> None:
         try:
-            counts = self.state.executorch_counts()
+            text = html.note(summary.executorch_line(state.executorch_counts()), "devcopy-executorch")
         except Exception as exc:  # the reference is optional: say why it is missing, keep the rest of the view
-            return html.error_box(exc)
-        return html.note(summary.executorch_line(counts), "devcopy-executorch")
+            text = html.error_box(exc)
+        if number == self._comparison:
+            self.executorch.value = text
