@@ -21,7 +21,7 @@ KERNEL_IDLE = """() => {
   const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
   return !!kernel && kernel.status === 'idle';
 }"""
-CELLS_DONE = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+CELLS_DONE = """() => [...window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
   .every(p => /\\[\\d+\\]/.test(p.textContent))"""
 RUN_IN_KERNEL = """async (code) => {
   const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
@@ -117,8 +117,8 @@ def brightness(css_colour: str) -> float:
 
 
 def run_all_cells(page, lab, notebook: str) -> None:
-    """Open `notebook`, wait for its kernel, run every cell and wait until each has an execution count."""
-    page.goto(f"{lab.url}/lab/tree/{notebook}?token={lab.token}")
+    """Open `notebook` (alone), wait for its kernel, run every cell and wait until each has an execution count."""
+    page.goto(f"{lab.url}/lab/tree/{notebook}?reset&token={lab.token}")  # reset: no tab of an earlier page
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook")
     page.wait_for_function(KERNEL_IDLE, timeout=90_000)
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")

@@ -200,7 +200,7 @@ def test_gpt2_12l_opens_readable_and_its_tools_work(page, lab, artifacts):
     collapsed = data(graph, "collapsed")
     graph.locator(".dgv-reset").click()
     wait_for_data(page, graph, f"Number(d.collapsed) > {collapsed}")
-    assert data(graph, "visibleNodes") <= 60 and labels_shown(graph)
+    assert data(graph, "visible-nodes") <= 60 and labels_shown(graph)
     check_open_and_close_a_group(page, graph)
     check_search_and_copy_steps(page, graph)
     check_keyboard(page, graph)
@@ -209,7 +209,8 @@ def test_gpt2_12l_opens_readable_and_its_tools_work(page, lab, artifacts):
 
 
 def check_open_and_close_a_group(page, graph) -> None:
-    box = graph.evaluate("(r) => r.devcopyCy.nodes('.collapsed').max((n) => n.data('label').length).ele.id()")
+    """A click opens the smallest box (its frame fits the canvas), a double click on the frame's edge closes it."""
+    box = graph.evaluate("(r) => r.devcopyCy.nodes('.collapsed').min((n) => n.data('label').length).ele.id()")
     collapsed = data(graph, "collapsed")
     page.mouse.click(*node_at(graph, box))
     wait_for_data(page, graph, f"Number(d.collapsed) < {collapsed}")
@@ -284,6 +285,7 @@ def check_dark_theme(page, graph, artifacts) -> None:
         assert brightness(inspector.evaluate(background)) < 0.35
         frame_text = graph.evaluate("(r) => r.devcopyCy.nodes('.group').first().style('color')")
         assert brightness(frame_text) > 0.6  # module names stay readable on the dark canvas
+        page.wait_for_timeout(500)  # the canvas redraws on the next frames
         graph.screenshot(path=artifacts / "gpt2_12l-dark.png")
     finally:
         change_theme(page, "JupyterLab Light")

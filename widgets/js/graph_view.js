@@ -68,7 +68,8 @@ function render({ model, el }) {
                          autoungrabify: true });
   root.devcopyCy = cy; // for tests: the DOM element carries its graph (never a global)
   let laidOut = null;
-  let layouts = 0;
+  let layouts = 0; // new layout versions drawn
+  let fullLayouts = 0; // of which dagre laid out everything
   let renders = 0;
   let focus = null; // what to bring into view after the next drawing: a group or node id, or "all"
   let cursor = null; // the node the keyboard is on
@@ -125,9 +126,13 @@ function render({ model, el }) {
       cy.center(copies.nonempty() ? copies : eles);
       return;
     }
+    // the top of the graph, or the first copy when it lies further down; across, the first copy (or the left)
     const first = copies.nonempty() ? copies.sort((a, b) => a.position("y") - b.position("y")).first() : null;
-    if (first) cy.center(first);
-    else cy.pan({ x: 24 - box.x1 * READABLE_ZOOM, y: 24 - box.y1 * READABLE_ZOOM });
+    const z = READABLE_ZOOM;
+    const x = first ? cy.width() / 2 - first.position("x") * z : 24 - box.x1 * z;
+    const top = 24 - eles.boundingBox().y1 * z;
+    const y = first && first.position("y") * z + top > cy.height() - 60 ? cy.height() / 2 - first.position("y") * z : top;
+    cy.pan({ x, y });
   }
 
   function bringIntoView() {
@@ -196,7 +201,7 @@ function render({ model, el }) {
     Object.assign(root.dataset, {
       nodes: counts.nodes, edges: counts.edges, visibleNodes: counts.visible_nodes,
       visibleEdges: counts.visible_edges, devices: JSON.stringify(counts.devices),
-      kinds: JSON.stringify(counts.kinds), layouts, collapsed: model.get("collapsed").length,
+      kinds: JSON.stringify(counts.kinds), layouts, fullLayouts, collapsed: model.get("collapsed").length,
     });
     status.textContent = `${counts.nodes} nodes · ${counts.edges} edges · showing ${counts.visible_nodes}`;
   }
@@ -244,6 +249,7 @@ function render({ model, el }) {
     layoutAll(cy, elements);
     laidOut = version;
     layouts += 1;
+    fullLayouts += 1;
     root.dataset.layoutMs = Math.round(performance.now() - start);
     focus = focus || "all";
     bringIntoView();
@@ -263,8 +269,10 @@ function render({ model, el }) {
       return;
     }
     const start = performance.now();
-    if (!patch(cy, elements)) layoutAll(cy, elements);
-    else root.dataset.patchMs = Math.round(performance.now() - start);
+    if (!patch(cy, elements)) {
+      layoutAll(cy, elements);
+      fullLayouts += 1;
+    } else root.dataset.patchMs = Math.round(performance.now() - start);
     if (version !== laidOut) layouts += 1;
     laidOut = version;
     if (focus) bringIntoView();
