@@ -35,7 +35,12 @@ CELL = (
     "explorer = PlacementExplorer.for_model(*models.{model}(), name='{model}')\nexplorer"
 )
 # One action in the page, timed there: performance.now() from the action to the last update it caused.
-TIME_ACTION = """async ([action, arg]) => {
+NAME = "const name = (box) => box.textContent.replace(/\\u200b/g, '').trim();"  # ipywidgets adds a zero-width space
+TIME_ACTION = (
+    """async ([action, arg]) => {
+  """
+    + NAME
+    + """
   const explorer = document.querySelector('.devcopy-placement');
   const root = explorer.querySelector('.devcopy-graph-view'), cy = root.devcopyCy;
   const before = root.dataset.renderDone, sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -48,7 +53,7 @@ TIME_ACTION = """async ([action, arg]) => {
     select.value = arg;
     select.dispatchEvent(new Event('change', {bubbles: true}));
   } else if (action === 'op') {
-    [...explorer.querySelectorAll('.widget-checkbox')].find((b) => b.textContent.trim() === arg)
+    [...explorer.querySelectorAll('.widget-checkbox')].find((b) => name(b) === arg)
       .querySelector('input').click();
   } else cy.getElementById(arg).emit(action === 'open' ? 'tap' : 'dbltap');
   while (root.dataset.renderDone === before) {
@@ -60,12 +65,18 @@ TIME_ACTION = """async ([action, arg]) => {
   seen.disconnect();
   return {ms: Math.max(last, drawn) - start, busy, full: Number(root.dataset.fullLayouts)};
 }"""
-PICK = """() => {
+)
+PICK = (
+    """() => {
+  """
+    + NAME
+    + """
   const root = document.querySelector('.devcopy-graph-view'), cy = root.devcopyCy;
   const box = cy.nodes('.collapsed').max((n) => n.data('label').length).ele.id();
   return {box, ops: [...document.querySelectorAll('.devcopy-placement .widget-checkbox')]
-    .filter((b) => b.querySelector('input').checked).map((b) => b.textContent.trim())};
+    .filter((b) => b.querySelector('input').checked).map(name)};
 }"""
+)
 
 
 def actions(page, repeats: int) -> list[tuple[str, str, str]]:
@@ -110,8 +121,10 @@ def measure(model: str, repeats: int) -> dict:
                 opening = page.evaluate("() => ({...document.querySelector('.devcopy-graph-view').dataset})")
                 load = os.getloadavg()
                 times: dict[str, list] = {}
-                for name, action, arg in actions(page, repeats):
+                steps = actions(page, repeats)
+                for name, action, arg in steps:
                     times.setdefault(name, []).append(page.evaluate(TIME_ACTION, [action, arg]))
+                opening["what"] = {name: arg for name, _, arg in steps if name != "strategy switch"}
                 version = browser.browser.version if browser.browser else "unknown"
                 browser.close()
         finally:
@@ -142,6 +155,7 @@ def summary(model, repeats, opening, times, loads, version) -> dict:
         "model": model,
         "repeats": repeats,
         "opened": {k: opening.get(k) for k in ("nodes", "visibleNodes", "collapsed", "layoutMs", "fullLayouts")},
+        "toggled": opening["what"],
         "actions": per_action,
         "all_under_1s": all(a["slowest_ms"] < 1000 for a in per_action.values()),
     }
@@ -155,6 +169,7 @@ def render(result: dict) -> str:
         for name, a in result["actions"].items()
     ]
     opened = result["opened"]
+    full = ", ".join(f"{name} {a['full_layouts']}" for name, a in result["actions"].items())
     return "\n".join(
         [
             FIGURES,
@@ -167,7 +182,12 @@ def render(result: dict) -> str:
             f"({opened['collapsed']} module groups collapsed; the first layout took {opened['layoutMs']} ms).",
             "Each time runs from the click (or the control's change) to the page's last update: the graph view's "
             "drawing, the next frame, and every DOM change until the page is quiet for 0.3 s. It includes the "
-            "kernel's work (Python-side times are in the table above).",
+            "kernel's work (Python-side times are in the table above). The strategy goes dedupe, executorch, ... "
+            f"(the first of each places anew, later ones are cached); `{result['toggled']['op toggle']}` is "
+            f"unticked and ticked again; `{result['toggled']['group open']}` is opened by a click and closed by "
+            f"a double click. Layouts of everything (dagre) after the first drawing: {full}.",
+            "A 1-minute load average above 1 means other work shared the two cores while this ran (eight "
+            "engineers share this machine); the figures are to be re-run on a quiet machine.",
             "",
             f"| action | median ms | slowest ms | all {result['repeats']} (ms) |",
             "|---|---|---|---|",
