@@ -182,3 +182,28 @@ def test_the_explorer_relays_out_on_a_strategy_switch_and_only_recolours_on_a_ne
     assert graph.counts["devices"]["cuda:1"] > 0 and "cuda:0" not in graph.counts["devices"]
     explorer.strategy.value = "dedupe"
     assert graph.layout_version == version + 1 and graph.counts["kinds"]["h2d"] == 2
+
+
+def test_the_graph_says_busy_while_the_explorer_recomputes_and_redraws_once():
+    explorer = PlacementExplorer(model="shared_input", partition="per_node")
+    graph, seen = explorer.graph, []
+    show = graph.show
+    graph.show = lambda *args: (seen.append(graph.busy), show(*args))  # type: ignore[method-assign]
+    revision = graph.revision
+    explorer.strategy.value = "dedupe"
+    assert seen == [True] and not graph.busy
+    assert graph.revision == revision + 1  # the browser draws once per revision and echoes it (data-render-done)
+
+
+def test_a_comparison_for_older_settings_never_overwrites_the_current_one():
+    explorer = PlacementExplorer(model="shared_input", partition="per_node")
+
+    class Refusing:
+        def executorch_counts(self):
+            raise RuntimeError("no ExecuTorch here")
+
+    explorer.executorch.value = "current"
+    explorer._compare(explorer._comparison - 1, Refusing())  # type: ignore[arg-type]
+    assert explorer.executorch.value == "current"
+    explorer._compare(explorer._comparison, Refusing())  # type: ignore[arg-type]
+    assert "no ExecuTorch here" in explorer.executorch.value
