@@ -1,8 +1,9 @@
 """GraphView: an interactive graph (cytoscape.js + dagre, bundled in static/graph_view.js) with module groups that
 open and close, search, a legend and an inspector; the clicked node's id comes back as `selected`.
 
-Python owns what is shown (`graph_view_data` computes it); the browser lays out only the visible elements, and only
-when `layout_version` changes: new colours or kinds on the same nodes restyle in place.
+Python owns what is shown (`graph_view_data` computes it) and bumps `revision` once per redraw; the browser draws on
+it and keeps its layout: new colours or kinds restyle in place, new nodes go between their neighbours, an opened
+group is laid out on its own (widgets/js/layout.js). `busy` tells the browser Python is computing (docs/explorer.md).
 """
 
 from __future__ import annotations
