@@ -256,18 +256,16 @@ function render({ model, el }) {
     finish();
   }
 
-  function draw() {
+  function later(work) {
+    // something big: show the busy state first, then do it once the browser has painted
+    setBusy("layout", true);
+    showBusy(true);
+    requestAnimationFrame(() => setTimeout(work, 0));
+  }
+
+  function update() {
     const elements = model.get("elements");
     const version = model.get("layout_version");
-    if (!canvas.isConnected || canvas.clientWidth === 0) return; // not on screen yet: the observers draw later
-    if (laidOut === null || cy.elements().empty()) {
-      const items = elements.filter((e) => !("source" in e.data)).length;
-      if (items <= BIG_LAYOUT) { layoutEverything(elements, version); return; }
-      setBusy("layout", true);
-      showBusy(true); // a big first layout: say so before the page freezes for it
-      requestAnimationFrame(() => setTimeout(() => layoutEverything(model.get("elements"), version), 0));
-      return;
-    }
     const start = performance.now();
     if (!patch(cy, elements)) {
       layoutAll(cy, elements);
@@ -277,6 +275,18 @@ function render({ model, el }) {
     laidOut = version;
     if (focus) bringIntoView();
     finish();
+  }
+
+  function draw() {
+    const elements = model.get("elements");
+    const version = model.get("layout_version");
+    if (!canvas.isConnected || canvas.clientWidth === 0) return; // not on screen yet: the observers draw later
+    const items = elements.filter((e) => !("source" in e.data)).length;
+    if (laidOut === null || cy.elements().empty()) {
+      if (items <= BIG_LAYOUT) layoutEverything(elements, version);
+      else later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
+    } else if (items - cy.nodes().length > BIG_LAYOUT) later(update); // a big group opening
+    else update();
   }
 
   function pick(id) {
