@@ -244,10 +244,30 @@ def check_search_and_copy_steps(page, graph) -> None:
     graph.locator(".dgv-next-copy").click()
     wait_for_data(page, graph, f"d.selected === '{biggest}'")
     assert graph.locator(".dgv-inspector .dgv-title").text_content() == biggest
+    check_the_copy_list(page, graph, biggest)
     graph.locator(".dgv-copies-only").check()
     faded = graph.evaluate("(r) => [r.devcopyCy.nodes('.faded').length, r.devcopyCy.nodes('.copy.faded').length]")
     assert faded[0] > 0 and faded[1] == 0
     graph.locator(".dgv-copies-only").uncheck()
+
+
+def check_the_copy_list(page, graph, biggest: str) -> None:
+    """The list of copies: every copy, most bytes first; by predicted time on a click on that header; a click on
+    a row inspects that copy."""
+    order = run_in_kernel(
+        page,
+        "copies = [n for n in big.graph.nodes if n['kind'] in ('h2d', 'd2h')]\n"
+        "print(len(copies), max(copies, key=lambda n: n['predicted_s'] or 0)['id'])",
+    ).split()
+    graph.locator(".dgv-copies summary").click()
+    rows = graph.locator(".dgv-copy-row")
+    assert rows.count() == int(order[0]) and rows.first.get_attribute("data-id") == biggest
+    graph.locator(".dgv-sort-predicted").click()
+    assert rows.first.get_attribute("data-id") == order[1]
+    second = rows.nth(1).get_attribute("data-id")
+    rows.nth(1).click()
+    wait_for_data(page, graph, f"d.selected === '{second}'")
+    graph.locator(".dgv-copies summary").click()
 
 
 def check_keyboard(page, graph) -> None:

@@ -3,6 +3,7 @@
 // lays out only an opened group, puts new nodes between their neighbours.
 // Built into ../static/graph_view.js by `make widget-js` (one ESM file, no network needed in the browser).
 import cytoscape from "cytoscape";
+import { showCopies, sortedCopies } from "./copies.js";
 import { download, pngBlob, svgText } from "./export.js";
 import { nextInDirection } from "./keys.js";
 import { layoutAll, patch } from "./layout.js";
@@ -58,7 +59,9 @@ function render({ model, el }) {
   canvas.setAttribute("aria-label", "placed graph: arrow keys move between nodes, Enter inspects");
   const inspector = make("div", "dgv-inspector");
   main.append(canvas, inspector);
-  root.append(bar, main);
+  const copyList = make("details", "dgv-copies");
+  copyList.append(make("summary", "", "copies"));
+  root.append(bar, main, copyList);
   el.append(root);
   canvas.style.height = model.get("height");
 
@@ -76,6 +79,7 @@ function render({ model, el }) {
   let found = [];
   let foundAt = -1;
   let copyIndex = -1;
+  let copyOrder = "bytes"; // the copy list's order: "bytes" or "predicted"
   const byId = () => new Map(model.get("nodes").map((n) => [n.id, n]));
 
   // Busy: anything still running after BUSY_AFTER_MS (Python computing, a message waiting on the kernel, a big
@@ -236,6 +240,7 @@ function render({ model, el }) {
     showInspector();
     showLegend();
     publishCounts();
+    listCopies();
     renders += 1;
     root.dataset.renders = renders;
     root.dataset.renderDone = model.get("revision");
@@ -346,14 +351,18 @@ function render({ model, el }) {
     pick(found[foundAt]);
   };
 
+  const copies = (by) => sortedCopies(model.get("nodes"), new Set(model.get("copy_kinds")), by);
+  function listCopies() {
+    showCopies(copyList, copies(copyOrder), copyOrder, pick, (by) => { copyOrder = by; listCopies(); });
+  }
+
   function stepCopy(step) {
     // the copies from the most bytes to the fewest; a copy inside a box opens it (Python reveals the picked node)
-    const kinds = new Set(model.get("copy_kinds"));
-    const copies = model.get("nodes").filter((n) => kinds.has(n.kind)).sort((a, b) => b.bytes - a.bytes);
-    if (!copies.length) { copyAt.textContent = "no copies"; return; }
-    copyIndex = (copyIndex + step + copies.length) % copies.length;
-    const copy = copies[copyIndex];
-    copyAt.textContent = `copy ${copyIndex + 1}/${copies.length}: ${copy.bytes_text}`;
+    const byBytes = copies("bytes");
+    if (!byBytes.length) { copyAt.textContent = "no copies"; return; }
+    copyIndex = (copyIndex + step + byBytes.length) % byBytes.length;
+    const copy = byBytes[copyIndex];
+    copyAt.textContent = `copy ${copyIndex + 1}/${byBytes.length}: ${copy.bytes_text}`;
     pick(copy.id);
   }
   prevCopy.onclick = () => stepCopy(-1);
