@@ -207,6 +207,10 @@ def test_gpt2_12l_opens_readable_and_its_tools_work(page, lab, artifacts):
     graph.locator(".dgv-reset").click()
     wait_for_data(page, graph, f"Number(d.collapsed) > {collapsed}")
     assert data(graph, "visible-nodes") <= 60 and labels_shown(graph)
+    full = data(graph, "full-layouts")
+    graph.locator(".dgv-tidy").click()  # lays out everything shown again, fitted readable
+    wait_for_data(page, graph, f"Number(d.fullLayouts) === {full + 1}")
+    assert labels_shown(graph)
     check_open_and_close_a_group(page, graph)
     check_search_and_copy_steps(page, graph)
     check_keyboard(page, graph)

@@ -39,6 +39,8 @@ function render({ model, el }) {
   const matches = make("span", "dgv-matches");
   const fit = make("button", "dgv-fit", "fit");
   const reset = make("button", "dgv-reset", "collapse groups");
+  const tidy = make("button", "dgv-tidy", "tidy layout");
+  tidy.title = "lay out everything shown again (changes keep the layout, so new nodes sit beside their neighbours)";
   const copiesOnly = make("input", "dgv-copies-only");
   copiesOnly.type = "checkbox";
   const copiesLabel = make("label", "dgv-copies-label");
@@ -52,7 +54,7 @@ function render({ model, el }) {
   const legend = make("span", "dgv-legend");
   const status = make("span", "dgv-status");
   prevCopy.title = nextCopy.title = "copies from the most bytes to the fewest";
-  bar.append(search, matches, fit, reset, copiesLabel, prevCopy, nextCopy, copyAt, png, svg, busyText, status, legend);
+  bar.append(search, matches, fit, reset, tidy, copiesLabel, prevCopy, nextCopy, copyAt, png, svg, busyText, status, legend);
   const main = make("div", "dgv-main");
   const canvas = make("div", "dgv-canvas");
   canvas.tabIndex = 0; // keyboard: arrows move between nodes, Enter inspects (or opens a box), Escape clears
@@ -329,6 +331,7 @@ function render({ model, el }) {
   cy.on("viewport", publishViewport);
   fit.onclick = () => { focus = null; readable(cy.elements()); };
   reset.onclick = () => { focus = "all"; send({ action: "reset" }); };
+  tidy.onclick = () => later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
 
   function findAll() {
     const text = search.value.trim().toLowerCase();
