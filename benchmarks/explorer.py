@@ -28,6 +28,9 @@ from devcopy_lib.bench.targets import explorer_targets
 DEFAULT_MODELS = ("gpt2_12l", "transformer_block")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA, PAGE = os.path.join(ROOT, "docs/data/explorer.json"), os.path.join(ROOT, "docs/explorer.md")
+# docs/explorer.md from this line on (the inspector, exports, the graph view and its browser figures) is kept when
+# this script rewrites the page
+KEEP_FROM = "<!-- kept by benchmarks/explorer.py: the sections below are written by hand -->"
 
 
 def factory(name: str):
@@ -97,8 +100,10 @@ def main(argv: list[str] | None = None) -> dict:
     if args.write:
         with open(DATA, "w") as handle:
             json.dump(result, handle, indent=1)
+        with open(PAGE) as handle:
+            old = handle.read()
         with open(PAGE, "w") as handle:
-            handle.write(render(result))
+            handle.write(render(result) + ("\n" + old[old.index(KEEP_FROM) :] if KEEP_FROM in old else ""))
     return result
 
 

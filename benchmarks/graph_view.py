@@ -1,5 +1,6 @@
 """Time the graph view on a big placed graph: building its elements in Python, the dagre layout of what it shows
-when it opens (module groups collapsed) against laying out every node, and opening one group.
+when it opens (module groups collapsed) against laying out every node, and opening one group (laid out whole, and
+as the view does it: only the opened group, the rest kept).
 
 Run: `.venv/bin/python benchmarks/graph_view.py [--model gpt2_12l] [--delegate-set matrix]`; prints JSON with
 machine, date and command. The layout runs headless in node (widgets/js/layout_bench.mjs, after `make widget-js`
@@ -30,7 +31,8 @@ JS = Path(__file__).resolve().parents[1] / "widgets" / "js"
 
 
 def layout_ms(element_lists: dict[str, list]) -> dict[str, int]:
-    """Milliseconds of the dagre layout of each element list (headless cytoscape in node)."""
+    """Milliseconds of the dagre layout of each element list (headless cytoscape in node), and of reaching each
+    later list from the first one by the view's incremental update (`patch:<name>`)."""
     with tempfile.TemporaryDirectory() as tmp:
         files = {}
         for name, elements in element_lists.items():
@@ -40,7 +42,11 @@ def layout_ms(element_lists: dict[str, list]) -> dict[str, int]:
             ["node", "layout_bench.mjs", *map(str, files.values())], cwd=JS, check=True, capture_output=True, text=True
         ).stdout
     times = json.loads(out)
-    return {name: times[str(path)] for name, path in files.items()}
+    first = next(iter(files))
+    return {
+        **{name: times[str(path)] for name, path in files.items()},
+        **{f"patch:{name}": times[f"patch:{path}"] for name, path in files.items() if name != first},
+    }
 
 
 def _build(placed):

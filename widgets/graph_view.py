@@ -1,22 +1,49 @@
 """GraphView: an interactive graph (cytoscape.js + dagre, bundled in static/graph_view.js) with module groups that
 open and close, search, a legend and an inspector; the clicked node's id comes back as `selected`.
 
-Python owns what is shown (`graph_view_data` computes it); the browser lays out only the visible elements, and only
-when `layout_version` changes: new colours or kinds on the same nodes restyle in place.
+Python owns what is shown (`graph_view_data` computes it) and bumps `revision` once per redraw; the browser draws on
+it and keeps its layout: new colours or kinds restyle in place, new nodes go between their neighbours, an opened
+group is laid out on its own (widgets/js/layout.js). `busy` tells the browser Python is computing (docs/explorer.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import anywidget
 import traitlets as t
 
+from devcopy_lib.names import DIRECTIONS
+
 from . import graph_view_data as data
 
 STATIC = Path(__file__).parent / "static"
 UPDATABLE = ("device", "kind", "reason", "bytes", "bytes_text", "predicted_s", "predicted_text", "label", "rows")
+SHOW_ALL_UP_TO = 100  # nodes: a bigger graph opens with its module groups collapsed to the top modules
+OPEN_ITEMS = 120  # items on screen when a big graph opens
+COLLAPSED_ITEMS = 60  # items on screen after "collapse groups"
+
+
+def top_modules(nodes: Sequence[Mapping], groups: Mapping[str, data.Group], budget: int) -> list[str]:
+    """The collapsed groups when whole levels of the module tree open, outermost first, while at most `budget`
+    items (nodes and collapsed groups) are on screen: GPT-2 shows its layers as boxes, not half of one layer."""
+    collapsed = set(groups)
+    depth = 0
+    while collapsed:
+        level = {g for g in collapsed if g.count(".") == depth}
+        depth += 1
+        opened = collapsed - level
+        if level and len({data.representative(n["module"], opened) or n["id"] for n in nodes}) > budget:
+            break
+        collapsed = opened
+    return sorted(collapsed)
+
+
+def initial_collapsed(nodes: Sequence[Mapping], groups: Mapping[str, data.Group]) -> list[str]:
+    """Every group open up to SHOW_ALL_UP_TO nodes; past that, the top modules within OPEN_ITEMS items."""
+    return [] if len(nodes) <= SHOW_ALL_UP_TO else top_modules(nodes, groups, OPEN_ITEMS)
 
 
 class GraphView(anywidget.AnyWidget):
@@ -33,6 +60,9 @@ class GraphView(anywidget.AnyWidget):
     legend = t.List(t.Dict()).tag(sync=True)
     counts = t.Dict().tag(sync=True)
     height = t.Unicode("560px").tag(sync=True)
+    busy = t.Bool(False).tag(sync=True)  # Python is computing what the view will show (the view says so after 0.3 s)
+    revision = t.Int(0).tag(sync=True)  # bumped once per redraw: the browser renders on it, then echoes it in the DOM
+    copy_kinds = t.List(t.Unicode(), list(DIRECTIONS)).tag(sync=True)
 
     def __init__(self, nodes: Sequence[Mapping] = (), edges: Sequence[Sequence[str]] = (), **kwargs):
         super().__init__(**kwargs)
@@ -63,7 +93,7 @@ class GraphView(anywidget.AnyWidget):
         with self.hold_sync():
             if not same:
                 self._groups = data.module_groups(nodes)
-                self.collapsed = data.initial_collapsed(nodes, self._groups)
+                self.collapsed = initial_collapsed(nodes, self._groups)
                 if self.selected not in ids:
                     self.selected = ""
             self.nodes = nodes
@@ -94,9 +124,18 @@ class GraphView(anywidget.AnyWidget):
         self._redraw()
 
     def reset_groups(self) -> None:
-        """Back to the groups open when the graph was first shown."""
-        self.collapsed = data.initial_collapsed(self.nodes, self._groups)
+        """Collapse the groups to the model's top modules (at most COLLAPSED_ITEMS items on screen)."""
+        self.collapsed = top_modules(self.nodes, self._groups, COLLAPSED_ITEMS)
         self._redraw()
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """Mark the view busy while the caller computes its next content (a placement, a lowering)."""
+        self.busy = True
+        try:
+            yield
+        finally:
+            self.busy = False
 
     def _check_group(self, path: str) -> None:
         if path and path not in self._groups:
@@ -123,6 +162,7 @@ class GraphView(anywidget.AnyWidget):
             if structure != self._structure:
                 self._structure = structure
                 self.layout_version += 1
+            self.revision += 1
 
     def _reveal_selected(self, change) -> None:
         node = next((n for n in self.nodes if n["id"] == change["new"]), None)

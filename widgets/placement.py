@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
+import threading
+from dataclasses import replace
 
 import ipywidgets as w
 
@@ -62,6 +63,8 @@ class PlacementExplorer(w.VBox):
         self.error = None
         self._shown: dict | None = None  # the settings of the view on screen (None until one is drawn)
         self._syncing = False  # True while _restore sets the controls: their events are not user edits
+        self.comparing: threading.Thread | None = None  # the ExecuTorch comparison running in the background
+        self._comparison = 0  # which refresh the comparison on screen belongs to
         s = self.state
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
@@ -205,8 +208,9 @@ class PlacementExplorer(w.VBox):
     def _changed(self, change) -> None:
         if self._syncing:
             return
-        if self._read_controls(change["owner"]):
-            self.refresh()
+        with self.graph.working():  # the graph view says busy when this takes over 0.3 s
+            if self._read_controls(change["owner"]):
+                self.refresh()
         if self.error is not None and self._shown is not None:
             self._restore()
 
@@ -275,14 +279,14 @@ class PlacementExplorer(w.VBox):
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
-        self.executorch.value = self._executorch_html()
+        self._show_executorch()
         self._explain()
         self._shown = {name: getattr(self.state, name) for name in SETTINGS}
         self.diff.value = self._diff_html()
 
     def _other_placement(self):
         """The placement of the same model and settings by the "compare with" strategy (sharing the caches)."""
-        return dataclasses.replace(self.state, strategy=self.compare_with.value).placed()
+        return replace(self.state, strategy=self.compare_with.value).placed()
 
     def _diff_html(self) -> str:
         if self.compare_with.value not in _strategies(self.state):
@@ -315,11 +319,23 @@ class PlacementExplorer(w.VBox):
         self.export_note.value = html.note(f"trace of {calls} profiled calls written to {written}", "devcopy-export")
         return written
 
-    def _executorch_html(self) -> str:
+    def _show_executorch(self) -> None:
+        """ExecuTorch's counts for these settings, on a worker thread (its own export and lowering take seconds,
+        the kernel stays free): the line says it is running until they arrive; a newer refresh's result wins."""
+        self._comparison += 1
         if not self.compare.value:
-            return ""
+            self.executorch.value = ""
+            return
+        self.executorch.value = html.note("comparing with ExecuTorch ... (its own export and lowering)", "devcopy-busy")
+        self.comparing = threading.Thread(
+            target=self._compare, args=(self._comparison, replace(self.state)), name="devcopy-compare", daemon=True
+        )
+        self.comparing.start()
+
+    def _compare(self, number: int, state: PlacementState) -> None:
         try:
-            counts = self.state.executorch_counts()
+            text = html.note(summary.executorch_line(state.executorch_counts()), "devcopy-executorch")
         except Exception as exc:  # the reference is optional: say why it is missing, keep the rest of the view
-            return html.error_box(exc)
-        return html.note(summary.executorch_line(counts), "devcopy-executorch")
+            text = html.error_box(exc)
+        if number == self._comparison:
+            self.executorch.value = text

@@ -8,22 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lab_server import LabServer  # tests/ has no packages: pytest puts this folder on sys.path
+from lab_server import CHROMIUM, LabServer, open_browser  # tests/ has no packages: pytest puts this folder on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 NOTEBOOK_ENV = runpy.run_path(str(ROOT / "tools" / "notebooks" / "nbenv.py"))["NOTEBOOK_ENV"]
-# Flags that work on machines with a closed network (no background fetches, no sandbox as root).
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="session")
@@ -59,13 +48,7 @@ def page(chromium, lab, tmp_path):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
-            executable_path=str(chromium),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1600, "height": 1000},
-        )
+        context = open_browser(playwright, tmp_path / "profile")
         try:
             context.set_default_timeout(60_000)
             yield context.pages[0] if context.pages else context.new_page()

@@ -16,6 +16,13 @@ NODE_AT = """(root, [id, where]) => {
   const x = where === 'left-edge' ? box.x1 + 4 : (box.x1 + box.x2) / 2;
   return [r.x + x, r.y + (box.y1 + box.y2) / 2];
 }"""
+KERNEL_IDLE = """() => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return !!kernel && kernel.status === 'idle';
+}"""
+CELLS_DONE = """() => [...window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+  .every(p => /\\[\\d+\\]/.test(p.textContent))"""
 RUN_IN_KERNEL = """async (code) => {
   const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
   const future = kernel.requestExecute({code, silent: false, store_history: false});
@@ -68,3 +75,63 @@ def run_in_kernel(page, code: str) -> str:
 def run_new_cell(page, code: str) -> None:
     """Add a cell holding `code` at the end of the open notebook and run it (its output shows in the page)."""
     page.evaluate(NEW_CELL, code)
+
+
+LABELS_SHOWN = """(root) => {
+  const cy = root.devcopyCy, zoom = cy.zoom();
+  return cy.nodes().filter((n) => {
+    const b = n.renderedBoundingBox({includeLabels: false});
+    const onScreen = b.x2 > 0 && b.y2 > 0 && b.x1 < cy.width() && b.y1 < cy.height();
+    const px = parseFloat(n.style('font-size')) * zoom;
+    return onScreen && n.data('label') && px >= parseFloat(n.style('min-zoomed-font-size'));
+  }).map((n) => n.id());
+}"""
+SCROLL_NOTEBOOK = """(dy) => {
+  const scroller = window.jupyterapp.shell.currentWidget.content.node.closest('.jp-WindowedPanel-outer')
+    || window.jupyterapp.shell.currentWidget.content.node;
+  scroller.scrollTop += dy;
+  return scroller.scrollTop;
+}"""
+CHANGE_THEME = "(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme})"
+
+
+def labels_shown(graph) -> list[str]:
+    """Ids of the nodes on screen whose label cytoscape draws at the current zoom (text of at least 10 px)."""
+    return graph.evaluate(LABELS_SHOWN)
+
+
+def scroll_notebook(page, dy: int) -> int:
+    """Scroll the open notebook's own scrolling element (not the window) by `dy` pixels; its new scrollTop."""
+    return page.evaluate(SCROLL_NOTEBOOK, dy)
+
+
+def change_theme(page, theme: str) -> None:
+    """Switch JupyterLab's theme ('JupyterLab Dark', 'JupyterLab Light') as its Settings menu does."""
+    page.evaluate(CHANGE_THEME, theme)
+
+
+def brightness(css_colour: str) -> float:
+    """0 (black) to 1 (white) from a computed `rgb(r, g, b)` colour."""
+    channels = [float(v) for v in css_colour[css_colour.index("(") + 1 : css_colour.index(")")].split(",")[:3]]
+    return sum(channels) / (3 * 255)
+
+
+def run_all_cells(page, lab, notebook: str) -> None:
+    """Open `notebook` (alone), wait for its kernel, run every cell and wait until each has an execution count."""
+    page.goto(f"{lab.url}/lab/tree/{notebook}?reset&token={lab.token}")  # reset: no tab of an earlier page
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook")
+    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(CELLS_DONE, timeout=180_000)
+
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def write_notebook(path, *cells: str) -> None:
+    """A notebook of these code cells on the default Python kernel (no kernel-picker dialog when it opens)."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    notebook.metadata["kernelspec"] = KERNELSPEC
+    nbformat.write(notebook, str(path))

@@ -1,4 +1,5 @@
-"""A throwaway JupyterLab server on 127.0.0.1: free port, token auth, temporary HOME and Jupyter dirs."""
+"""A throwaway JupyterLab server on 127.0.0.1 (free port, token auth, temporary HOME and Jupyter dirs) and the
+headless Chromium that looks at it: shared by the browser test and benchmarks/explorer_browser.py."""
 
 from __future__ import annotations
 
@@ -12,6 +13,26 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Flags that work on machines with a closed network (no background fetches, no sandbox as root).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT = {"width": 1600, "height": 1000}
+
+
+def open_browser(playwright, profile: Path):
+    """Headless Chromium with a fresh profile in `profile`, at the size the issue reports were made at."""
+    return playwright.chromium.launch_persistent_context(
+        str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT
+    )
 
 
 def free_port() -> int:

@@ -1,6 +1,8 @@
 """The workbench in a real browser: JupyterLab runs 00_tour, the explorer's graph view follows a strategy change,
-zooms, pans and inspects a clicked node, the registration panel shows `Missing operator` once
-device_copy_ops_aten_lib is unlinked, a timing run plots, and a real model opens in the explorer."""
+zooms, pans and inspects a clicked node (also after the notebook scrolled), the registration panel shows
+`Missing operator` once device_copy_ops_aten_lib is unlinked, a timing run plots, and a real model opens in the
+explorer. GPT-2 12-layer opens readable, its groups collapse and open, search, copy stepping, the keyboard, the
+export buttons and JupyterLab's dark theme work on it."""
 
 from __future__ import annotations
 
@@ -10,27 +12,23 @@ import shutil
 from pathlib import Path
 
 import pytest
-from graph_page import data, node_at, run_in_kernel, run_new_cell, wait_for_data
+from graph_page import (
+    brightness,
+    change_theme,
+    data,
+    labels_shown,
+    node_at,
+    run_all_cells,
+    run_in_kernel,
+    run_new_cell,
+    scroll_notebook,
+    wait_for_data,
+    write_notebook,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-KERNEL_IDLE = """() => {
-  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-  const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
-  return !!kernel && kernel.status === 'idle';
-}"""
-CELLS_DONE = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-  .every(p => /\\[\\d+\\]/.test(p.textContent))"""
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "workbench.png"
-
-
-def run_all_cells(page, lab, notebook: str) -> None:
-    """Open `notebook`, wait for its kernel, run every cell and wait until each has an execution count."""
-    page.goto(f"{lab.url}/lab/tree/{notebook}?token={lab.token}")
-    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook")
-    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
-    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function(CELLS_DONE, timeout=180_000)
 
 
 def wait_for_text(locator, text: str, timeout: int = 60_000) -> str:
@@ -68,6 +66,13 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
     )
     assert [data(graph, "nodes"), data(graph, "edges"), data(graph, "devices")] == expected
     check_zoom_pan_and_inspector(page, graph, "explorer")
+    check_clicks_after_scrolling(page, graph)
+    # a second view of the same graph at the notebook's end: drawn before it was on the page, so cytoscape's own
+    # scroll listeners miss the notebook's scroller (the bug this checks fails here without the view's re-reading)
+    run_new_cell(page, "explorer.graph")
+    again = page.locator(".devcopy-graph-view").last
+    wait_for_data(page, again, "d.renderDone")
+    check_clicks_after_scrolling(page, again)
     explorer.screenshot(path=artifacts / "placement-dedupe.png")
 
     registration = page.locator(".devcopy-registration")
@@ -124,6 +129,24 @@ def check_zoom_pan_and_inspector(page, graph, explorer: str) -> None:
     assert run_in_kernel(page, f"print({explorer}.graph.selected)").strip() == copy
 
 
+def check_clicks_after_scrolling(page, graph) -> None:
+    """The notebook scrolls (its own element, not the window), then a click on a node inspects that node: the view
+    re-reads where its canvas is rather than trusting the position it had before the scroll."""
+    graph.scroll_into_view_if_needed()
+    leaves = graph.evaluate("(r) => r.devcopyCy.nodes(':childless').not('.group').map((n) => n.id())")
+    for dy, node in zip((200, -140, 90), (leaves[0], leaves[-1], leaves[len(leaves) // 2]), strict=True):
+        scroll_notebook(page, dy)
+        page.wait_for_timeout(150)
+        x, y = node_at(graph, node)
+        if not 0 < y < 1000:  # scrolled past: bring the graph back, then scroll by dy again
+            graph.scroll_into_view_if_needed()
+            scroll_notebook(page, dy // 2)
+            x, y = node_at(graph, node)
+        page.mouse.click(x, y)
+        wait_for_data(page, graph, f"d.selected === '{node}'")
+        assert graph.locator(".dgv-inspector .dgv-title").text_content() == node
+
+
 REAL_MODEL = (
     "from devcopy_lib import models\nreal = PlacementExplorer.for_model(*models.gpt2_2l(), name='gpt2_2l')\nreal"
 )
@@ -155,3 +178,145 @@ def check_a_real_model_and_its_module_groups(page, artifacts) -> None:
     graph.screenshot(path=artifacts / "placement-real-model.png")  # the README's picture: readable, in context
     if os.environ.get("DEVCOPY_UPDATE_SCREENSHOT") or not DOCS_SCREENSHOT.exists():
         shutil.copyfile(artifacts / "placement-real-model.png", DOCS_SCREENSHOT)
+
+
+BIG_MODEL = (
+    "from devcopy_widgets import PlacementExplorer\nfrom devcopy_lib import models\n"
+    "big = PlacementExplorer.for_model(*models.gpt2_12l(), name='gpt2_12l')\nbig"
+)
+SHOWN_ITEMS = "(r) => r.devcopyCy.nodes().filter((n) => n.isChildless()).length"
+
+
+def test_gpt2_12l_opens_readable_and_its_tools_work(page, lab, artifacts):
+    """GPT-2 12-layer opens collapsed to its layers with labels readable, also after "fit"; "collapse groups"
+    collapses; a click opens a box and a double click closes its frame; search counts and steps; the copy buttons
+    step from the biggest copy; the keyboard reaches the canvas, moves and inspects; PNG and SVG download; the dark
+    theme darkens the canvas and the inspector."""
+    write_notebook(lab.root / "big_model.ipynb", BIG_MODEL)
+    run_all_cells(page, lab, "big_model.ipynb")
+    graph = page.locator(".devcopy-graph-view")
+    wait_for_data(page, graph, "Number(d.layouts) > 0 && d.renderDone", timeout=180_000)
+    graph.scroll_into_view_if_needed()
+    assert data(graph, "collapsed") > 0 and graph.evaluate(SHOWN_ITEMS) < data(graph, "nodes")
+    assert labels_shown(graph), "no label readable at the opening zoom"
+    graph.locator(".dgv-fit").click()
+    assert labels_shown(graph), "no label readable after fit"
+    graph.screenshot(path=artifacts / "gpt2_12l-opened.png")
+
+    collapsed = data(graph, "collapsed")
+    graph.locator(".dgv-reset").click()
+    wait_for_data(page, graph, f"Number(d.collapsed) > {collapsed}")
+    assert data(graph, "visible-nodes") <= 60 and labels_shown(graph)
+    full = data(graph, "full-layouts")
+    graph.locator(".dgv-tidy").click()  # lays out everything shown again, fitted readable
+    wait_for_data(page, graph, f"Number(d.fullLayouts) === {full + 1}")
+    assert labels_shown(graph)
+    check_open_and_close_a_group(page, graph)
+    check_search_and_copy_steps(page, graph)
+    check_keyboard(page, graph)
+    check_exports(page, graph)
+    check_dark_theme(page, graph, artifacts)
+
+
+def check_open_and_close_a_group(page, graph) -> None:
+    """A click opens the smallest box (its frame fits the canvas), a double click on the frame's edge closes it."""
+    box = graph.evaluate("(r) => r.devcopyCy.nodes('.collapsed').min((n) => n.data('label').length).ele.id()")
+    collapsed = data(graph, "collapsed")
+    page.mouse.click(*node_at(graph, box))
+    wait_for_data(page, graph, f"Number(d.collapsed) < {collapsed}")
+    assert graph.evaluate(f"(r) => r.devcopyCy.getElementById('{box}').hasClass('expanded')")
+    opened = data(graph, "collapsed")
+    page.mouse.dblclick(*node_at(graph, box, "left-edge"))
+    wait_for_data(page, graph, f"Number(d.collapsed) > {opened}")
+    assert graph.evaluate(f"(r) => r.devcopyCy.getElementById('{box}').hasClass('collapsed')")
+
+
+def check_search_and_copy_steps(page, graph) -> None:
+    names = json.loads(run_in_kernel(page, "import json; print(json.dumps([n['id'] for n in big.graph.nodes]))"))
+    hits = [n for n in names if "h2d" in n]
+    search = graph.locator(".dgv-search")
+    search.fill("H2D")
+    assert data(graph, "matches") == len(hits) > 1
+    assert graph.locator(".dgv-matches").text_content() == f"{len(hits)} matches"
+    search.press("Enter")
+    search.press("Enter")
+    wait_for_data(page, graph, f"d.selected === '{hits[1]}'")
+    assert graph.locator(".dgv-matches").text_content() == f"2 of {len(hits)}"
+    biggest = run_in_kernel(
+        page, "print(max((n for n in big.graph.nodes if n['kind'] in ('h2d', 'd2h')), key=lambda n: n['bytes'])['id'])"
+    ).strip()
+    graph.locator(".dgv-next-copy").click()
+    wait_for_data(page, graph, f"d.selected === '{biggest}'")
+    assert graph.locator(".dgv-inspector .dgv-title").text_content() == biggest
+    check_the_copy_list(page, graph, biggest)
+    graph.locator(".dgv-copies-only").check()
+    faded = graph.evaluate("(r) => [r.devcopyCy.nodes('.faded').length, r.devcopyCy.nodes('.copy.faded').length]")
+    assert faded[0] > 0 and faded[1] == 0
+    graph.locator(".dgv-copies-only").uncheck()
+
+
+def check_the_copy_list(page, graph, biggest: str) -> None:
+    """The list of copies: every copy, most bytes first; by predicted time on a click on that header; a click on
+    a row inspects that copy."""
+    order = run_in_kernel(
+        page,
+        "copies = [n for n in big.graph.nodes if n['kind'] in ('h2d', 'd2h')]\n"
+        "print(len(copies), max(copies, key=lambda n: n['predicted_s'] or 0)['id'])",
+    ).split()
+    graph.locator(".dgv-copies summary").click()
+    rows = graph.locator(".dgv-copy-row")
+    assert rows.count() == int(order[0]) and rows.first.get_attribute("data-id") == biggest
+    graph.locator(".dgv-sort-predicted").click()
+    assert rows.first.get_attribute("data-id") == order[1]
+    second = rows.nth(1).get_attribute("data-id")
+    rows.nth(1).click()
+    wait_for_data(page, graph, f"d.selected === '{second}'")
+    graph.locator(".dgv-copies summary").click()
+
+
+def check_keyboard(page, graph) -> None:
+    graph.locator(".dgv-svg").focus()
+    page.keyboard.press("Tab")
+    assert graph.evaluate("(r) => document.activeElement === r.querySelector('.dgv-canvas')")
+    for _ in range(12):  # down the graph until the cursor is on a node (not a module box)
+        page.keyboard.press("ArrowDown")
+        cursor = graph.get_attribute("data-cursor")
+        if cursor and not cursor.startswith("group:"):
+            break
+    assert cursor and not cursor.startswith("group:")
+    page.keyboard.press("Enter")
+    wait_for_data(page, graph, f"d.selected === '{cursor}'")
+    assert graph.locator(".dgv-inspector .dgv-title").text_content() == cursor
+
+
+def check_exports(page, graph) -> None:
+    with page.expect_download() as png:
+        graph.locator(".dgv-png").click()
+    assert png.value.suggested_filename == "devcopy-graph.png"
+    assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with page.expect_download() as svg:
+        graph.locator(".dgv-svg").click()
+    text = Path(svg.value.path()).read_text()
+    shown = graph.evaluate("(r) => r.devcopyCy.nodes(':childless').map((n) => n.id())")
+    assert text.startswith("<svg") and all(f'data-id="{n}"' in text for n in shown)
+
+
+def check_dark_theme(page, graph, artifacts) -> None:
+    canvas, inspector = graph.locator(".dgv-canvas"), graph.locator(".dgv-inspector")
+    background = "(e) => getComputedStyle(e).backgroundColor"
+    assert brightness(canvas.evaluate(background)) > 0.8
+    change_theme(page, "JupyterLab Dark")
+    try:
+        wait_for_data(page, graph, "d.theme === 'dark'")
+        page.wait_for_function(
+            "(e) => getComputedStyle(e).backgroundColor !== 'rgb(255, 255, 255)'", arg=canvas.element_handle()
+        )
+        assert brightness(canvas.evaluate(background)) < 0.35
+        assert brightness(inspector.evaluate(background)) < 0.35
+        frame_text = graph.evaluate("(r) => r.devcopyCy.nodes('.group').first().style('color')")
+        assert brightness(frame_text) > 0.6  # module names stay readable on the dark canvas
+        page.wait_for_timeout(500)  # the canvas redraws on the next frames
+        graph.screenshot(path=artifacts / "gpt2_12l-dark.png")
+    finally:
+        change_theme(page, "JupyterLab Light")
+    wait_for_data(page, graph, "d.theme === 'light'")

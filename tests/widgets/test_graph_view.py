@@ -6,7 +6,7 @@ import itertools
 import pytest
 from devcopy_widgets import PlacementExplorer, PlacementState
 from devcopy_widgets import graph_view_data as data
-from devcopy_widgets.graph_view import GraphView
+from devcopy_widgets.graph_view import COLLAPSED_ITEMS, OPEN_ITEMS, SHOW_ALL_UP_TO, GraphView
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,8 +93,8 @@ def test_groups_nest_by_module_path_and_count_every_node_below_them():
 
 
 def test_small_graphs_open_with_no_group_collapsed():
-    nodes, edges = layered(layers=2, per_module=(data.COLLAPSE_ABOVE - 2) // 4)
-    assert len(nodes) <= data.COLLAPSE_ABOVE
+    nodes, edges = layered(layers=2, per_module=(SHOW_ALL_UP_TO - 2) // 4)
+    assert len(nodes) <= SHOW_ALL_UP_TO
     view = GraphView(nodes, edges)
     assert view.collapsed == []
     assert shown(view) >= {n["id"] for n in nodes}
@@ -105,17 +105,29 @@ def test_small_graphs_open_with_no_group_collapsed():
 def test_big_graphs_open_collapsed_and_any_node_shows_after_opening_the_group_that_holds_it(layers, per_module):
     nodes, edges = layered(layers, per_module)
     view = GraphView(nodes, edges)
-    if len(nodes) <= data.COLLAPSE_ABOVE:
+    if len(nodes) <= SHOW_ALL_UP_TO:
         assert view.collapsed == []
         return
     items = shown(view) - {f"{data.GROUP_PREFIX}{g}" for g in view._groups if g not in view.collapsed}
-    assert view.collapsed and len(items) <= data.OPEN_BUDGET
+    assert len(items) <= OPEN_ITEMS and (view.collapsed or len(nodes) <= OPEN_ITEMS)
+    boxes = {g for g in view.collapsed if data.representative(g, set(view.collapsed)) == g}
+    assert len({g.count(".") for g in boxes}) <= 1  # whole levels open: the layers are boxes, none half open
     for node in (nodes[1], nodes[len(nodes) // 2], nodes[-1]):  # first click: the box that stands for it
         view.reset_groups()
         box = data.representative(node["module"], set(view.collapsed))
         if box is not None:
             view._on_msg(view, {"action": "open", "group": data.GROUP_PREFIX + box}, [])
         assert node["id"] in shown(view)
+
+
+def test_collapse_groups_collapses_a_graph_shown_whole_to_its_top_modules():
+    nodes, edges = layered(layers=2, per_module=(SHOW_ALL_UP_TO - 2) // 4)
+    view = GraphView(nodes, edges)
+    assert view.collapsed == []
+    view._on_msg(view, {"action": "reset"}, [])  # the "collapse groups" button
+    assert view.collapsed == ["h.0.attn", "h.0.mlp", "h.1.attn", "h.1.mlp"]
+    assert shown(view) - {"group:h", "group:h.0", "group:h.1"} == {"x"} | {f"group:{g}" for g in view.collapsed}
+    assert view.counts["visible_nodes"] <= COLLAPSED_ITEMS
 
 
 def test_edges_into_a_collapsed_group_end_at_its_box_once():
@@ -173,3 +185,28 @@ def test_the_explorer_relays_out_on_a_strategy_switch_and_only_recolours_on_a_ne
     assert graph.counts["devices"]["cuda:1"] > 0 and "cuda:0" not in graph.counts["devices"]
     explorer.strategy.value = "dedupe"
     assert graph.layout_version == version + 1 and graph.counts["kinds"]["h2d"] == 2
+
+
+def test_the_graph_says_busy_while_the_explorer_recomputes_and_redraws_once():
+    explorer = PlacementExplorer(model="shared_input", partition="per_node")
+    graph, seen = explorer.graph, []
+    show = graph.show
+    graph.show = lambda *args: (seen.append(graph.busy), show(*args))  # type: ignore[method-assign]
+    revision = graph.revision
+    explorer.strategy.value = "dedupe"
+    assert seen == [True] and not graph.busy
+    assert graph.revision == revision + 1  # the browser draws once per revision and echoes it (data-render-done)
+
+
+def test_a_comparison_for_older_settings_never_overwrites_the_current_one():
+    explorer = PlacementExplorer(model="shared_input", partition="per_node")
+
+    class Refusing:
+        def executorch_counts(self):
+            raise RuntimeError("no ExecuTorch here")
+
+    explorer.executorch.value = "current"
+    explorer._compare(explorer._comparison - 1, Refusing())  # type: ignore[arg-type]
+    assert explorer.executorch.value == "current"
+    explorer._compare(explorer._comparison, Refusing())  # type: ignore[arg-type]
+    assert "no ExecuTorch here" in explorer.executorch.value

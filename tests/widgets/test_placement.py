@@ -95,6 +95,7 @@ def test_copies_are_priced_by_the_cost_model(explorer):
 def test_executorch_counts_agree_when_compared(explorer):
     explorer.compare.value = True
     try:
+        explorer.comparing.join()  # a worker thread: the kernel stays free meanwhile
         assert "ExecuTorch 1.5.1: delegates 4 · H2D 4 · D2H 1" in explorer.executorch.value
     finally:
         explorer.compare.value = False

@@ -1,59 +1,26 @@
-// The devcopy graph view (anywidget front end): cytoscape.js draws the elements Python sends, dagre lays out only
-// those on screen, and only when Python bumps `layout_version`; anything else restyles in place.
+// The devcopy graph view (anywidget front end): cytoscape.js draws the elements Python sends. dagre lays out what
+// is on screen when the graph first shows; after that a change keeps the layout (layout.js): restyles in place,
+// lays out only an opened group, puts new nodes between their neighbours.
 // Built into ../static/graph_view.js by `make widget-js` (one ESM file, no network needed in the browser).
 import cytoscape from "cytoscape";
-import dagre from "cytoscape-dagre";
+import { showCopies, sortedCopies } from "./copies.js";
+import { download, pngBlob, svgText } from "./export.js";
+import { nextInDirection } from "./keys.js";
+import { layoutAll, patch } from "./layout.js";
+import { DARK_STYLE, READABLE_ZOOM, STYLE } from "./style.js";
 
-cytoscape.use(dagre);
+export { LAYOUT, STYLE } from "./style.js";
 
-const FONT_PX = 12;
-const READABLE_ZOOM = 10 / FONT_PX; // node text is at least 10 px on screen from this zoom up
 const MAX_FIT_ZOOM = 1.5; // a few nodes are not blown up to fill the view
-const CHAR_PX = 0.61 * FONT_PX; // monospace: every character is this wide
-const LINE_PX = 1.25 * FONT_PX;
-export const LAYOUT = {
-  name: "dagre", rankDir: "TB", nodeSep: 16, rankSep: 34, edgeSep: 8, fit: false, animate: false,
-};
-export const STYLE = [
-  { selector: "node", style: {
-    shape: "round-rectangle", "background-color": "data(colour)", "border-width": 1, "border-color": "#546e7a",
-    label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",
-    "font-family": "monospace", "font-size": FONT_PX, width: labelWidth, height: labelHeight, padding: 7,
-    "min-zoomed-font-size": 10 } },
-  { selector: "node.input, node.output", style: { shape: "cut-rectangle" } },
-  { selector: "node.delegate", style: { "border-width": 2.5, "border-color": "#263238", "font-weight": "bold" } },
-  { selector: "node.copy", style: { "border-width": 3.5, "border-color": "#c62828" } },
-  { selector: "node.group.expanded", style: {
-    "background-color": "#eceff1", "background-opacity": 0.45, "border-style": "dashed", "border-color": "#78909c",
-    "text-valign": "top", "text-halign": "center", "font-size": 13, color: "#37474f", padding: 14 } },
-  { selector: "node.group.collapsed", style: {
-    "border-width": 3, "border-style": "double", "border-color": "#37474f", "font-weight": "bold", padding: 10 } },
-  { selector: "node.group.collapsed.has-copies", style: { "border-color": "#c62828" } },
-  { selector: "edge", style: {
-    width: 1.5, "line-color": "#90a4ae", "target-arrow-color": "#90a4ae", "target-arrow-shape": "triangle",
-    "curve-style": "bezier", "arrow-scale": 0.9 } },
-  { selector: "node.picked", style: { "border-width": 5, "border-color": "#1565c0" } },
-  { selector: "node.found", style: { "underlay-color": "#ffb300", "underlay-opacity": 0.6, "underlay-padding": 6 } },
-];
+const BUSY_AFTER_MS = 300; // the busy state shows when something takes longer than this
+const BIG_LAYOUT = 60; // laying out more items than this at once says busy first
 // The inspector shows the (label, text) rows Python sends with each node (`rows`); a node without them (a graph
 // shown by hand) gets these fields.
 const INSPECTOR_ROWS = [
   ["op", "op"], ["kind", "kind"], ["device", "device"], ["module", "module"], ["reason", "reason"],
   ["bytes", "bytes_text"], ["predicted", "predicted_text"],
 ];
-
-function lines(ele) {
-  return String(ele.data("label") || "").split("\n");
-}
-
-// Box sizes from the label (monospace), so a layout needs no text measuring and works before the view is on screen.
-function labelWidth(ele) {
-  return Math.max(24, ...lines(ele).map((line) => line.length * CHAR_PX));
-}
-
-function labelHeight(ele) {
-  return lines(ele).length * LINE_PX;
-}
+const ARROWS = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
 
 function make(tag, className, text) {
   const node = document.createElement(tag);
@@ -62,45 +29,118 @@ function make(tag, className, text) {
   return node;
 }
 
+function darkTheme() {
+  return document.body.dataset.jpThemeLight === "false";
+}
+
 function render({ model, el }) {
   const root = make("div", "devcopy-graph-view");
   const bar = make("div", "dgv-bar");
   const search = make("input", "dgv-search");
-  Object.assign(search, { type: "search", placeholder: "find a node by name (Enter)" });
+  Object.assign(search, { type: "search", placeholder: "find nodes by name (Enter: next)" });
+  const matches = make("span", "dgv-matches");
   const fit = make("button", "dgv-fit", "fit");
   const reset = make("button", "dgv-reset", "collapse groups");
+  const tidy = make("button", "dgv-tidy", "tidy layout");
+  tidy.title = "lay out everything shown again (changes keep the layout, so new nodes sit beside their neighbours)";
+  const copiesOnly = make("input", "dgv-copies-only");
+  copiesOnly.type = "checkbox";
+  const copiesLabel = make("label", "dgv-copies-label");
+  copiesLabel.append(copiesOnly, " copies only");
+  const prevCopy = make("button", "dgv-prev-copy", "◀ copy");
+  const nextCopy = make("button", "dgv-next-copy", "copy ▶");
+  const copyAt = make("span", "dgv-copy-at");
+  const png = make("button", "dgv-png", "PNG");
+  const svg = make("button", "dgv-svg", "SVG");
+  const busyText = make("span", "dgv-busy-text");
   const legend = make("span", "dgv-legend");
   const status = make("span", "dgv-status");
-  bar.append(search, fit, reset, status, legend);
+  prevCopy.title = nextCopy.title = "copies from the most bytes to the fewest";
+  bar.append(search, matches, fit, reset, tidy, copiesLabel, prevCopy, nextCopy, copyAt, png, svg, busyText, status, legend);
   const main = make("div", "dgv-main");
   const canvas = make("div", "dgv-canvas");
+  canvas.tabIndex = 0; // keyboard: arrows move between nodes, Enter inspects (or opens a box), Escape clears
+  canvas.setAttribute("aria-label", "placed graph: arrow keys move between nodes, Enter inspects");
   const inspector = make("div", "dgv-inspector");
   main.append(canvas, inspector);
-  root.append(bar, main);
+  const copyList = make("details", "dgv-copies");
+  copyList.append(make("summary", "", "copies"));
+  root.append(bar, main, copyList);
   el.append(root);
   canvas.style.height = model.get("height");
 
   // layout "null": the default grid layout would run now, before the view is on screen (its size is NaN then)
-  const cy = cytoscape({ container: canvas, style: STYLE, layout: { name: "null" }, minZoom: 0.02, maxZoom: 4,
-                         boxSelectionEnabled: false, autounselectify: true, autoungrabify: true });
+  const cy = cytoscape({ container: canvas, style: darkTheme() ? DARK_STYLE : STYLE, layout: { name: "null" },
+                         minZoom: 0.02, maxZoom: 4, boxSelectionEnabled: false, autounselectify: true,
+                         autoungrabify: true });
   root.devcopyCy = cy; // for tests: the DOM element carries its graph (never a global)
   let laidOut = null;
-  let layouts = 0;
-  let focus = null; // what to bring into view after the next layout: a group or node id, or "all"
+  let layouts = 0; // new layout versions drawn
+  let fullLayouts = 0; // of which dagre laid out everything
+  let renders = 0;
+  let focus = null; // what to bring into view after the next drawing: a group or node id, or "all"
+  let cursor = null; // the node the keyboard is on
+  let found = [];
+  let foundAt = -1;
+  let copyIndex = -1;
+  let copyOrder = "bytes"; // the copy list's order: "bytes" or "predicted"
   const byId = () => new Map(model.get("nodes").map((n) => [n.id, n]));
 
+  // Busy: anything still running after BUSY_AFTER_MS (Python computing, a message waiting on the kernel, a big
+  // layout) shows the busy state: a class on the view and a line of text.
+  const busy = new Set();
+  let busyTimer = null;
+  function showBusy(on) {
+    root.classList.toggle("dgv-busy", on);
+    root.dataset.busy = String(on);
+    busyText.textContent = on ? "working …" : "";
+  }
+  function setBusy(why, on) {
+    if (on) busy.add(why); else busy.delete(why);
+    if (busy.size && busyTimer === null && root.dataset.busy !== "true") {
+      busyTimer = setTimeout(() => { busyTimer = null; if (busy.size) showBusy(true); }, BUSY_AFTER_MS);
+    } else if (!busy.size) {
+      clearTimeout(busyTimer);
+      busyTimer = null;
+      showBusy(false);
+    }
+  }
+  function send(content) {
+    setBusy("kernel", true); // until the kernel's answer is drawn
+    model.send(content);
+  }
+
+  // cytoscape caches where its canvas is on the page; the notebook scrolls inside its own element, cells move and
+  // resize, so the cache is dropped on any scroll (capture: every scrolling element) and before every press.
+  const forget = () => cy.renderer().invalidateContainerClientCoordsCache();
+  const onScroll = () => forget();
+  document.addEventListener("scroll", onScroll, { capture: true, passive: true });
+  for (const type of ["pointerdown", "mousedown", "touchstart", "wheel"]) {
+    canvas.addEventListener(type, forget, { capture: true, passive: true });
+  }
+
   function readable(eles) {
-    // Fit `eles`; when that would make text smaller than 10 px, show their top at a readable zoom instead.
+    // Fit `eles`; when that would make text smaller than 10 px, zoom to where it shows and centre the copies.
     cy.fit(eles, 24);
     if (cy.zoom() > MAX_FIT_ZOOM) {
       cy.zoom(MAX_FIT_ZOOM);
       cy.center(eles);
     }
     if (cy.zoom() >= READABLE_ZOOM) return;
-    const box = eles.boundingBox();
     cy.zoom(READABLE_ZOOM);
-    const left = box.w * READABLE_ZOOM < cy.width() ? (cy.width() - box.w * READABLE_ZOOM) / 2 : 24;
-    cy.pan({ x: left - box.x1 * READABLE_ZOOM, y: 24 - box.y1 * READABLE_ZOOM });
+    const copies = eles.filter(".copy, .has-copies");
+    const box = (copies.nonempty() ? copies : eles).boundingBox();
+    if (box.w * READABLE_ZOOM <= cy.width() && box.h * READABLE_ZOOM <= cy.height()) {
+      cy.center(copies.nonempty() ? copies : eles);
+      return;
+    }
+    // the top of the graph, or the first copy when it lies further down; across, the first copy (or the left)
+    const first = copies.nonempty() ? copies.sort((a, b) => a.position("y") - b.position("y")).first() : null;
+    const z = READABLE_ZOOM;
+    const x = first ? cy.width() / 2 - first.position("x") * z : 24 - box.x1 * z;
+    const top = 24 - eles.boundingBox().y1 * z;
+    const y = first && first.position("y") * z + top > cy.height() - 60 ? cy.height() / 2 - first.position("y") * z : top;
+    cy.pan({ x, y });
   }
 
   function bringIntoView() {
@@ -170,7 +210,7 @@ function render({ model, el }) {
     Object.assign(root.dataset, {
       nodes: counts.nodes, edges: counts.edges, visibleNodes: counts.visible_nodes,
       visibleEdges: counts.visible_edges, devices: JSON.stringify(counts.devices),
-      kinds: JSON.stringify(counts.kinds), layouts, collapsed: model.get("collapsed").length,
+      kinds: JSON.stringify(counts.kinds), layouts, fullLayouts, collapsed: model.get("collapsed").length,
     });
     status.textContent = `${counts.nodes} nodes · ${counts.edges} edges · showing ${counts.visible_nodes}`;
   }
@@ -181,71 +221,194 @@ function render({ model, el }) {
     root.dataset.pan = `${pan.x.toFixed(1)},${pan.y.toFixed(1)}`;
   }
 
-  function draw() {
-    const elements = model.get("elements");
-    const version = model.get("layout_version");
-    if (version === laidOut) {
-      cy.batch(() => {
-        for (const e of elements) {
-          const ele = cy.getElementById(e.data.id);
-          ele.data(e.data);
-          ele.classes(e.classes || "");
-        }
-      });
-    } else if (canvas.isConnected && canvas.clientWidth > 0) {
-      const start = performance.now();
-      cy.resize(); // the size cytoscape knows may predate the view being shown
-      cy.batch(() => { cy.elements().remove(); cy.add(elements); });
-      cy.layout(LAYOUT).run();
-      laidOut = version;
-      layouts += 1;
-      root.dataset.layoutMs = Math.round(performance.now() - start);
-      focus = focus || "all";
-      bringIntoView();
-    } // else: not on screen yet; the resize observer draws once it is
+  function markFiltered() {
+    // copies only: everything that is not a copy (or a box holding one), and edges not touching one, fade
+    cy.elements(".faded").removeClass("faded");
+    if (!copiesOnly.checked) return;
+    const keep = cy.nodes(".copy, .has-copies");
+    cy.nodes().not(keep).not(":parent").addClass("faded");
+    cy.edges().not(keep.connectedEdges()).addClass("faded");
+  }
+
+  function markFound() {
+    cy.nodes(".found").removeClass("found");
+    for (const id of found) cy.getElementById(id).addClass("found");
+    cy.nodes(".cursor").removeClass("cursor");
+    if (cursor) cy.getElementById(cursor).addClass("cursor");
+  }
+
+  function finish() {
+    // after every drawing: marks, side panels, and the render counter tests and benchmarks wait on
     markPicked();
+    markFound();
+    markFiltered();
     showInspector();
     showLegend();
     publishCounts();
+    listCopies();
+    renders += 1;
+    root.dataset.renders = renders;
+    root.dataset.renderDone = model.get("revision");
+    setBusy("kernel", false);
+    setBusy("layout", false);
+  }
+
+  function layoutEverything(elements, version) {
+    const start = performance.now();
+    cy.resize(); // the size cytoscape knows may predate the view being shown
+    layoutAll(cy, elements);
+    laidOut = version;
+    layouts += 1;
+    fullLayouts += 1;
+    root.dataset.layoutMs = Math.round(performance.now() - start);
+    focus = focus || "all";
+    bringIntoView();
+    finish();
+  }
+
+  function later(work) {
+    // something big: show the busy state first, then do it once the browser has painted
+    setBusy("layout", true);
+    showBusy(true);
+    requestAnimationFrame(() => setTimeout(work, 0));
+  }
+
+  function update() {
+    const elements = model.get("elements");
+    const version = model.get("layout_version");
+    const start = performance.now();
+    if (!patch(cy, elements)) {
+      layoutAll(cy, elements);
+      fullLayouts += 1;
+    } else root.dataset.patchMs = Math.round(performance.now() - start);
+    if (version !== laidOut) layouts += 1;
+    laidOut = version;
+    if (focus) bringIntoView();
+    finish();
+  }
+
+  function draw() {
+    const elements = model.get("elements");
+    const version = model.get("layout_version");
+    if (!canvas.isConnected || canvas.clientWidth === 0) return; // not on screen yet: the observers draw later
+    const items = elements.filter((e) => !("source" in e.data)).length;
+    if (laidOut === null || cy.elements().empty()) {
+      if (items <= BIG_LAYOUT) layoutEverything(elements, version);
+      else later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
+    } else if (items - cy.nodes().length > BIG_LAYOUT) later(update); // a big group opening
+    else update();
   }
 
   function pick(id) {
-    // Select node `id`: Python opens the groups around it when hidden, and the next layout centres it.
+    // Select node `id`: Python opens the groups around it when hidden, and the next drawing centres it.
     const shown = cy.getElementById(id);
-    if (shown.nonempty()) { focus = id; bringIntoView(); } else focus = id;
+    focus = id;
+    if (shown.nonempty()) bringIntoView();
     model.set("selected", id);
     model.save_changes();
     markPicked();
     showInspector();
   }
 
+  function activate(node) {
+    // what a click (or Enter on the keyboard cursor) does to a node: open a box, inspect anything else
+    if (node.hasClass("collapsed")) {
+      focus = node.id();
+      send({ action: "open", group: node.id() });
+    } else if (node.hasClass("expanded")) {
+      focus = node.id();
+      send({ action: "close", group: node.id() });
+    } else pick(node.id());
+  }
+
   cy.on("tap", (event) => {
+    forget();
     const target = event.target;
-    if (target === cy || !target.isNode()) return;
-    if (target.hasClass("collapsed")) {
-      focus = target.id();
-      model.send({ action: "open", group: target.id() });
-    } else if (!target.hasClass("group")) pick(target.id());
+    if (target === cy || !target.isNode() || target.hasClass("expanded")) return;
+    activate(target);
   });
   cy.on("dbltap", (event) => {
     const target = event.target;
-    if (target !== cy && target.isNode() && target.hasClass("expanded")) {
-      focus = target.id();
-      model.send({ action: "close", group: target.id() });
-    }
+    if (target !== cy && target.isNode() && target.hasClass("expanded")) activate(target);
   });
   cy.on("viewport", publishViewport);
-  fit.onclick = () => { cy.fit(undefined, 24); };
-  reset.onclick = () => { focus = "all"; model.send({ action: "reset" }); };
+  fit.onclick = () => { focus = null; readable(cy.elements()); };
+  reset.onclick = () => { focus = "all"; send({ action: "reset" }); };
+  tidy.onclick = () => later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
+
+  function findAll() {
+    const text = search.value.trim().toLowerCase();
+    const names = text ? [...byId().keys()] : [];
+    const exact = names.filter((n) => n.toLowerCase() === text);
+    found = [...exact, ...names.filter((n) => n.toLowerCase().includes(text) && !exact.includes(n))];
+    foundAt = -1;
+    matches.textContent = text ? `${found.length} match${found.length === 1 ? "" : "es"}` : "";
+    root.dataset.matches = found.length;
+    search.classList.toggle("dgv-miss", Boolean(text) && !found.length);
+    markFound();
+  }
+  search.oninput = findAll;
   search.onkeydown = (event) => {
     if (event.key !== "Enter") return;
-    const text = search.value.trim().toLowerCase();
-    if (!text) return;
-    const names = [...byId().keys()];
-    const hit = names.find((n) => n.toLowerCase() === text) || names.find((n) => n.toLowerCase().includes(text));
-    search.classList.toggle("dgv-miss", !hit);
-    if (hit) pick(hit);
+    if (foundAt === -1 && !found.length) findAll();
+    if (!found.length) return;
+    foundAt = (foundAt + (event.shiftKey ? found.length - 1 : 1)) % found.length;
+    matches.textContent = `${foundAt + 1} of ${found.length}`;
+    pick(found[foundAt]);
   };
+
+  const copies = (by) => sortedCopies(model.get("nodes"), new Set(model.get("copy_kinds")), by);
+  function listCopies() {
+    showCopies(copyList, copies(copyOrder), copyOrder, pick, (by) => { copyOrder = by; listCopies(); });
+  }
+
+  function stepCopy(step) {
+    // the copies from the most bytes to the fewest; a copy inside a box opens it (Python reveals the picked node)
+    const byBytes = copies("bytes");
+    if (!byBytes.length) { copyAt.textContent = "no copies"; return; }
+    copyIndex = (copyIndex + step + byBytes.length) % byBytes.length;
+    const copy = byBytes[copyIndex];
+    copyAt.textContent = `copy ${copyIndex + 1}/${byBytes.length}: ${copy.bytes_text}`;
+    pick(copy.id);
+  }
+  prevCopy.onclick = () => stepCopy(-1);
+  nextCopy.onclick = () => stepCopy(1);
+  copiesOnly.onchange = markFiltered;
+
+  canvas.addEventListener("keydown", (event) => {
+    const step = ARROWS[event.key];
+    if (step) {
+      const from = cursor ? cy.getElementById(cursor) : cy.collection();
+      const next = nextInDirection(cy, from, step);
+      if (next) {
+        cursor = next.id();
+        markFound();
+        cy.center(next);
+      }
+      root.dataset.cursor = cursor || "";
+      event.preventDefault();
+    } else if (event.key === "Enter" && cursor && cy.getElementById(cursor).nonempty()) {
+      activate(cy.getElementById(cursor));
+      event.preventDefault();
+    } else if (event.key === "Escape") {
+      cursor = null;
+      root.dataset.cursor = "";
+      markFound();
+    }
+  });
+
+  const background = () => getComputedStyle(canvas).backgroundColor;
+  png.onclick = () => download(pngBlob(cy, background()), "devcopy-graph.png");
+  svg.onclick = () => download(new Blob([svgText(cy, background())], { type: "image/svg+xml" }), "devcopy-graph.svg");
+
+  function followTheme() {
+    const dark = darkTheme();
+    root.dataset.theme = dark ? "dark" : "light";
+    cy.style(dark ? DARK_STYLE : STYLE);
+  }
+  const theme = new MutationObserver(followTheme);
+  theme.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
+  root.dataset.theme = darkTheme() ? "dark" : "light";
 
   const onSelected = () => {
     const id = model.get("selected");
@@ -253,21 +416,31 @@ function render({ model, el }) {
     markPicked();
     showInspector();
   };
-  model.on("change:elements", draw);
+  const onBusy = () => setBusy("python", model.get("busy"));
+  model.on("change:revision", draw);
   model.on("change:selected", onSelected);
   model.on("change:nodes", showInspector); // Python fills a copy's what-if rows after it is selected
+  model.on("change:busy", onBusy);
   const resize = new ResizeObserver(() => {
+    forget();
     cy.resize();
     if (model.get("layout_version") !== laidOut) draw();
   });
   resize.observe(canvas);
+  const shown = new IntersectionObserver(() => { forget(); cy.resize(); });
+  shown.observe(canvas);
   draw();
   publishViewport();
   return () => {
     resize.disconnect();
-    model.off("change:elements", draw);
+    shown.disconnect();
+    theme.disconnect();
+    document.removeEventListener("scroll", onScroll, { capture: true });
+    model.off("change:revision", draw);
     model.off("change:selected", onSelected);
     model.off("change:nodes", showInspector);
+    model.off("change:busy", onBusy);
+    clearTimeout(busyTimer);
     cy.destroy();
   };
 }
