@@ -74,6 +74,7 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
     wait_for_data(page, again, "d.renderDone")
     check_clicks_after_scrolling(page, again)
     explorer.screenshot(path=artifacts / "placement-dedupe.png")
+    check_report_and_trace_exports(explorer, lab.root)
 
     registration = page.locator(".devcopy-registration")
     registration.scroll_into_view_if_needed()
@@ -98,6 +99,21 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
     timing.screenshot(path=artifacts / "copy-timings.png")
 
     check_a_real_model_and_its_module_groups(page, artifacts)
+
+
+def check_report_and_trace_exports(explorer, folder: Path) -> None:
+    """"export report" writes a self-contained HTML page of the shown placement and "export trace" a Chrome/Perfetto
+    trace of profiled calls, both into the notebook's folder, and the explorer says where each went."""
+    note = explorer.locator(".devcopy-export")
+    explorer.locator("button", has_text="export report").click()
+    report = folder / wait_for_text(note, "report written to").split("report written to ", 1)[1].strip()
+    page_text = report.read_text()
+    assert page_text.lstrip().lower().startswith("<!doctype html") and "http://" not in page_text
+    assert "dedupe" in page_text  # the strategy on screen
+    explorer.locator("button", has_text="export trace").click()
+    trace = folder / wait_for_text(note, "profiled calls written to").split("written to ", 1)[1].strip()
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("ph") == "X" and e["name"] == "et_copy::_h2d_copy.out" for e in events)
 
 
 def check_zoom_pan_and_inspector(page, graph, explorer: str) -> None:
