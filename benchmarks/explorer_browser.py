@@ -186,8 +186,8 @@ def render(result: dict) -> str:
             f"(the first of each places anew, later ones are cached); `{result['toggled']['op toggle']}` is "
             f"unticked and ticked again; `{result['toggled']['group open']}` is opened by a click and closed by "
             f"a double click. Layouts of everything (dagre) after the first drawing: {full}.",
-            "A 1-minute load average above 1 means other work shared the two cores while this ran (eight "
-            "engineers share this machine); the figures are to be re-run on a quiet machine.",
+            "A 1-minute load average above 1 means other work shared the two cores while this ran, and the times "
+            "are then upper bounds of what a quiet machine gives.",
             "",
             f"| action | median ms | slowest ms | all {result['repeats']} (ms) |",
             "|---|---|---|---|",
