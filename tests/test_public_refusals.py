@@ -25,7 +25,8 @@ from devcopy_lib.devices.backend import select_backend
 from devcopy_lib.devices.copy_engine import EngineConfig
 from devcopy_lib.load import load_method
 from devcopy_lib.names import ERROR_KINDS
-from devcopy_lib.passes.lower import export_and_lower
+from devcopy_lib.passes.emit import emit
+from devcopy_lib.passes.lower import export_and_lower, export_program, lower
 from devcopy_lib.passes.placement import place_devices
 from devcopy_lib.runtime.eager import eager_program
 from devcopy_lib.runtime.failures import ExecutionError
@@ -143,7 +144,7 @@ JUNK = st.one_of(
     st.lists(st.one_of(st.integers(-3, 3), st.none(), st.text(max_size=2)), max_size=3),
     st.builds(object),
 )
-# public constructors and loaders below the passes, each called with one junk argument in one of its places
+# public constructors, loaders and passes, each called with one junk argument in one of its places
 JUNK_CALLS = {
     "Device": lambda v: Device(DeviceType.CUDA, v),
     "Device type": lambda v: Device(v, 0),
@@ -169,7 +170,20 @@ JUNK_CALLS = {
     "load_method mode": lambda v: load_method(_placed()[0], mode=v),
     "load_method libs": lambda v: load_method(_placed()[0], libs=v),
     "load_method backend": lambda v: load_method(_placed()[0], backend=v),
+    "export_program model": lambda v: export_program(v, (torch.ones(2),)),
+    "export_and_lower model": lambda v: export_and_lower(v, (torch.ones(2),)),
+    "export_and_lower delegate_ops": lambda v: export_and_lower(*models.MODELS["add"](), delegate_ops=v),
+    "export_and_lower partition": lambda v: export_and_lower(*models.MODELS["add"](), partition=v),
+    "lower": lower,
+    "place_devices": place_devices,
+    "place_devices strategy": lambda v: place_devices(_lowered(), strategy=v),
+    "emit": emit,
 }
+
+
+@functools.cache
+def _lowered():
+    return export_and_lower(*models.MODELS["add"]())
 
 
 @settings(max_examples=400, deadline=None)

@@ -30,6 +30,7 @@ from ..runtime.program import (
     TensorValue,
     Value,
 )
+from .arguments import expect
 from .delegate import delegate_of
 from .edge_form import WRITE_BACK
 from .hoist import HOISTED
@@ -275,6 +276,8 @@ def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
 
     Its placement options decide what is planned where: with a skip switch the graph inputs (outputs) are left to
     the caller; with non-CPU memory planning off every tensor is planned on CPU (ExecuTorch's legacy planning)."""
+    if not isinstance(getattr(placed, "graph_module", placed), fx.GraphModule):
+        expect(placed, fx.GraphModule, "placed", "pass place_devices(lowered) (a PlacedProgram) or its graph_module")
     graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
     options = getattr(placed, "options", {})
     program = _Emitter(graph_module, options.get("non_cpu_memory_planning", True), constant_sources(placed)).run()

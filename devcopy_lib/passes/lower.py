@@ -56,7 +56,9 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..devices import Device
+from ..devices.errors import InvalidArgumentError
 from ..names import PARTITIONS, Partition
+from .arguments import expect, expect_inputs, expect_ops
 from .delegate import Delegate
 from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
@@ -147,9 +149,9 @@ class OverloadSupport(OperatorSupportBase):
 
 
 def _check_partition(partition: str) -> None:
-    """A ValueError naming the valid partitions."""
+    """An InvalidArgumentError (a ValueError of kind usage) naming the valid partitions."""
     if partition not in PARTITIONS:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Unknown partition {partition!r}. Valid: {', '.join(PARTITIONS)}. 'capability' groups "
             f"supported ops like ExecuTorch's partitioners; 'fx' gives the same groups from torch.fx's "
             f"own (slower) partitioner; 'per_node' makes one delegate per op."
@@ -160,6 +162,7 @@ def _checked_ops(delegate_ops: Sequence[str] | None, exported: ExportedProgram |
     """The validated delegate ops (DEFAULT_DELEGATE_OPS for None); an unknown one is a ValueError suggesting the
     overloads `exported` uses first."""
     used = () if exported is None else model_ops(exported)
+    expect_ops(delegate_ops)
     return validate_overloads(DEFAULT_DELEGATE_OPS if delegate_ops is None else delegate_ops, used=used)
 
 
@@ -188,6 +191,8 @@ def export_program(
 ) -> ExportedProgram:
     """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set.
     One bare tensor is one input; a branch on a tensor's value is an UnsupportedModelError saying what to change."""
+    expect(model, torch.nn.Module, "model", "pass the torch.nn.Module to export")
+    expect_inputs(example_inputs)
     try:
         with partial_graph_once():
             exported = torch.export.export(model, example_tuple(example_inputs), dynamic_shapes=dynamic_shapes)
@@ -210,6 +215,7 @@ def lower(
     `target_device`: a device string / Device for every delegate, None for none, or a mapping from delegate name
     (`delegate_0`) or op overload (`add.Tensor`) to a device (delegates it does not cover get no device).
     """
+    expect(exported, ExportedProgram, "exported", "pass export_program(model, example_inputs)")
     _check_partition(partition)
     ops = _checked_ops(delegate_ops, exported)
     _refuse_control_flow(exported)
@@ -237,6 +243,8 @@ def export_and_lower(
 ) -> LoweredProgram:
     """`export_program` then `lower`: export `model`, decompose, and delegate the partitions of `delegate_ops`.
     Bad options are refused before the export, except an unknown op: its message names the model's overloads."""
+    expect(model, torch.nn.Module, "model", "pass the torch.nn.Module to export")
+    expect_inputs(example_inputs)
     _check_partition(partition)
     try:
         _checked_ops(delegate_ops)

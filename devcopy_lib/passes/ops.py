@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from ..devices.errors import InvalidArgumentError
 from ..ops.schema import ATEN_NAMESPACE
 
 
@@ -63,14 +64,14 @@ def suggestions(name: str, used: Sequence[str] = ()) -> list[str]:
 
 
 def validate_overloads(names: Iterable[str], what: str = "delegate op", used: Sequence[str] = ()) -> tuple[str, ...]:
-    """Return the names, de-duplicated in order; raise ValueError naming an unknown one and what it may have meant,
-    the overloads the model uses (`used`, when known) first."""
+    """Return the names, de-duplicated in order; raise InvalidArgumentError (a ValueError, kind usage) naming an
+    unknown one and what it may have meant, the overloads the model uses (`used`, when known) first."""
     names = tuple(dict.fromkeys(n.strip() for n in names))
     for name in names:
         if not _is_aten_overload(name):
             close = suggestions(name, used)
             hint = f" Close matches: {', '.join(close)}." if close else ""
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Unknown {what} {name!r}: not an ATen overload.{hint} Write ops as 'name.overload' "
                 f"(e.g. 'add.Tensor', 'mm.default'), as they appear after run_decompositions()."
             )

@@ -22,8 +22,10 @@ from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..devices import CPU, Device
+from ..devices.errors import InvalidArgumentError
 from ..names import STRATEGIES, ErrorKind, Strategy
 from . import hoist
+from .arguments import expect
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from .peer import CrossDevicePair, PeerAccess, peer_rule
@@ -49,7 +51,7 @@ class PlaceDevicesPass(PassBase):
     ):
         super().__init__()
         if strategy not in STRATEGIES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Unknown placement strategy {strategy!r}. Valid: {', '.join(STRATEGIES)} "
                 f"('executorch' reproduces PropagateDevicePass; 'dedupe' shares one H2D per value "
                 f"and device; 'peer' copies device to device directly where peer access exists)."
@@ -274,6 +276,7 @@ def place_devices(
     `peer_access` (strategy 'peer'): None asks the registered allocator (none registered: assume yes), a bool
     answers for every pair, a callable `(src, dst) -> bool`, or device pairs `{("cuda:0", "cuda:1")}`.
     `hoist_constants`: compute constant-derived values and their H2D copies once, at load (passes/hoist.py)."""
+    expect(lowered, LoweredProgram, "lowered", "pass lower(export_program(model, inputs)) or export_and_lower(...)")
     options = dict(
         skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
         skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
