@@ -102,7 +102,7 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
 
 
 def check_report_and_trace_exports(explorer, folder: Path) -> None:
-    """"export report" writes a self-contained HTML page of the shown placement and "export trace" a Chrome/Perfetto
+    """ "export report" writes a self-contained HTML page of the shown placement and "export trace" a Chrome/Perfetto
     trace of profiled calls, both into the notebook's folder, and the explorer says where each went."""
     note = explorer.locator(".devcopy-export")
     explorer.locator("button", has_text="export report").click()
