@@ -387,3 +387,12 @@ def failure(exc: BaseException) -> Outcome:
     """The Outcome of a failed command: `{"ok": false, "error": {...}}` and the kind's exit code."""
     error = error_payload(exc)
     return Outcome({"ok": False, "error": error}, lambda p: "", exit_code(exc), [error["message"]])
+
+
+def method_fields(method: Any) -> dict[str, Any]:
+    """What `devcopy run` reports of a loaded Method after a call: copies executed, the caller's copies, arenas."""
+    return {
+        "copies_executed": dict(method.copies_executed),
+        "caller_copies": method.caller_copies,
+        "arena_bytes": method.arena_sizes,
+    }

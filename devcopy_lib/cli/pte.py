@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy, format_bytes
-from .common import Outcome, UsageError, check_output_path, linked_libs
+from .common import Outcome, UsageError, check_output_path, linked_libs, method_fields
 
 if TYPE_CHECKING:
     import torch
@@ -130,11 +130,7 @@ def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile:
         load_method(pte_program(program), args.mode, libs) as method,
     ):
         outputs = method(*inputs)
-        result = {
-            "copies_executed": dict(method.copies_executed),
-            "caller_copies": method.caller_copies,
-            "arena_bytes": method.arena_sizes,
-        }
+        result = method_fields(method)
         if args.profile:
             result.update(profile(method, tuple(inputs), args.profile, allocator.backend))
     with torch.no_grad():  # the delegates' modules hold parameters that require grad

@@ -28,6 +28,7 @@ from .common import (
     backend_name,
     count_type,
     linked_libs,
+    method_fields,
     split_list,
 )
 from .place import add_placement_args, lower_and_place
@@ -108,11 +109,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         load_method(_on_existing_devices(placed, allocator), args.mode, libs) as method,
     ):
         outputs = method(*inputs)
-        result = {
-            "copies_executed": dict(method.copies_executed),
-            "caller_copies": method.caller_copies,
-            "arena_bytes": method.arena_sizes,
-        }
+        result = method_fields(method)
         if args.profile:
             result.update(_profile(method, inputs, args.profile, allocator.backend))
         if args.trace is not None:

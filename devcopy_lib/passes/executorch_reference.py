@@ -179,6 +179,23 @@ def _tag_origins(exported: ExportedProgram) -> None:
             node.meta.setdefault("custom", {})[_ORIGIN] = name
 
 
+def backend_config(skip_h2d: bool = False, skip_d2h: bool = False, non_cpu_memory_planning: bool = True) -> Any:
+    """ExecuTorch's `to_executorch` config for a device-placed program: the two skip options go to its device pass
+    and, as unplanned graph inputs / outputs, to its memory planning."""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+    from executorch.exir.passes.propagate_device_pass import PropagateDeviceConfig
+
+    return ExecutorchBackendConfig(
+        emit_stacktrace=False,
+        enable_non_cpu_memory_planning=non_cpu_memory_planning,
+        propagate_device_config=PropagateDeviceConfig(
+            skip_h2d_for_method_inputs=skip_h2d, skip_d2h_for_method_outputs=skip_d2h
+        ),
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=not skip_h2d, alloc_graph_output=not skip_d2h),
+    )
+
+
 def executorch_program(
     model: torch.nn.Module,
     example_inputs: Sequence[Any],
@@ -191,9 +208,7 @@ def executorch_program(
 ) -> Any:  # executorch's ExecutorchProgramManager
     """ExecuTorch's ExecutorchProgramManager for the model lowered with `delegate_ops` on `target_device` (a device
     string, None, or devcopy's mapping by delegate or op name). Raises ExecuTorchRefusal when ExecuTorch refuses."""
-    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
-    from executorch.exir.passes import MemoryPlanningPass
-    from executorch.exir.passes.propagate_device_pass import PropagateDeviceConfig
+    from executorch.exir import EdgeCompileConfig, to_edge
 
     exported = torch.export.export(model, tuple(example_inputs)).run_decompositions()
     _tag_origins(exported)
@@ -203,17 +218,7 @@ def executorch_program(
         stage = "to_backend"
         lowered = edge.to_backend(partitioner(delegate_ops, _device_rule(target_device), partition))
         stage = "to_executorch"
-        config = ExecutorchBackendConfig(
-            emit_stacktrace=False,
-            enable_non_cpu_memory_planning=non_cpu_memory_planning,
-            propagate_device_config=PropagateDeviceConfig(
-                skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
-                skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
-            ),
-            memory_planning_pass=MemoryPlanningPass(
-                alloc_graph_input=not skip_h2d_for_method_inputs, alloc_graph_output=not skip_d2h_for_method_outputs
-            ),
-        )
+        config = backend_config(skip_h2d_for_method_inputs, skip_d2h_for_method_outputs, non_cpu_memory_planning)
         return lowered.to_executorch(config)
     except Exception as exc:  # ExecuTorch's own refusal, told apart from a devcopy error by its type
         raise ExecuTorchRefusal(stage, exc) from exc

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..names import Partition
-from .executorch_reference import ExecuTorchRefusal, _groups, _tag_origins, devcopy_spelling
+from .executorch_reference import ExecuTorchRefusal, _groups, _tag_origins, backend_config, devcopy_spelling
 from .lower import DEFAULT_DELEGATE_OPS
 
 BACKEND_ID = "DevcopyExportBackend"  # the BackendDelegate.id ExecuTorch writes into the .pte: the backend's class name
@@ -126,9 +126,7 @@ def executorch_manager(
     `to_edge_transform_and_lower(partitioner=[devcopy's])` and `to_executorch()` (its device pass, with the two skip
     options of its PropagateDeviceConfig, and its non-CPU memory planning inside). Raises ExecuTorchRefusal, naming
     the stage, when ExecuTorch refuses."""
-    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
-    from executorch.exir.passes import MemoryPlanningPass
-    from executorch.exir.passes.propagate_device_pass import PropagateDeviceConfig
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     exported = torch.export.export(model, tuple(example_inputs)).run_decompositions()
     _tag_origins(exported)
@@ -140,17 +138,7 @@ def executorch_manager(
             compile_config=EdgeCompileConfig(_check_ir_validity=False),
         )
         stage = "to_executorch"
-        config = ExecutorchBackendConfig(
-            emit_stacktrace=False,
-            propagate_device_config=PropagateDeviceConfig(
-                skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
-                skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
-            ),
-            memory_planning_pass=MemoryPlanningPass(
-                alloc_graph_input=not skip_h2d_for_method_inputs, alloc_graph_output=not skip_d2h_for_method_outputs
-            ),
-        )
-        return lowered.to_executorch(config)
+        return lowered.to_executorch(backend_config(skip_h2d_for_method_inputs, skip_d2h_for_method_outputs))
     except Exception as exc:  # ExecuTorch's own refusal, told apart from a devcopy error by its type
         raise ExecuTorchRefusal(stage, exc) from exc
 
