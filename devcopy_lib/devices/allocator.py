@@ -247,7 +247,10 @@ class DeviceAllocator(abc.ABC):
         synchronous ones running in other threads, then the stream-ordered ones enqueued on it. Holds the lock."""
         del self._live[block.serial]
         block.freed = True
-        while block.running:  # a copy that started before `freed` was set: wait for it (see `_pin`)
+        me = threading.get_ident()
+        # a copy that started before `freed` was set: wait for it (see `_pin`). A marker of this thread is no running
+        # copy (this thread is here): an interrupt (Ctrl-C, a stop signal) left it between `_pin` and `_unpin`.
+        while any(thread != me for thread in block.running):
             self._idle.wait()
         for ticket in block.pending:
             ticket.wait()
@@ -318,15 +321,15 @@ class DeviceAllocator(abc.ABC):
         `_retire` sets `freed` first, then reads the markers; list appends and pops are atomic, so either the copy
         sees `freed` or `_retire` sees the copy and waits for it."""
         running = block.running
-        running.append(None)
+        running.append(threading.get_ident())
         if block.freed:
-            running.pop()
+            running.remove(threading.get_ident())
             self._check_open(what)
             raise DeviceUsageError(f"{what} copy: the buffer was already freed (use after free); allocate anew")
 
     def _unpin(self, block: DeviceBlock) -> None:
         """The copy on `block` ended: take its marker out and wake a `_retire` waiting for the block."""
-        block.running.pop()
+        block.running.remove(threading.get_ident())
         if block.freed:
             with self._lock:
                 self._idle.notify_all()
@@ -498,9 +501,11 @@ class _Busy:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
-        if kind is None and self.direction is not None:
-            self.allocator._count_success(self.direction, self.record, self.block, self.ticket)
-        self.allocator._unpin(self.block)
+        try:
+            if kind is None and self.direction is not None:
+                self.allocator._count_success(self.direction, self.record, self.block, self.ticket)
+        finally:  # an interrupt while counting still takes the marker out
+            self.allocator._unpin(self.block)
 
 
 def _view_dtype(dtype: Any) -> np.dtype[Any]:

@@ -23,8 +23,8 @@ def _refuse_fixed(name: str) -> NoReturn:
 class DeviceBlock:
     """One device allocation. `handle` is the backend's object that owns the memory (kept alive by the block); the
     extent (`index`, `nbytes`, `address`, `handle`) is read-only. `running` holds one marker per copy running on the
-    block and `pending` the stream-ordered copies not yet waited for: the allocator frees a block only once both are
-    empty."""
+    block (the id of the thread running it) and `pending` the stream-ordered copies not yet waited for: the
+    allocator frees a block only once both are empty."""
 
     __slots__ = ("_index", "_nbytes", "_address", "_handle", "freed", "serial", "borrowed", "running", "pending")
     _serials = itertools.count(1)
@@ -32,7 +32,7 @@ class DeviceBlock:
     def __init__(self, index: int, nbytes: int, address: int, handle: Any, borrowed: bool = False) -> None:
         self._index, self._nbytes, self._address, self._handle = index, nbytes, address, handle
         self.freed, self.borrowed = False, borrowed
-        self.running: list[None] = []
+        self.running: list[int] = []
         self.pending: list[Any] = []
         self.serial = next(self._serials)
 
