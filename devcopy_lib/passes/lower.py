@@ -1,4 +1,4 @@
-"""Export and lower: torch.export + run_decompositions(), then capability partitioning picks the delegates.
+"""Export and lower: torch.export + run_decompositions (to_edge's table), then capability partitioning picks the delegates.
 
 The lowered representation (what placement, emit and memory planning consume):
 
@@ -59,6 +59,7 @@ from ..devices import Device
 from ..devices.errors import InvalidArgumentError
 from ..names import PARTITIONS, Partition
 from .arguments import expect, expect_inputs, expect_ops
+from .decompositions import edge_decompositions
 from .delegate import Delegate
 from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
@@ -189,7 +190,7 @@ def _refuse_control_flow(exported: ExportedProgram) -> None:
 def export_program(
     model: torch.nn.Module, example_inputs: torch.Tensor | Sequence[Any], dynamic_shapes: Any = None
 ) -> ExportedProgram:
-    """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set.
+    """`torch.export` + `run_decompositions` with ExecuTorch's to_edge table: the expensive half of lowering, done once per model and input set.
     One bare tensor is one input; a branch on a tensor's value is an UnsupportedModelError saying what to change."""
     expect(model, torch.nn.Module, "model", "pass the torch.nn.Module to export")
     expect_inputs(example_inputs)
@@ -198,7 +199,7 @@ def export_program(
             exported = torch.export.export(model, example_tuple(example_inputs), dynamic_shapes=dynamic_shapes)
     except GuardOnDataDependentSymNode as exc:
         raise data_dependent(model, exc) from None
-    decomposed: ExportedProgram = exported.run_decompositions()  # untyped in torch (behind a decorator)
+    decomposed: ExportedProgram = exported.run_decompositions(edge_decompositions())  # to_edge's table
     note_model(decomposed, model)  # a loaded method then sees a parameter the model replaces (passes/sources.py)
     return decomposed
 
