@@ -173,18 +173,43 @@ def model_ops(exported: ExportedProgram) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for n in graph.nodes if (name := overload_name(n.target)) is not None))
 
 
-def _refuse_control_flow(exported: ExportedProgram) -> None:
-    """torch.cond / map / while_loop export as higher-order ops over subgraphs; devcopy's programs have no jump
-    instructions, so such a model is refused by name here rather than failing somewhere inside lowering."""
-    for node in exported.graph_module.graph.nodes:
+# Control flow ExecuTorch 1.5.1 places: the op and its branches stay on the CPU, only top-level ops are partitioned
+PLACED_CONTROL_FLOW = frozenset({"cond", "map_impl"})
+_CONSTRUCT = {"map_impl": "control_flow.map"}  # how the user wrote it, where the op's name differs
+
+
+def control_flow(graph_module: fx.GraphModule) -> list[tuple[fx.Node, str]]:
+    """The top-level control-flow nodes (higher-order ops over subgraphs) and the construct each one is."""
+    found = []
+    for node in graph_module.graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
-            construct = f"torch.{node.target.name()}"  # type: ignore[no-untyped-call]  # torch leaves name() untyped
+            name = node.target.name()  # type: ignore[no-untyped-call]  # torch leaves name() untyped
+            found.append((node, _CONSTRUCT.get(name, f"torch.{name}")))
+    return found
+
+
+def _refuse_control_flow(exported: ExportedProgram) -> None:
+    """Control flow ExecuTorch does not place (`while_loop`: its to_edge refuses it) is refused by name here rather
+    than failing somewhere inside lowering; `cond` and `map` are placed as ExecuTorch places them."""
+    for node, construct in control_flow(exported.graph_module):
+        if node.target.name() not in PLACED_CONTROL_FLOW:  # type: ignore[union-attr]  # a HigherOrderOperator
             raise UnsupportedModelError(
-                f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower: its "
-                f"programs have no jump instructions, where ExecuTorch keeps {construct} and its branches on the "
-                "CPU. Export one branch (decide the predicate in Python before export), or see "
-                "docs/differences.md."
+                f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower, as "
+                "ExecuTorch 1.5.1's to_edge does not: only torch.cond and control_flow.map are placed. Export one "
+                "unrolled form (decide the loop count in Python before export), or see docs/differences.md."
             )
+
+
+def refuse_to_run_control_flow(graph_module: fx.GraphModule) -> None:
+    """A placed program with `cond` or `map` is refused before emitting: devcopy's programs have no jump
+    instructions, so it places such a program (counts equal to ExecuTorch's) but cannot run it."""
+    for node, construct in control_flow(graph_module):
+        raise UnsupportedModelError(
+            f"{node.name} is {construct} (control flow over subgraphs): devcopy places it as ExecuTorch does (the op "
+            "and its branches on the CPU, only top-level ops delegated) but cannot run it, since its programs have "
+            "no jump instructions. Place it for its copies (place_devices, devcopy place); to run, export one "
+            "branch (decide the predicate in Python before export), or see docs/differences.md."
+        )
 
 
 def export_program(
@@ -313,6 +338,8 @@ class _Builder:
                 self._add_delegate(self.groups[unit])
             else:
                 self.env[unit] = self._copy(unit)
+                if unit.op == "get_attr":  # a control-flow branch: a CPU submodule of the program
+                    self.root.add_module(str(unit.target), getattr(self.edge.graph_module, str(unit.target)))
         output = self.graph.output_node()
         self.new.output(fx.map_arg(output.args[0], self.env.__getitem__))
         gm = fx.GraphModule(self.root, self.new, class_name="LoweredGraph")
