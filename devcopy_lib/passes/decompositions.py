@@ -38,8 +38,7 @@ NEVER_DECOMPOSED = frozenset(
 
 def edge_decompositions() -> dict[torch._ops.OperatorBase, Callable[..., Any]]:
     """torch.export's default decompositions + ExecuTorch's additions - its never-decomposed primitives."""
-    table = torch.export.default_decompositions()
+    default: Any = torch.export.default_decompositions()  # a CustomDecompTable, untyped in torch
+    table: dict[torch._ops.OperatorBase, Callable[..., Any]] = dict(default.items())
     table.update(get_decompositions(list(EDGE_EXTRA_DECOMPOSITIONS)))
-    for op in [op for op in table.keys() if str(op) in NEVER_DECOMPOSED]:
-        table.pop(op)
-    return table  # type: ignore[return-value]  # a CustomDecompTable: a dict-like mapping, what torch accepts
+    return {op: fn for op, fn in table.items() if str(op) not in NEVER_DECOMPOSED}

@@ -1,4 +1,5 @@
-"""Export and lower: torch.export + run_decompositions (to_edge's table), then capability partitioning picks the delegates.
+"""Export and lower: torch.export + run_decompositions (to_edge's table), then capability partitioning picks the
+delegates.
 
 The lowered representation (what placement, emit and memory planning consume):
 
@@ -6,7 +7,8 @@ The lowered representation (what placement, emit and memory planning consume):
 - `graph_module`: the top-level `torch.fx.GraphModule`, runnable eagerly on CPU tensors (`lowered(*inputs)`). Nodes:
   - `placeholder`: one per user input, in call order (`input_names`);
   - `get_attr`: a CPU-side constant (parameter, buffer or lifted tensor constant read by a CPU op or returned);
-    the tensor is in `constants[node.target]` and is an attribute of the module;
+    the tensor is in `constants[node.target]` and is an attribute of the module; or a branch of a control-flow op
+    (`torch.cond`, `map`), a CPU submodule of the module (placed, not run: `refuse_to_run_control_flow`);
   - `call_function` on an ATen `OpOverload`: an op left on CPU;
   - `call_module` whose target names a `Delegate` submodule (`delegate_of(node)`): a delegate call, args = the
     delegate's distinct input values, returns a tuple;
@@ -215,7 +217,8 @@ def refuse_to_run_control_flow(graph_module: fx.GraphModule) -> None:
 def export_program(
     model: torch.nn.Module, example_inputs: torch.Tensor | Sequence[Any], dynamic_shapes: Any = None
 ) -> ExportedProgram:
-    """`torch.export` + `run_decompositions` with ExecuTorch's to_edge table: the expensive half of lowering, done once per model and input set.
+    """`torch.export` + `run_decompositions` with ExecuTorch's to_edge table (passes/decompositions.py): the expensive
+    half of lowering, done once per model and input set.
     One bare tensor is one input; a branch on a tensor's value is an UnsupportedModelError saying what to change."""
     expect(model, torch.nn.Module, "model", "pass the torch.nn.Module to export")
     expect_inputs(example_inputs)
