@@ -191,14 +191,15 @@ def control_flow(graph_module: fx.GraphModule) -> list[tuple[fx.Node, str]]:
 
 
 def _refuse_control_flow(exported: ExportedProgram) -> None:
-    """Control flow ExecuTorch does not place (`while_loop`: its to_edge refuses it) is refused by name here rather
+    """Control flow ExecuTorch does not lower (`while_loop`: its to_edge or emitter refuses it) is refused by name here rather
     than failing somewhere inside lowering; `cond` and `map` are placed as ExecuTorch places them."""
     for node, construct in control_flow(exported.graph_module):
         if node.target.name() not in PLACED_CONTROL_FLOW:  # type: ignore[union-attr]  # a HigherOrderOperator
             raise UnsupportedModelError(
                 f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower, as "
-                "ExecuTorch 1.5.1's to_edge does not: only torch.cond and control_flow.map are placed. Export one "
-                "unrolled form (decide the loop count in Python before export), or see docs/differences.md."
+                "ExecuTorch 1.5.1 does not (its to_edge or its emitter refuses it): only torch.cond and "
+                "control_flow.map are placed. Export an unrolled form (decide the loop count in Python before "
+                "export), or see docs/differences.md."
             )
 
 
