@@ -191,8 +191,8 @@ def control_flow(graph_module: fx.GraphModule) -> list[tuple[fx.Node, str]]:
 
 
 def _refuse_control_flow(exported: ExportedProgram) -> None:
-    """Control flow ExecuTorch does not lower (`while_loop`: its to_edge or emitter refuses it) is refused by name here rather
-    than failing somewhere inside lowering; `cond` and `map` are placed as ExecuTorch places them."""
+    """Control flow ExecuTorch does not lower (`while_loop`: its to_edge or emitter refuses it) is refused by name
+    here rather than failing somewhere inside lowering; `cond` and `map` are placed as ExecuTorch places them."""
     for node, construct in control_flow(exported.graph_module):
         if node.target.name() not in PLACED_CONTROL_FLOW:  # type: ignore[union-attr]  # a HigherOrderOperator
             raise UnsupportedModelError(
