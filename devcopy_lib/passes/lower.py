@@ -1,4 +1,5 @@
-"""Export and lower: torch.export + run_decompositions(), then capability partitioning picks the delegates.
+"""Export and lower: torch.export + run_decompositions (to_edge's table), then capability partitioning picks the
+delegates.
 
 The lowered representation (what placement, emit and memory planning consume):
 
@@ -6,7 +7,8 @@ The lowered representation (what placement, emit and memory planning consume):
 - `graph_module`: the top-level `torch.fx.GraphModule`, runnable eagerly on CPU tensors (`lowered(*inputs)`). Nodes:
   - `placeholder`: one per user input, in call order (`input_names`);
   - `get_attr`: a CPU-side constant (parameter, buffer or lifted tensor constant read by a CPU op or returned);
-    the tensor is in `constants[node.target]` and is an attribute of the module;
+    the tensor is in `constants[node.target]` and is an attribute of the module; or a branch of a control-flow op
+    (`torch.cond`, `map`), a CPU submodule of the module (placed, not run: `refuse_to_run_control_flow`);
   - `call_function` on an ATen `OpOverload`: an op left on CPU;
   - `call_module` whose target names a `Delegate` submodule (`delegate_of(node)`): a delegate call, args = the
     delegate's distinct input values, returns a tuple;
@@ -59,6 +61,7 @@ from ..devices import Device
 from ..devices.errors import InvalidArgumentError
 from ..names import PARTITIONS, Partition
 from .arguments import expect, expect_inputs, expect_ops
+from .decompositions import edge_decompositions
 from .delegate import Delegate
 from .edge_form import EdgeForm, edge_form
 from .ops import overload_name, validate_overloads
@@ -172,24 +175,51 @@ def model_ops(exported: ExportedProgram) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for n in graph.nodes if (name := overload_name(n.target)) is not None))
 
 
-def _refuse_control_flow(exported: ExportedProgram) -> None:
-    """torch.cond / map / while_loop export as higher-order ops over subgraphs; devcopy's programs have no jump
-    instructions, so such a model is refused by name here rather than failing somewhere inside lowering."""
-    for node in exported.graph_module.graph.nodes:
+# Control flow ExecuTorch 1.5.1 places: the op and its branches stay on the CPU, only top-level ops are partitioned
+PLACED_CONTROL_FLOW = frozenset({"cond", "map_impl"})
+_CONSTRUCT = {"map_impl": "control_flow.map"}  # how the user wrote it, where the op's name differs
+
+
+def control_flow(graph_module: fx.GraphModule) -> list[tuple[fx.Node, str]]:
+    """The top-level control-flow nodes (higher-order ops over subgraphs) and the construct each one is."""
+    found = []
+    for node in graph_module.graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
-            construct = f"torch.{node.target.name()}"  # type: ignore[no-untyped-call]  # torch leaves name() untyped
+            name = node.target.name()  # type: ignore[no-untyped-call]  # torch leaves name() untyped
+            found.append((node, _CONSTRUCT.get(name, f"torch.{name}")))
+    return found
+
+
+def _refuse_control_flow(exported: ExportedProgram) -> None:
+    """Control flow ExecuTorch does not lower (`while_loop`: its to_edge or emitter refuses it) is refused by name
+    here rather than failing somewhere inside lowering; `cond` and `map` are placed as ExecuTorch places them."""
+    for node, construct in control_flow(exported.graph_module):
+        if node.target.name() not in PLACED_CONTROL_FLOW:  # type: ignore[union-attr]  # a HigherOrderOperator
             raise UnsupportedModelError(
-                f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower: its "
-                f"programs have no jump instructions, where ExecuTorch keeps {construct} and its branches on the "
-                "CPU. Export one branch (decide the predicate in Python before export), or see "
-                "docs/differences.md."
+                f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower, as "
+                "ExecuTorch 1.5.1 does not (its to_edge or its emitter refuses it): only torch.cond and "
+                "control_flow.map are placed. Export an unrolled form (decide the loop count in Python before "
+                "export), or see docs/differences.md."
             )
+
+
+def refuse_to_run_control_flow(graph_module: fx.GraphModule) -> None:
+    """A placed program with `cond` or `map` is refused before emitting: devcopy's programs have no jump
+    instructions, so it places such a program (counts equal to ExecuTorch's) but cannot run it."""
+    for node, construct in control_flow(graph_module):
+        raise UnsupportedModelError(
+            f"{node.name} is {construct} (control flow over subgraphs): devcopy places it as ExecuTorch does (the op "
+            "and its branches on the CPU, only top-level ops delegated) but cannot run it, since its programs have "
+            "no jump instructions. Place it for its copies (place_devices, devcopy place); to run, export one "
+            "branch (decide the predicate in Python before export), or see docs/differences.md."
+        )
 
 
 def export_program(
     model: torch.nn.Module, example_inputs: torch.Tensor | Sequence[Any], dynamic_shapes: Any = None
 ) -> ExportedProgram:
-    """`torch.export` + `run_decompositions()`: the expensive half of lowering, done once per model and input set.
+    """`torch.export` + `run_decompositions` with ExecuTorch's to_edge table (passes/decompositions.py): the expensive
+    half of lowering, done once per model and input set.
     One bare tensor is one input; a branch on a tensor's value is an UnsupportedModelError saying what to change."""
     expect(model, torch.nn.Module, "model", "pass the torch.nn.Module to export")
     expect_inputs(example_inputs)
@@ -198,7 +228,7 @@ def export_program(
             exported = torch.export.export(model, example_tuple(example_inputs), dynamic_shapes=dynamic_shapes)
     except GuardOnDataDependentSymNode as exc:
         raise data_dependent(model, exc) from None
-    decomposed: ExportedProgram = exported.run_decompositions()  # untyped in torch (behind a decorator)
+    decomposed: ExportedProgram = exported.run_decompositions(edge_decompositions())  # to_edge's table
     note_model(decomposed, model)  # a loaded method then sees a parameter the model replaces (passes/sources.py)
     return decomposed
 
@@ -312,6 +342,8 @@ class _Builder:
                 self._add_delegate(self.groups[unit])
             else:
                 self.env[unit] = self._copy(unit)
+                if unit.op == "get_attr":  # a control-flow branch: a CPU submodule of the program
+                    self.root.add_module(str(unit.target), getattr(self.edge.graph_module, str(unit.target)))
         output = self.graph.output_node()
         self.new.output(fx.map_arg(output.args[0], self.env.__getitem__))
         gm = fx.GraphModule(self.root, self.new, class_name="LoweredGraph")

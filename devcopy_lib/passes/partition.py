@@ -19,6 +19,10 @@ follow their producer; optionally single-compute-node partitions dropped). What 
 
 On transformer graphs few partitions are live and not retired at any time, so the work is linear in nodes and edges
 plus bitset operations of graph-size words (about N * (N + E) / 64 machine words in all).
+
+Only top-level nodes are partitioned, as torch.fx's partitioner (and so ExecuTorch's) does: the branch subgraphs of a
+`torch.cond` or `map` are never entered, and the control-flow op itself is no delegate op, so it and its branches stay
+on the CPU (docs/semantics.md, "Control flow").
 """
 
 from __future__ import annotations

@@ -53,8 +53,9 @@ def data_dependent(model: torch.nn.Module, exc: GuardOnDataDependentSymNode) -> 
         f"{type(model).__name__}.forward depends on a tensor's value{_user_line(exc)}. torch.export traces one graph "
         f"for every input, so it needs control flow it can decide without data: a condition on shapes or Python "
         f"values (a static shape), or torch.cond(pred, true_fn, false_fn, operands) for a real branch. devcopy "
-        f"then refuses torch.cond too (its programs have no jump instructions, docs/differences.md): decide the "
-        f"branch in Python before export. torch.export's guide: {EXPORT_DOCS} (torch said: {guard})"
+        f"places torch.cond as ExecuTorch does but cannot run it (its programs have no jump instructions, "
+        f"docs/differences.md): to run, decide the branch in Python before export. torch.export's guide: "
+        f"{EXPORT_DOCS} (torch said: {guard})"
     )
 
 
