@@ -18,6 +18,7 @@ from torch import fx
 from torch.utils._sympy.numbers import int_oo
 
 from ..devices.device import CPU, Device
+from ..kernels.prim_ops import prim_name
 from ..runtime.program import (
     BackendDelegate,
     ConstantSource,
@@ -25,6 +26,8 @@ from ..runtime.program import (
     KernelCall,
     Program,
     ScalarValue,
+    SymListValue,
+    SymValue,
     TensorListValue,
     TensorSpec,
     TensorValue,
@@ -63,6 +66,14 @@ def _static_int(value: Any, where: str) -> int:
             )
         return int(hint)
     return int(value)
+
+
+def _hint(value: Any) -> Any:
+    """A traced scalar's value for the example inputs (0 when torch has none): what a run-time scalar holds at load."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        hint = value.node.hint
+        return 0 if hint is None else hint
+    return 0 if value is None else value
 
 
 def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
@@ -176,6 +187,10 @@ class _Emitter:
                 raise TypeError(f"{node.name}: getitem of {results!r} at {item!r}")
             self.node_value[node] = results[item]
             return
+        prim = prim_name(node.target)
+        if prim is not None:
+            self.prim_call(node, prim)
+            return
         if not isinstance(node.target, torch._ops.OpOverload):
             raise NotImplementedError(
                 f"{node.name}: {node.target} is not an operator overload; the runtime calls only operators"
@@ -215,6 +230,14 @@ class _Emitter:
         self.program.instructions.append(KernelCall(self.operator(operator_name(op)), (*args, *out_args)))
         self.node_value[node] = tuple(results) if isinstance(vals, (tuple, list)) else results[0]
 
+    def prim_call(self, node: fx.Node, name: str) -> None:
+        """A size or arithmetic on sizes -> a primitive instruction `name(operands..., out)` whose out is a scalar
+        value the runtime computes at every call (ExecuTorch's `aten::sym_size.int`, `executorch_prim::*`)."""
+        operands = [self.index(a) if isinstance(a, fx.Node) else self.add(ScalarValue(a)) for a in node.args]
+        out = self.add(SymValue(_hint(node.meta.get("val"))))
+        self.program.instructions.append(KernelCall(self.operator(name), (*operands, out)))
+        self.node_value[node] = out
+
     def operator(self, name: str) -> int:
         """The operator-table index of `name`, added on first use."""
         index = self.op_index.setdefault(name, len(self.op_index))
@@ -244,6 +267,15 @@ class _Emitter:
             kind.getElementType(), (torch.TensorType, torch.OptionalType)
         ):
             return self.add(TensorListValue(tuple(None if v is None else self.index(v) for v in value)))
+        if isinstance(value, (list, tuple)) and any(isinstance(v, fx.Node) for v in value):  # sizes known at run time
+            return self.add(
+                SymListValue(
+                    tuple(
+                        self.index(v) if isinstance(v, fx.Node) else self.add(ScalarValue(_static_int(v, node.name)))
+                        for v in value
+                    )
+                )
+            )
         if isinstance(value, (list, tuple)):
             return self.add(
                 ScalarValue(tuple(_static_int(v, node.name) if isinstance(v, torch.SymInt) else v for v in value))

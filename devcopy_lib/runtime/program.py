@@ -88,7 +88,22 @@ class TensorListValue:
     items: tuple[int | None, ...]
 
 
-Value = TensorValue | ScalarValue | TensorListValue
+@dataclass(frozen=True)
+class SymValue:
+    """A scalar a primitive instruction computes at run time (a symbolic size, or arithmetic on sizes: ExecuTorch's
+    `aten::sym_size.int`, `executorch_prim::mul.Scalar`); `hint` is its value for the example inputs."""
+
+    hint: Any = 0
+
+
+@dataclass(frozen=True)
+class SymListValue:
+    """An int list with items computed at run time: value indices of its items (ScalarValue or SymValue)."""
+
+    items: tuple[int, ...]
+
+
+Value = TensorValue | ScalarValue | TensorListValue | SymValue | SymListValue
 
 
 @dataclass(frozen=True)
