@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -89,6 +90,19 @@ def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
     return int(bound), True
 
 
+def _dim_range(size: Any, exported: Mapping[Any, Any]) -> tuple[str, int, int] | None:
+    """A graph input's dimension as its torch.export.Dim: (name, min, max), the bounds as torch.export states them
+    in `exported` (its range constraints; the shape environment's own start at 2); None when it is static."""
+    if not isinstance(size, torch.SymInt) or size.node.maybe_as_int() is not None:
+        return None
+    env, expr = size.node.shape_env, size.node.expr
+    bounds = exported.get(expr) or env.bound_sympy(expr)
+    sources = env.var_to_sources.get(expr, [])
+    names = [env.source_name_to_debug_name.get(source.name) for source in sources]
+    name = next((n for n in names if n), str(expr))
+    return name, int(bounds.lower), int(bounds.upper)
+
+
 def tensor_spec(val: torch.Tensor, device: Device, where: str) -> TensorSpec:
     """The spec of a traced tensor: dtype, upper-bound sizes, device, dynamism."""
     bounds = [_upper_bound(size, where) for size in val.shape]
@@ -109,8 +123,15 @@ def _device_of(node: fx.Node) -> Device:
 class _Emitter:
     """Walks the graph once, in order, appending values and instructions."""
 
-    def __init__(self, graph_module: fx.GraphModule, device_planning: bool, sources: dict[str, ConstantSource]) -> None:
+    def __init__(
+        self,
+        graph_module: fx.GraphModule,
+        device_planning: bool,
+        sources: dict[str, ConstantSource],
+        range_constraints: Mapping[Any, Any],
+    ) -> None:
         self.gm = graph_module
+        self.range_constraints = range_constraints
         self.device_planning = device_planning
         self.sources = sources
         self.program = Program(values=[], instructions=[], operators=[], inputs=[], outputs=[])
@@ -154,6 +175,10 @@ class _Emitter:
 
     def _placeholder(self, node: fx.Node) -> None:
         index = self.planned(node.meta["val"], node)
+        value = self.program.values[index]
+        if isinstance(value, TensorValue) and value.spec.dynamic:  # a call's sizes are checked against the Dims
+            ranges = tuple(_dim_range(size, self.range_constraints) for size in node.meta["val"].shape)
+            self.program.values[index] = dataclasses.replace(value, spec=dataclasses.replace(value.spec, ranges=ranges))
         self.node_value[node] = index
         self.program.inputs.append(index)
 
@@ -312,7 +337,11 @@ def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
         expect(placed, fx.GraphModule, "placed", "pass place_devices(lowered) (a PlacedProgram) or its graph_module")
     graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
     options = getattr(placed, "options", {})
-    program = _Emitter(graph_module, options.get("non_cpu_memory_planning", True), constant_sources(placed)).run()
+    exported = getattr(placed, "exported_program", None)
+    ranges = getattr(exported, "range_constraints", {})
+    program = _Emitter(
+        graph_module, options.get("non_cpu_memory_planning", True), constant_sources(placed), ranges
+    ).run()
     program.written_back_inputs = list(getattr(placed, "written_back_inputs", ()))
     if options.get("skip_h2d_for_method_inputs"):
         _unplanned(program, program.inputs)

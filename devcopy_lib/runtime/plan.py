@@ -164,13 +164,21 @@ def _describe(value: Any) -> str:
 
 def exported_dims_problem(spec: TensorSpec, sizes: tuple[int, ...]) -> str:
     """Why a graph input planned as `spec` cannot take `sizes` under the limits torch.export set for its dimensions
-    (a dimension without a torch.export.Dim keeps its size); empty when it can. The tensor's own resize rule
+    (a dimension without a torch.export.Dim keeps its size, one with a Dim stays within its min and max); empty
+    when it can. The tensor's own resize rule
     (element count within capacity) is checked apart, by the mode's tensors."""
     for dim, (size, bound) in enumerate(zip(sizes, spec.sizes, strict=False)):
         if size != bound and not spec.may_vary(dim):
             return (
                 f"dimension {dim} is static in the plan (size {bound}) and cannot take {size} (sizes {sizes}, "
                 f"plan {spec.sizes}); export with a torch.export.Dim for it to vary"
+            )
+        limits = spec.ranges[dim] if dim < len(spec.ranges) else None
+        if limits is not None and not limits[1] <= size <= limits[2]:
+            name, low, high = limits
+            return (
+                f"dimension {dim} ({name}) was exported for sizes {low}..{high} and cannot take {size} (sizes "
+                f"{sizes}); export with a wider torch.export.Dim({name!r}, min=..., max=...) for it"
             )
     return ""
 
