@@ -195,3 +195,13 @@ def test_a_symlist_reads_its_items_now():
     from devcopy_lib.kernels.prim_ops import current
 
     assert current(items) == [5, 16]
+
+
+@pytest.mark.parametrize("ops", [DEFAULT_DELEGATE_OPS, ("mm.default", "bmm.default")])
+def test_eager_program_computes_the_sizes_too(ops):
+    """The eager reference runs the primitive instructions and the size lists (at the planned sizes, the bound)."""
+    from devcopy_lib import eager_program
+
+    module, placed = _placed("transformer", ops)
+    x = _input("transformer", 8, 16)
+    torch.testing.assert_close(eager_program(emit(placed))(x)[0], module(x))
