@@ -13,8 +13,8 @@ import torch
 
 from ..devices.errors import InvalidArgumentTypeError
 from ..kernels.portable_cpu import aten_overload, split_arguments
-from .libs import native_lib
 from ..kernels.prim_ops import PRIM_FUNCTIONS, SymBox, SymList, current, is_symbolic, prim_kernel
+from .libs import native_lib
 from .program import DelegateCall, KernelCall, Program, SymListValue, SymValue, TensorListValue, TensorValue
 from .resolve import resolve_operators
 
