@@ -10,7 +10,7 @@ import operator
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
@@ -175,7 +175,7 @@ def test_cpu_views_take_their_sizes_as_a_list_read_at_the_call():
     assert any(isinstance(v, SymListValue) for v in program.values)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None)
 @given(batch=st.integers(1, 8), seq=st.integers(2, 16), mode=st.sampled_from(MODES))
 def test_any_size_within_the_bounds_runs_equal_to_eager(batch, seq, mode):
     module, placed = _placed("mlp")
