@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, load_method, place_devices
-from devcopy_lib.kernels.prim_ops import SymBox, SymList, prim_name
+from devcopy_lib.kernels.prim_ops import SymBox, SymList, current, prim_name
 from devcopy_lib.models.samples import transformer_block
 from devcopy_lib.passes.emit import emit
 from devcopy_lib.passes.executorch_reference import available
@@ -206,8 +206,6 @@ def test_a_symlist_reads_its_items_now():
     box = SymBox(3)
     items = SymList([box, 16])
     box.value = 5
-    from devcopy_lib.kernels.prim_ops import current
-
     assert current(items) == [5, 16]
 
 
