@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -18,6 +19,7 @@ from torch import fx
 from torch.utils._sympy.numbers import int_oo
 
 from ..devices.device import CPU, Device
+from ..kernels.prim_ops import prim_name
 from ..runtime.program import (
     BackendDelegate,
     ConstantSource,
@@ -25,6 +27,8 @@ from ..runtime.program import (
     KernelCall,
     Program,
     ScalarValue,
+    SymListValue,
+    SymValue,
     TensorListValue,
     TensorSpec,
     TensorValue,
@@ -65,6 +69,14 @@ def _static_int(value: Any, where: str) -> int:
     return int(value)
 
 
+def _hint(value: Any) -> Any:
+    """A traced scalar's value for the example inputs (0 when torch has none): what a run-time scalar holds at load."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        hint = value.node.hint
+        return 0 if hint is None else hint
+    return 0 if value is None else value
+
+
 def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
     """A dimension's planned size and whether it is dynamic (planned at its upper bound, DYNAMIC_BOUND)."""
     if not isinstance(size, torch.SymInt) or size.node.maybe_as_int() is not None:
@@ -76,6 +88,19 @@ def _upper_bound(size: Any, where: str) -> tuple[int, bool]:
             "Give its torch.export.Dim a max (Dim('batch', max=64))."
         )
     return int(bound), True
+
+
+def _dim_range(size: Any, exported: Mapping[Any, Any]) -> tuple[str, int, int] | None:
+    """A graph input's dimension as its torch.export.Dim: (name, min, max), the bounds as torch.export states them
+    in `exported` (its range constraints; the shape environment's own start at 2); None when it is static."""
+    if not isinstance(size, torch.SymInt) or size.node.maybe_as_int() is not None:
+        return None
+    env, expr = size.node.shape_env, size.node.expr
+    bounds = exported.get(expr) or env.bound_sympy(expr)
+    sources = env.var_to_sources.get(expr, [])
+    names = [env.source_name_to_debug_name.get(source.name) for source in sources]
+    name = next((n for n in names if n), str(expr))
+    return name, int(bounds.lower), int(bounds.upper)
 
 
 def tensor_spec(val: torch.Tensor, device: Device, where: str) -> TensorSpec:
@@ -98,8 +123,15 @@ def _device_of(node: fx.Node) -> Device:
 class _Emitter:
     """Walks the graph once, in order, appending values and instructions."""
 
-    def __init__(self, graph_module: fx.GraphModule, device_planning: bool, sources: dict[str, ConstantSource]) -> None:
+    def __init__(
+        self,
+        graph_module: fx.GraphModule,
+        device_planning: bool,
+        sources: dict[str, ConstantSource],
+        range_constraints: Mapping[Any, Any],
+    ) -> None:
         self.gm = graph_module
+        self.range_constraints = range_constraints
         self.device_planning = device_planning
         self.sources = sources
         self.program = Program(values=[], instructions=[], operators=[], inputs=[], outputs=[])
@@ -143,6 +175,10 @@ class _Emitter:
 
     def _placeholder(self, node: fx.Node) -> None:
         index = self.planned(node.meta["val"], node)
+        value = self.program.values[index]
+        if isinstance(value, TensorValue) and value.spec.dynamic:  # a call's sizes are checked against the Dims
+            ranges = tuple(_dim_range(size, self.range_constraints) for size in node.meta["val"].shape)
+            self.program.values[index] = dataclasses.replace(value, spec=dataclasses.replace(value.spec, ranges=ranges))
         self.node_value[node] = index
         self.program.inputs.append(index)
 
@@ -175,6 +211,10 @@ class _Emitter:
             if not isinstance(results, tuple) or not isinstance(item, int):
                 raise TypeError(f"{node.name}: getitem of {results!r} at {item!r}")
             self.node_value[node] = results[item]
+            return
+        prim = prim_name(node.target)
+        if prim is not None:
+            self.prim_call(node, prim)
             return
         if not isinstance(node.target, torch._ops.OpOverload):
             raise NotImplementedError(
@@ -215,6 +255,14 @@ class _Emitter:
         self.program.instructions.append(KernelCall(self.operator(operator_name(op)), (*args, *out_args)))
         self.node_value[node] = tuple(results) if isinstance(vals, (tuple, list)) else results[0]
 
+    def prim_call(self, node: fx.Node, name: str) -> None:
+        """A size or arithmetic on sizes -> a primitive instruction `name(operands..., out)` whose out is a scalar
+        value the runtime computes at every call (ExecuTorch's `aten::sym_size.int`, `executorch_prim::*`)."""
+        operands = [self.index(a) if isinstance(a, fx.Node) else self.add(ScalarValue(a)) for a in node.args]
+        out = self.add(SymValue(_hint(node.meta.get("val"))))
+        self.program.instructions.append(KernelCall(self.operator(name), (*operands, out)))
+        self.node_value[node] = out
+
     def operator(self, name: str) -> int:
         """The operator-table index of `name`, added on first use."""
         index = self.op_index.setdefault(name, len(self.op_index))
@@ -244,6 +292,15 @@ class _Emitter:
             kind.getElementType(), (torch.TensorType, torch.OptionalType)
         ):
             return self.add(TensorListValue(tuple(None if v is None else self.index(v) for v in value)))
+        if isinstance(value, (list, tuple)) and any(isinstance(v, fx.Node) for v in value):  # sizes known at run time
+            return self.add(
+                SymListValue(
+                    tuple(
+                        self.index(v) if isinstance(v, fx.Node) else self.add(ScalarValue(_static_int(v, node.name)))
+                        for v in value
+                    )
+                )
+            )
         if isinstance(value, (list, tuple)):
             return self.add(
                 ScalarValue(tuple(_static_int(v, node.name) if isinstance(v, torch.SymInt) else v for v in value))
@@ -280,7 +337,11 @@ def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
         expect(placed, fx.GraphModule, "placed", "pass place_devices(lowered) (a PlacedProgram) or its graph_module")
     graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
     options = getattr(placed, "options", {})
-    program = _Emitter(graph_module, options.get("non_cpu_memory_planning", True), constant_sources(placed)).run()
+    exported = getattr(placed, "exported_program", None)
+    ranges = getattr(exported, "range_constraints", {})
+    program = _Emitter(
+        graph_module, options.get("non_cpu_memory_planning", True), constant_sources(placed), ranges
+    ).run()
     program.written_back_inputs = list(getattr(placed, "written_back_inputs", ()))
     if options.get("skip_h2d_for_method_inputs"):
         _unplanned(program, program.inputs)

@@ -205,12 +205,14 @@ def executorch_program(
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
+    dynamic_shapes: Any = None,
 ) -> Any:  # executorch's ExecutorchProgramManager
     """ExecuTorch's ExecutorchProgramManager for the model lowered with `delegate_ops` on `target_device` (a device
-    string, None, or devcopy's mapping by delegate or op name). Raises ExecuTorchRefusal when ExecuTorch refuses."""
+    string, None, or devcopy's mapping by delegate or op name); `dynamic_shapes` as torch.export takes them. Raises
+    ExecuTorchRefusal when ExecuTorch refuses."""
     from executorch.exir import EdgeCompileConfig, to_edge
 
-    exported = torch.export.export(model, tuple(example_inputs)).run_decompositions()
+    exported = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes).run_decompositions()
     _tag_origins(exported)
     stage = "to_edge"
     try:
@@ -233,6 +235,7 @@ def executorch_counts(
     skip_h2d_for_method_inputs: bool = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
+    dynamic_shapes: Any = None,
 ) -> dict[str, Any]:
     """ExecuTorch's own `{delegates, h2d, d2h, order, delegate_devices, delegate_ops}` after `to_executorch`.
 
@@ -252,6 +255,7 @@ def executorch_counts(
             skip_h2d_for_method_inputs,
             skip_d2h_for_method_outputs,
             non_cpu_memory_planning,
+            dynamic_shapes,
         )
         .exported_program()
         .graph_module

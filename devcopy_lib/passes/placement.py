@@ -105,13 +105,14 @@ class PlaceDevicesPass(PassBase):
         """Per device delegate, per distinct input value not already on its device: an H2D right before the call,
         rewiring only that argument. `executorch`: one copy per (delegate, value); `dedupe`: one per (value,
         device), reused by every delegate on that device. Graph inputs skip the copy under
-        skip_h2d_for_method_inputs."""
+        skip_h2d_for_method_inputs. A symbolic size or other scalar argument is passed as it is (ExecuTorch copies
+        only arguments with a TensorSpec; docs/semantics.md §6)."""
         changed = False
         shared: dict[tuple[fx.Node, Device], fx.Node] = {}
         for call, device in calls.items():
             args = list(call.args)
             for index, arg in enumerate(args):
-                if not isinstance(arg, fx.Node) or device_of(arg) == device:
+                if not isinstance(arg, fx.Node) or not self._is_tensor(arg) or device_of(arg) == device:
                     continue
                 if self.skip_h2d_for_method_inputs and arg.op == "placeholder":
                     self._check_skippable_input(arg, device)
@@ -131,10 +132,12 @@ class PlaceDevicesPass(PassBase):
     def insert_d2h(self, graph: fx.Graph, calls: dict[fx.Node, Device]) -> bool:
         """Per output of a device delegate: tag the getitem with the device and, unless every user is the graph
         output under skip_d2h_for_method_outputs, one D2H after it shared by all users not already reading on the
-        device (a direct D2D copy reads on the device)."""
+        device (a direct D2D copy reads on the device). A scalar output (a symbolic size) gets no copy."""
         changed = False
         for call, device in calls.items():
             for item in [u for u in call.users if u.op == "call_function" and u.target is operator.getitem]:
+                if not self._is_tensor(item):
+                    continue
                 changed |= _tag(item, device)
                 readers = [
                     u for u in item.users if not (is_d2h(u) or is_d2d(u)) and (is_h2d(u) or device_of(u) != device)
@@ -196,6 +199,13 @@ class PlaceDevicesPass(PassBase):
                 graph.erase_node(node)
                 changed = True
         return _drop_unused_d2h(graph) or changed
+
+    @staticmethod
+    def _is_tensor(node: fx.Node) -> bool:
+        """Whether a node's value is a tensor: a SymInt, int, float or bool (a `sym_size.int` result, a product of
+        sizes) is not, and has no memory to copy. A node without a traced value counts as a tensor."""
+        val = node.meta.get("val")
+        return val is None or isinstance(val, torch.Tensor)
 
     def _check_skippable_input(self, node: fx.Node, device: Device) -> None:
         """skip_h2d_for_method_inputs re-tags a graph input in place, so no other reader may need it elsewhere:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ..kernels.prepared import Run
+from ..kernels.prim_ops import SymBox
 from ..tensors.error import Error
 from .failures import LoadError
 from .slots import Slot, code_view
@@ -45,13 +46,15 @@ def direct_module(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return direct
 
 
-def check_delegate_devices(what: str, delegate: Any, inputs: list[Slot], outputs: list[Slot]) -> None:
+def check_delegate_devices(what: str, delegate: Any, inputs: list[Slot | SymBox], outputs: list[Slot]) -> None:
     """Every device tensor a delegate reads or writes must be on the delegate's device (type and index): its
     addresses are fixed at load, so a mismatch is refused here rather than computed on the wrong device."""
     for role, slots in (("input", inputs), ("output", outputs)):
         for position, slot in enumerate(slots):
-            if slot.ptr is not None and (
-                slot.spec.device != delegate.device or slot.ptr.index != delegate.device.index
+            if (
+                isinstance(slot, Slot)
+                and slot.ptr is not None
+                and (slot.spec.device != delegate.device or slot.ptr.index != delegate.device.index)
             ):
                 raise LoadError(
                     Error.InvalidProgram,
@@ -61,12 +64,20 @@ def check_delegate_devices(what: str, delegate: Any, inputs: list[Slot], outputs
                 )
 
 
-def prepare_delegate(what: str, delegate: Any, inputs: list[Slot], outputs: list[Slot], tensors: Any) -> Run:
-    """The run of one delegate call: its GraphModule on views of its inputs, each result into its planned output."""
+def _input_getter(value: Slot | SymBox, tensors: Any) -> Callable[[], Any]:
+    """What a delegate reads for one input: a view of a tensor, or a symbolic size's current value."""
+    if isinstance(value, Slot):
+        return code_view(value, tensors)
+    return lambda: value.value
+
+
+def prepare_delegate(what: str, delegate: Any, inputs: list[Slot | SymBox], outputs: list[Slot], tensors: Any) -> Run:
+    """The run of one delegate call: its GraphModule on views of its inputs (a symbolic size as its value at the
+    call), each result into its planned output."""
     check_delegate_devices(what, delegate, inputs, outputs)
     forward = direct_module(delegate.module).forward
-    getters = [code_view(slot, tensors) for slot in inputs]
-    fixed = tuple(get() for get in getters) if all(slot.static for slot in inputs) else None
+    getters = [_input_getter(value, tensors) for value in inputs]
+    fixed = tuple(get() for get in getters) if all(isinstance(v, Slot) and v.static for v in inputs) else None
     writes = [(slot, code_view(slot, tensors)) for slot in outputs]
     resize = tensors.resize
     real = next(

@@ -13,21 +13,34 @@ import torch
 
 from ..devices.errors import InvalidArgumentTypeError
 from ..kernels.portable_cpu import aten_overload, split_arguments
+from ..kernels.prim_ops import PRIM_FUNCTIONS, SymBox, SymList, current, is_symbolic, prim_kernel
 from .libs import native_lib
-from .program import DelegateCall, KernelCall, Program, TensorListValue, TensorValue
+from .program import DelegateCall, KernelCall, Program, SymListValue, SymValue, TensorListValue, TensorValue
 from .resolve import resolve_operators
 
 COPY_NAMESPACE = "et_copy::"
 
 
 def _delegate_step(
-    forward: Callable[..., Sequence[torch.Tensor]], args: list[torch.Tensor], outs: list[torch.Tensor]
+    forward: Callable[..., Sequence[torch.Tensor]], args: list[Any], outs: list[torch.Tensor]
 ) -> Callable[[], None]:
-    """A delegate call as torch runs it: its graph module's forward, results copied into the output tensors."""
+    """A delegate call as torch runs it: its graph module's forward (a size argument at its value now), results
+    copied into the output tensors."""
+
+    symbolic = any(is_symbolic(arg) for arg in args)
 
     def step() -> None:
-        for out, value in zip(outs, forward(*args), strict=True):
+        for out, value in zip(outs, forward(*([current(a) for a in args] if symbolic else args)), strict=True):
             out.copy_(value)
+
+    return step
+
+
+def _call_now(op: Callable[..., Any], positional: list[Any], keywords: dict[str, Any]) -> Callable[[], None]:
+    """An op call whose arguments hold sizes computed at run time: their values are read at each call."""
+
+    def step() -> None:
+        op(*(current(a) for a in positional), **{k: current(v) for k, v in keywords.items()})
 
     return step
 
@@ -56,6 +69,7 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
         return torch.empty(value.spec.sizes, dtype=value.spec.dtype, device=where(value), pin_memory=pinned)
 
     tensors = {i: make(v) for i, v in enumerate(program.values) if isinstance(v, TensorValue)}
+    boxes = {i: SymBox(v.hint) for i, v in enumerate(program.values) if isinstance(v, SymValue)}
 
     def lift(index: int) -> Any:
         value = program.values[index]
@@ -63,13 +77,17 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
             return tensors[index]
         if isinstance(value, TensorListValue):
             return [None if i is None else tensors[i] for i in value.items]
+        if isinstance(value, SymValue):
+            return boxes[index]
+        if isinstance(value, SymListValue):
+            return SymList([lift(i) for i in value.items])
         return value.value
 
     steps: list[Callable[[], object]] = []
     for ins in program.instructions:
         if isinstance(ins, DelegateCall):
             delegate = program.delegates[ins.delegate]
-            args = [tensors[i] for i in (*ins.args, *delegate.constants)]
+            args = [lift(i) for i in (*ins.args, *delegate.constants)]
             steps.append(_delegate_step(delegate.module.forward, args, [tensors[i] for i in ins.outputs]))
             continue
         assert isinstance(ins, KernelCall)
@@ -77,9 +95,16 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
         if name.startswith(COPY_NAMESPACE):  # (src, ..., out): the copy torch itself would make
             steps.append(partial(tensors[ins.args[-1]].copy_, tensors[ins.args[0]]))
             continue
+        if name in PRIM_FUNCTIONS:  # a size: computed into its SymBox at each call
+            steps.append(prim_kernel(name, portable=False).prepare([lift(i) for i in ins.args], ()))
+            continue
         schema = resolve_operators([name], [native_lib()])[0].schema
-        positional, keywords = split_arguments(schema, [lift(i) for i in ins.args])
-        steps.append(partial(aten_overload(name), *positional, **keywords))
+        args = [lift(i) for i in ins.args]
+        positional, keywords = split_arguments(schema, args)
+        if any(is_symbolic(a) for a in args):
+            steps.append(_call_now(aten_overload(name), positional, keywords))
+        else:
+            steps.append(partial(aten_overload(name), *positional, **keywords))
     for step in steps[: program.load_instructions]:
         step()
     per_call = steps[program.load_instructions :]

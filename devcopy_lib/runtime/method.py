@@ -22,6 +22,7 @@ import torch
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
 from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
+from ..kernels.prim_ops import SymBox, SymList
 from ..names import COPY_OP, Direction, Mode
 from ..tensors.error import Error
 from .constants import ConstantSnapshot
@@ -32,7 +33,7 @@ from .memory_plan import plan_program
 from .mode_tensors import MODES, ModeTensors
 from .plan import OnStep, Step, build_plan, host_bytes, iter_allocators
 from .profile import StepProfiler
-from .program import Program, ScalarValue, TensorListValue, TensorSpec, TensorValue
+from .program import Program, ScalarValue, SymListValue, SymValue, TensorListValue, TensorSpec, TensorValue
 from .resolve import resolve_operators
 from .slots import Slot
 
@@ -101,6 +102,10 @@ class Method:
             return value.value
         if isinstance(value, TensorListValue):
             return [None if i is None else self._objects[i] for i in value.items]
+        if isinstance(value, SymValue):  # written by a primitive instruction at every call
+            return SymBox(value.hint)
+        if isinstance(value, SymListValue):
+            return SymList([self._objects[i] for i in value.items])
         slot = self._tensor_slot(index, value, arenas, value.data if live is None else live)
         self._slots[index] = slot
         return slot.tensor

@@ -25,12 +25,14 @@ import torch
 from ..devices.allocator import DeviceAllocator
 from ..devices.registry import scoped_allocators
 from ..kernels.prepared import KernelFailure, PreparedKernel, Run
+from ..kernels.prim_ops import current, is_symbolic
 from ..names import COPY_DIRECTIONS, Direction
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
 from .delegates import prepare_delegate
 from .failures import ExecutionError
 from .program import DelegateCall, Program, TensorSpec
+from .resolve import PRIM_LIB
 from .slots import Slot, code_view
 
 OnStep = Callable[["Step"], None]
@@ -89,6 +91,16 @@ def _kernel_run(kernel: Any, args: list[Any], slots: list[Slot | None], allocato
         return kernel.fn.prepare(args, dynamic)
 
 
+def _symbolic_run(kernel: Any, args: list[Any], slots: list[Slot | None], allocators: Sequence[DeviceAllocator]) -> Run:
+    """A kernel with a size computed at run time among its arguments (`view_copy(x, [s0, 16])`): prepared again at
+    every call with the sizes' current values."""
+
+    def run() -> None:
+        _kernel_run(kernel, [current(arg) for arg in args], slots, allocators)()
+
+    return run
+
+
 def _copy_step(position: int, name: str, run: Run, src: Slot, out: Slot, tensors: Any) -> Step:
     """An et_copy instruction: what a profile reports beside its run (device allocator, host buffer, bytes)."""
     direction = COPY_DIRECTIONS[name]
@@ -122,14 +134,16 @@ def _step(
     if isinstance(instruction, DelegateCall):
         delegate = program.delegates[instruction.delegate]
         op = f"delegate {delegate.name} on {delegate.device}"
-        inputs = [slots[i] for i in (*instruction.args, *delegate.constants)]
+        inputs = [slots.get(i, objects[i]) for i in (*instruction.args, *delegate.constants)]
         outputs = [slots[i] for i in instruction.outputs]
         run = prepare_delegate(f"instruction {position} ({op})", delegate, inputs, outputs, tensors)
-        allocator = next((s.allocator for s in (*inputs, *outputs) if s.allocator), None)
+        allocator = next((s.allocator for s in (*inputs, *outputs) if isinstance(s, Slot) and s.allocator), None)
         return Step(position, "delegate", op, run, allocator)
     name = program.operators[instruction.op]
     arg_slots = [slots.get(i) for i in instruction.args]
-    run = _kernel_run(kernels[instruction.op], [objects[i] for i in instruction.args], arg_slots, allocators)
+    kernel, args = kernels[instruction.op], [objects[i] for i in instruction.args]
+    symbolic = getattr(kernel, "lib", None) != PRIM_LIB and any(is_symbolic(arg) for arg in args)
+    run = (_symbolic_run if symbolic else _kernel_run)(kernel, args, arg_slots, allocators)
     src, out = arg_slots[0], arg_slots[-1]
     if name in COPY_DIRECTIONS and src is not None and out is not None:
         return _copy_step(position, name, run, src, out, tensors)
@@ -150,13 +164,21 @@ def _describe(value: Any) -> str:
 
 def exported_dims_problem(spec: TensorSpec, sizes: tuple[int, ...]) -> str:
     """Why a graph input planned as `spec` cannot take `sizes` under the limits torch.export set for its dimensions
-    (a dimension without a torch.export.Dim keeps its size); empty when it can. The tensor's own resize rule
+    (a dimension without a torch.export.Dim keeps its size, one with a Dim stays within its min and max); empty
+    when it can. The tensor's own resize rule
     (element count within capacity) is checked apart, by the mode's tensors."""
     for dim, (size, bound) in enumerate(zip(sizes, spec.sizes, strict=False)):
         if size != bound and not spec.may_vary(dim):
             return (
                 f"dimension {dim} is static in the plan (size {bound}) and cannot take {size} (sizes {sizes}, "
                 f"plan {spec.sizes}); export with a torch.export.Dim for it to vary"
+            )
+        limits = spec.ranges[dim] if dim < len(spec.ranges) else None
+        if limits is not None and not limits[1] <= size <= limits[2]:
+            name, low, high = limits
+            return (
+                f"dimension {dim} ({name}) was exported for sizes {low}..{high} and cannot take {size} (sizes "
+                f"{sizes}); export with a wider torch.export.Dim({name!r}, min=..., max=...) for it"
             )
     return ""
 

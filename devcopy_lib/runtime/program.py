@@ -18,13 +18,15 @@ from ..devices.device import CPU, Device
 @dataclass(frozen=True)
 class TensorSpec:
     """A tensor's static description: dtype, sizes (the upper bound when dynamic), device and dynamism;
-    `dynamic_dims`: the dimensions that may vary (None: every dimension of a dynamic tensor)."""
+    `dynamic_dims`: the dimensions that may vary (None: every dimension of a dynamic tensor); `ranges`: for a
+    graph input, each dimension's torch.export.Dim as (name, min, max), None for a static one (empty: unknown)."""
 
     dtype: torch.dtype
     sizes: tuple[int, ...]
     device: Device = CPU
     dynamic: bool = False
     dynamic_dims: tuple[int, ...] | None = None
+    ranges: tuple[tuple[str, int, int] | None, ...] = field(default=(), compare=False)
 
     def may_vary(self, dim: int) -> bool:
         """Whether dimension `dim` may take sizes below its planned bound."""
@@ -88,7 +90,22 @@ class TensorListValue:
     items: tuple[int | None, ...]
 
 
-Value = TensorValue | ScalarValue | TensorListValue
+@dataclass(frozen=True)
+class SymValue:
+    """A scalar a primitive instruction computes at run time (a symbolic size, or arithmetic on sizes: ExecuTorch's
+    `aten::sym_size.int`, `executorch_prim::mul.Scalar`); `hint` is its value for the example inputs."""
+
+    hint: Any = 0
+
+
+@dataclass(frozen=True)
+class SymListValue:
+    """An int list with items computed at run time: value indices of its items (ScalarValue or SymValue)."""
+
+    items: tuple[int, ...]
+
+
+Value = TensorValue | ScalarValue | TensorListValue | SymValue | SymListValue
 
 
 @dataclass(frozen=True)

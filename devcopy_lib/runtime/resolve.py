@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from ..devices.errors import InvalidArgumentTypeError
+from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_SCHEMAS, prim_kernel
 from ..names import (
     DEVICE_COPY_LIB,
     FALLBACK_KEY,
@@ -16,6 +18,7 @@ from ..names import (
     ErrorKind,
     Mode,
 )
+from ..ops.schema import parse_schema
 from ..tensors.error import Error
 from .libs import Libs, as_libs, lib_by_name
 from .registry import Kernel, OperatorRegistry
@@ -95,6 +98,28 @@ def _fix_hint(registry: OperatorRegistry, missing: list[tuple[int, str]], mode: 
     return f"Linked libs: {linked}.\n" + fix_hint(chosen, names, [name for _, name in missing])
 
 
+PRIM_LIB = "prim_ops"  # the runtime's own primitive ops, there in both modes whatever the linked libs
+
+
+@functools.cache
+def prim_kernel_of(name: str, mode: str) -> Kernel | None:
+    """The runtime's primitive op `name` (`aten::sym_size.int`, `executorch_prim::mul.Scalar`, ...) in `mode`, or
+    None when `name` is no primitive. Like ExecuTorch's prim ops they are registered by the runtime itself, so a
+    program with dynamic shapes resolves whatever libs it links (docs/semantics.md §5b)."""
+    if name not in PRIM_FUNCTIONS:
+        return None
+    return Kernel(
+        name,
+        FALLBACK_KEY,
+        prim_kernel(name, portable=mode == Mode.PORTABLE),
+        parse_schema(PRIM_SCHEMAS[name]),
+        PRIM_LIB,
+        mode,
+        f"devcopy::prim::{name}",
+        "devcopy_lib/kernels/prim_ops.py",
+    )
+
+
 def resolve_operators(
     program: _HasOperators | Iterable[str],
     libs: OperatorRegistry | Libs,
@@ -116,8 +141,9 @@ def resolve_operators(
     registry = libs if isinstance(libs, OperatorRegistry) else OperatorRegistry(as_libs(libs, device_rule))
     kernels: list[Kernel] = []
     missing: list[tuple[int, str]] = []
+    chosen = mode or registry.mode or Mode.PORTABLE
     for index, name in enumerate(names):
-        kernel = registry.lookup(name, key)
+        kernel = prim_kernel_of(name, chosen) or registry.lookup(name, key)
         if kernel is None:
             missing.append((index, name))
         else:
