@@ -13,7 +13,7 @@ from torch import fx
 from .devices.errors import InvalidArgumentTypeError
 from .names import Mode
 from .passes.emit import emit
-from .passes.lower import LoweredProgram, refuse_to_run_control_flow
+from .passes.lower import LoweredProgram
 from .runtime.method import Method, load_program
 from .runtime.program import Program
 
@@ -30,7 +30,5 @@ def load_method(
             f"load_method takes a placed program (place_devices(...)) or an emitted Program, got "
             f"{type(placed).__name__}; pass place_devices(export_and_lower(model, inputs))"
         )
-    if not isinstance(placed, Program):
-        refuse_to_run_control_flow(placed if isinstance(placed, fx.GraphModule) else placed.graph_module)
     program = placed if isinstance(placed, Program) else emit(placed)
     return load_program(program, mode, libs, backend)

@@ -38,6 +38,7 @@ from .arguments import expect
 from .delegate import delegate_of
 from .edge_form import WRITE_BACK
 from .hoist import HOISTED
+from .lower import refuse_to_run_control_flow
 from .nodes import node_arg
 from .out_variant import operator_name, out_variant
 from .sources import constant_sources
@@ -336,6 +337,7 @@ def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
     if not isinstance(getattr(placed, "graph_module", placed), fx.GraphModule):
         expect(placed, fx.GraphModule, "placed", "pass place_devices(lowered) (a PlacedProgram) or its graph_module")
     graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
+    refuse_to_run_control_flow(graph_module)  # placed like ExecuTorch, but a Program has no jump instructions
     options = getattr(placed, "options", {})
     exported = getattr(placed, "exported_program", None)
     ranges = getattr(exported, "range_constraints", {})
