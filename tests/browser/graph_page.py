@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 NODE_AT = """(root, [id, where]) => {
   const cy = root.devcopyCy, node = cy.getElementById(id), canvas = root.querySelector('.dgv-canvas');
@@ -70,6 +71,18 @@ def node_at(graph, node_id: str, where: str = "centre") -> tuple[float, float] |
 def run_in_kernel(page, code: str) -> str:
     """Run `code` in the open notebook's kernel (not as a cell) and return what it printed."""
     return page.evaluate(RUN_IN_KERNEL, code)
+
+
+def wait_in_kernel(page, code: str, expected: str, timeout_s: float = 30.0) -> str:
+    """Run `code` in the kernel until it prints `expected` (stripped) or `timeout_s` passes; the last output. A
+    widget's change reaches the kernel after the one before it was acknowledged (ipywidgets sends one message at a
+    time), so a value the page already shows can arrive a moment later."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        printed = run_in_kernel(page, code).strip()
+        if printed == expected or time.monotonic() > deadline:
+            return printed
+        page.wait_for_timeout(200)
 
 
 def run_new_cell(page, code: str) -> None:

@@ -23,6 +23,7 @@ from graph_page import (
     run_new_cell,
     scroll_notebook,
     wait_for_data,
+    wait_in_kernel,
     write_notebook,
 )
 
@@ -142,7 +143,7 @@ def check_zoom_pan_and_inspector(page, graph, explorer: str) -> None:
     assert inspector.locator(".dgv-row-kind td").text_content() == "h2d"
     assert inspector.locator(".dgv-row-bytes td").text_content().endswith(" B")
     assert " to cuda:0 for " in inspector.locator(".dgv-row-reason td").text_content()
-    assert run_in_kernel(page, f"print({explorer}.graph.selected)").strip() == copy
+    assert wait_in_kernel(page, f"print({explorer}.graph.selected)", copy) == copy
 
 
 def check_clicks_after_scrolling(page, graph) -> None:
