@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,7 @@ from .arguments import expect
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from .peer import CrossDevicePair, PeerAccess, peer_rule
-from .report import CostModel, PlacementReport, build_report, value_bytes
+from .report import CostModel, Others, PlacementReport, build_report, value_bytes
 
 
 class PlacementError(RuntimeError):
@@ -284,23 +286,48 @@ def place_devices(
     )
     gm = copy_graph_module(lowered.graph_module)
     placement = PlaceDevicesPass(strategy, **options, peer_access=peer_access)
+    placement.peer_access = _remembering(placement.peer_access)  # the comparison, placed later, gets these answers
     placement(gm)
     if hoist_constants:
         hoist.hoist_constants(gm)
-    others: dict[str, fx.GraphModule | Exception] = {}
+    base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
+    result = PlacedProgram(
+        **{**base, "graph_module": gm}, strategy=strategy, options={**options, "hoist_constants": hoist_constants}
+    )
+    others = functools.partial(
+        _place_others, lowered.graph_module, strategy, options, placement.peer_access, hoist_constants
+    )  # the report places them on the comparison's first read: place_devices alone never pays for it
+    result.report = build_report(result, cost_model, others, placement.cross_device)
+    return result
+
+
+def _remembering(rule: Callable[[Device, Device], bool]) -> Callable[[Device, Device], bool]:
+    """`rule` answering each device pair once: a comparison placed after the allocators changed still gets the
+    answers the placement got."""
+    answers: dict[tuple[Device, Device], bool] = {}
+
+    def ask(src: Device, dst: Device) -> bool:
+        if (src, dst) not in answers:
+            answers[(src, dst)] = rule(src, dst)
+        return answers[(src, dst)]
+
+    return ask
+
+
+def _place_others(
+    lowered: fx.GraphModule, strategy: str, options: dict[str, bool], peer_access: PeerAccess, hoist_constants: bool
+) -> Others:
+    """Every strategy but `strategy` placed on its own copy of `lowered` under the same options, or the
+    PlacementError it refused with (a refusal is part of the comparison)."""
+    others: Others = {}
     for name in STRATEGIES:
         if name != strategy:
-            other = copy_graph_module(lowered.graph_module)
+            other = copy_graph_module(lowered)
             try:
                 PlaceDevicesPass(name, **options, peer_access=peer_access)(other)
                 if hoist_constants:
                     hoist.hoist_constants(other)
                 others[name] = other
-            except PlacementError as exc:  # the other strategy refusing is part of the comparison
+            except PlacementError as exc:
                 others[name] = exc
-    base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
-    result = PlacedProgram(
-        **{**base, "graph_module": gm}, strategy=strategy, options={**options, "hoist_constants": hoist_constants}
-    )
-    result.report = build_report(result, cost_model, others, placement.cross_device)
-    return result
+    return others

@@ -11,7 +11,7 @@ say what its prices assume. What one strategy saves against another is worded on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -45,6 +45,30 @@ class NodeRow:
     predicted_s: float | None = None
 
 
+Comparison = list[dict[str, Any]]
+Others = dict[str, fx.GraphModule | Exception]  # another strategy -> its placed graph, or why it refused
+
+
+class _Deferred:
+    """A report field worked out on first read: it is set to its value, or to a function returning it (called once,
+    then kept). The strategy comparison places the program under every other strategy, work that only a reader of
+    the comparison needs, so place_devices leaves it to the first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = f"_{name}"
+
+    def __get__(self, report: object, owner: type | None = None) -> Comparison:
+        if report is None:  # the dataclass asks the class for the field's default: none given means empty
+            return ()  # type: ignore[return-value]  # immutable, as a dataclass default must be; set turns it into []
+        value: Comparison | Callable[[], Comparison] = report.__dict__[self._name]
+        if callable(value):
+            value = report.__dict__[self._name] = value()
+        return value
+
+    def __set__(self, report: object, value: Sequence[dict[str, Any]] | Callable[[], Comparison]) -> None:
+        report.__dict__[self._name] = value if callable(value) or isinstance(value, list) else list(value)
+
+
 @dataclass
 class PlacementReport:
     """What the placement pass decided and what it costs; `to_dict()` is `devcopy place --json`'s object."""
@@ -59,7 +83,7 @@ class PlacementReport:
     constant_bytes: int
     device_peak_bytes: int
     predicted_copy_s: float | None = None
-    comparison: list[dict[str, Any]] = field(default_factory=list)
+    comparison: _Deferred = _Deferred()  # a list of dicts; build_report passes a function that places the others
     cross_device: list[dict[str, Any]] = field(default_factory=list)
     # H2D copies of constant-derived values (passes/hoist.py): made once at load when hoisted, else on every call
     constant_derived: dict[str, int] = field(default_factory=dict)
@@ -219,11 +243,12 @@ def _savings_of(strategy: str, other: dict[str, Any]) -> str:
 def build_report(
     placed: PlacedProgram,
     cost_model: CostModel | None = None,
-    others: dict[str, fx.GraphModule | Exception] | None = None,
+    others: Others | Callable[[], Others] | None = None,
     cross_device: Sequence[CrossDevicePair] | None = None,
 ) -> PlacementReport:
-    """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with;
-    `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
+    """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with,
+    or a function returning that (called on the comparison's first read); `cross_device`: the pass's
+    CrossDevicePairs (values going device to device)."""
     gm = placed.graph_module
     hoistable = set(hoistable_copies(gm))
     rows = []
@@ -252,23 +277,7 @@ def build_report(
     hoisted_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable if n.meta.get(HOISTED))
     without = sum(nbytes.values()) + hoisted_bytes
     peak = device_peak_bytes(gm)
-    comparison: list[dict[str, Any]] = []
-    for name, other in (others or {}).items():
-        if isinstance(other, Exception):
-            comparison.append({"strategy": name, "error": str(other)})
-            continue
-        other_copies, other_bytes = copy_counts(other)
-        comparison.append(
-            {
-                "strategy": name,
-                "copies": other_copies,
-                "copy_bytes": other_bytes,
-                "copies_saved": _saved(other_copies, copies),
-                "bytes_saved": _saved(other_bytes, nbytes),
-                "extra_device_bytes": peak - device_peak_bytes(other),
-            }
-        )
-        comparison[-1]["savings"] = _savings_of(placed.strategy, comparison[-1])
+    placed_others = others if callable(others) else lambda: others or {}
     predicted = [r.predicted_s for r in rows if r.predicted_s is not None]
     return PlacementReport(
         strategy=placed.strategy,
@@ -281,7 +290,7 @@ def build_report(
         constant_bytes=placed.constant_bytes,
         device_peak_bytes=peak,
         predicted_copy_s=sum(predicted) if cost_model is not None else None,
-        comparison=comparison,
+        comparison=lambda: _comparison(placed.strategy, copies, nbytes, peak, placed_others()),
         cross_device=[pair.to_dict(cost_model) for pair in cross_device or ()],
         constant_derived={
             "copies": len(hoistable),
@@ -299,6 +308,29 @@ def build_report(
         ],
         pricing=_pricing(cost_model),
     )
+
+
+def _comparison(strategy: str, copies: dict[str, int], nbytes: dict[str, int], peak: int, others: Others) -> Comparison:
+    """One entry per other strategy: its copies and bytes, what `strategy` (with these counts and device peak) saves
+    against it, in numbers and in `savings_text`'s words; or the error it refused with."""
+    comparison: Comparison = []
+    for name, other in others.items():
+        if isinstance(other, Exception):
+            comparison.append({"strategy": name, "error": str(other)})
+            continue
+        other_copies, other_bytes = copy_counts(other)
+        comparison.append(
+            {
+                "strategy": name,
+                "copies": other_copies,
+                "copy_bytes": other_bytes,
+                "copies_saved": _saved(other_copies, copies),
+                "bytes_saved": _saved(other_bytes, nbytes),
+                "extra_device_bytes": peak - device_peak_bytes(other),
+            }
+        )
+        comparison[-1]["savings"] = _savings_of(strategy, comparison[-1])
+    return comparison
 
 
 def _pricing(cost_model: CostModel | None) -> dict[str, str] | None:
