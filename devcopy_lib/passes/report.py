@@ -91,6 +91,11 @@ class PlacementReport:
     suggestions: list[str] = field(default_factory=list)
     pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on), if it has one
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled or copied report carries its comparison, worked out now, not the means to place it."""
+        _ = self.comparison
+        return dict(self.__dict__)
+
     def to_dict(self) -> dict[str, Any]:
         result = asdict(self)
         result["nodes"] = result.pop("rows")

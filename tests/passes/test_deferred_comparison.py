@@ -4,6 +4,9 @@ placement itself got."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 from placement_helpers import Fn, inputs
 
 from devcopy_lib import SimulatedCudaAllocator, export_and_lower, place_devices
@@ -51,3 +54,9 @@ def test_the_comparison_gets_the_peer_answers_the_placement_got():
 def test_a_report_built_without_others_compares_nothing():
     placed = place_devices(_add_add())
     assert build_report(placed).comparison == [] and build_report(placed).to_dict()["comparison"] == []
+
+
+def test_a_pickled_or_copied_report_carries_its_comparison():
+    placed = place_devices(_add_add(), strategy="executorch")
+    for copied in (pickle.loads(pickle.dumps(placed.report)), copy.deepcopy(placed.report)):
+        assert copied.comparison == placed.report.comparison and copied.comparison
