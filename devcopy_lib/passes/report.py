@@ -45,8 +45,20 @@ class NodeRow:
     predicted_s: float | None = None
 
 
+@dataclass
+class Rewrite:
+    """Another strategy's placement told as changes to a placed graph, without building it (passes/rewrites.py):
+    nodes it would not have, copies of another kind there, and the users a node would have there."""
+
+    removed: set[fx.Node] = field(default_factory=set)
+    kinds: dict[fx.Node, str] = field(default_factory=dict)
+    users: dict[fx.Node, set[fx.Node]] = field(default_factory=dict)
+
+
 Comparison = list[dict[str, Any]]
-Others = dict[str, fx.GraphModule | Exception]  # another strategy -> its placed graph, or why it refused
+# another strategy -> its placed graph (or a placed graph and the Rewrite that makes it that strategy's), or why it
+# refused
+Others = dict[str, fx.GraphModule | tuple[fx.GraphModule, Rewrite] | Exception]
 
 
 class _Deferred:
@@ -158,31 +170,39 @@ def value_bytes(value: object) -> int:
     return int(numel) * value.element_size()
 
 
-def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
-    """(copies, bytes) per direction over the copy nodes of a placed graph made on every call (hoisted ones, made
-    once at load, are left out); `d2d` only when there are direct ones."""
+def copy_counts(gm: fx.GraphModule, rewrite: Rewrite | None = None) -> tuple[dict[str, int], dict[str, int]]:
+    """(copies, bytes) per direction over the copy nodes of a placed graph (as `rewrite` changes it) made on every
+    call (hoisted ones, made once at load, are left out); `d2d` only when there are direct ones."""
+    change = rewrite or Rewrite()
     copies: dict[str, int] = {Direction.H2D: 0, Direction.D2H: 0}
     nbytes: dict[str, int] = {Direction.H2D: 0, Direction.D2H: 0}
     for node in gm.graph.nodes:
-        kind = node_kind(node)
-        if kind in DIRECTIONS and not node.meta.get(HOISTED):
+        kind = change.kinds.get(node) or node_kind(node)
+        if kind in DIRECTIONS and not node.meta.get(HOISTED) and node not in change.removed:
             copies[kind] = copies.get(kind, 0) + 1
             nbytes[kind] = nbytes.get(kind, 0) + value_bytes(node.meta.get("val"))
     return copies, nbytes
 
 
-def device_peak_bytes(gm: fx.GraphModule) -> int:
-    """Peak bytes of values resident on non-CPU devices, each live from its definition to its last use."""
+def device_peak_bytes(gm: fx.GraphModule, rewrite: Rewrite | None = None) -> int:
+    """Peak bytes of values resident on non-CPU devices, each live from its definition to its last use, in a placed
+    graph as `rewrite` changes it (a removed node holds nothing; where it stood, no value starts or ends)."""
+    change = rewrite or Rewrite()
     position = {n: i for i, n in enumerate(gm.graph.nodes)}
-    change = [0] * (len(position) + 1)  # bytes becoming live at a position, minus those dead after the one before
+    deltas = [0] * (len(position) + 1)  # bytes becoming live at a position, minus those dead after the one before
     for node in gm.graph.nodes:
-        if node.op != "output" and not device_of(node).is_cpu and delegate_of(node) is None:
-            end = max((position[u] for u in node.users), default=position[node])
+        if (
+            node.op != "output"
+            and node not in change.removed
+            and not device_of(node).is_cpu
+            and delegate_of(node) is None
+        ):
+            end = max((position[u] for u in change.users.get(node, node.users)), default=position[node])
             nbytes = value_bytes(node.meta.get("val"))
-            change[position[node]] += nbytes
-            change[end + 1] -= nbytes
+            deltas[position[node]] += nbytes
+            deltas[end + 1] -= nbytes
     live = peak = 0
-    for delta in change[:-1]:
+    for delta in deltas[:-1]:
         live += delta
         peak = max(peak, live)
     return peak
@@ -282,7 +302,6 @@ def build_report(
     hoisted_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable if n.meta.get(HOISTED))
     without = sum(nbytes.values()) + hoisted_bytes
     peak = device_peak_bytes(gm)
-    placed_others = others if callable(others) else lambda: others or {}
     predicted = [r.predicted_s for r in rows if r.predicted_s is not None]
     return PlacementReport(
         strategy=placed.strategy,
@@ -295,7 +314,9 @@ def build_report(
         constant_bytes=placed.constant_bytes,
         device_peak_bytes=peak,
         predicted_copy_s=sum(predicted) if cost_model is not None else None,
-        comparison=lambda: _comparison(placed.strategy, copies, nbytes, peak, placed_others()),
+        comparison=(lambda: _comparison(placed.strategy, copies, nbytes, peak, others()))
+        if callable(others)
+        else _comparison(placed.strategy, copies, nbytes, peak, others or {}),
         cross_device=[pair.to_dict(cost_model) for pair in cross_device or ()],
         constant_derived={
             "copies": len(hoistable),
@@ -323,7 +344,8 @@ def _comparison(strategy: str, copies: dict[str, int], nbytes: dict[str, int], p
         if isinstance(other, Exception):
             comparison.append({"strategy": name, "error": str(other)})
             continue
-        other_copies, other_bytes = copy_counts(other)
+        graph, rewrite = other if isinstance(other, tuple) else (other, None)
+        other_copies, other_bytes = copy_counts(graph, rewrite)
         comparison.append(
             {
                 "strategy": name,
@@ -331,7 +353,7 @@ def _comparison(strategy: str, copies: dict[str, int], nbytes: dict[str, int], p
                 "copy_bytes": other_bytes,
                 "copies_saved": _saved(other_copies, copies),
                 "bytes_saved": _saved(other_bytes, nbytes),
-                "extra_device_bytes": peak - device_peak_bytes(other),
+                "extra_device_bytes": peak - device_peak_bytes(graph, rewrite),
             }
         )
         comparison[-1]["savings"] = _savings_of(strategy, comparison[-1])
