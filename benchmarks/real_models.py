@@ -80,7 +80,7 @@ def _executorch(module, inputs, ops, ours: dict[str, int], enabled: bool) -> dic
 
 
 def _place_and_compare(lowered: Any) -> Any:
-    """`place_devices` and the report's strategy comparison, which it leaves to the first read."""
+    """`place_devices` and the report's strategy comparison (worked out on its first read under dedupe or peer)."""
     placed = place_devices(lowered)
     _ = placed.report.comparison
     return placed
@@ -173,8 +173,8 @@ def _section(data: dict[str, Any]) -> list[str]:
         "",
         "*nodes*: decomposed graph / lowered graph (delegate calls and their getitems replace partitions). *export* is "
         "`torch.export`, *decomp* `run_decompositions()`, *partition* `lower` (to_edge's rewrites, partitioning, "
-        "delegate building), *place* `place_devices` and reading its report's comparison (the chosen strategy and "
-        "the others, placed on the first read), *emit* the Program, *load* `load_method` in portable mode, *call* one "
+        "delegate building), *place* `place_devices` and reading its report's comparison with the other strategies, "
+        "*emit* the Program, *load* `load_method` in portable mode, *call* one "
         f"portable-mode call (median of {CALLS}), *eager* one call of the PyTorch module on the CPU.",
         "",
         "| model | delegate set | nodes | delegates | export | decomp | partition | place | emit | load | call "
