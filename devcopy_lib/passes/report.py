@@ -271,9 +271,9 @@ def build_report(
     others: Others | Callable[[], Others] | None = None,
     cross_device: Sequence[CrossDevicePair] | None = None,
 ) -> PlacementReport:
-    """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with,
-    or a function returning that (called on the comparison's first read); `cross_device`: the pass's
-    CrossDevicePairs (values going device to device)."""
+    """The report of a PlacedProgram; `others`: another strategy -> its placed graph (or a placed graph and the
+    Rewrite that tells that strategy's from it), or the error it refused with; or a function returning that, called
+    on the comparison's first read; `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
     gm = placed.graph_module
     hoistable = set(hoistable_copies(gm))
     rows = []
