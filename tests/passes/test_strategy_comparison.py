@@ -134,3 +134,31 @@ def test_the_told_device_peak_follows_a_value_held_longer(strategy):
     placed = {name: place_devices(lowered, strategy=name, peer_access=True).graph_module for name in ("dedupe", "peer")}
     assert [entry] == [e for e in build_report(ours, None, placed).comparison if e["strategy"] == strategy]
     assert entry["extra_device_bytes"] < 0
+
+
+class _SharedTranspose(torch.nn.Module):
+    """One CPU transpose of a weight read by two delegates: its H2D is constant-derived (hoistable), twice under
+    executorch, once under dedupe."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4, generator=torch.Generator().manual_seed(0)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        wt = self.w.t()
+        return torch.mm(torch.mm(x, wt).cos(), wt)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("hoist", [False, True])
+def test_the_comparison_of_hoisted_copies_equals_placing_each_strategy(strategy, hoist):
+    lowered = export_and_lower(_SharedTranspose(), inputs(1, (4, 4)), ["mm.default"])
+    ours = place_devices(lowered, strategy=strategy, hoist_constants=hoist)
+    placed = {
+        name: place_devices(lowered, strategy=name, hoist_constants=hoist).graph_module
+        for name in STRATEGIES
+        if name != strategy
+    }
+    assert ours.report.comparison == build_report(ours, None, placed).comparison
+    dedupe = ours.report.strategy_counts()["dedupe"]
+    assert dedupe[0]["h2d"] == (2 if hoist else 3)  # per call: x and cos(...), and the shared transpose unless hoisted
