@@ -351,16 +351,14 @@ def _placed_others(
     or, where executorch refuses the program, each placed on its own copy, or the PlacementError it refused with (a
     refusal is part of the comparison)."""
     try:
-        return _told_from(
-            _place_copy(lowered, Strategy.EXECUTORCH, options, peer_access, hoist_constants), strategy, peer_access
-        )
-    except PlacementError:
-        pass
-    others: Others = {}
-    for name in STRATEGIES:
-        if name != strategy:
-            try:
-                others[name] = _place_copy(lowered, name, options, peer_access, hoist_constants)
-            except PlacementError as exc:
-                others[name] = exc
-    return others
+        executorch = _place_copy(lowered, Strategy.EXECUTORCH, options, peer_access, hoist_constants)
+    except PlacementError:  # what executorch refuses, dedupe may accept: each is placed for real
+        others: Others = {}
+        for name in STRATEGIES:
+            if name != strategy:
+                try:
+                    others[name] = _place_copy(lowered, name, options, peer_access, hoist_constants)
+                except PlacementError as exc:
+                    others[name] = exc
+        return others
+    return _told_from(executorch, strategy, peer_access)
