@@ -57,9 +57,10 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ..devices import Device
+from ..devices import CPU, Device
 from ..devices.errors import InvalidArgumentError
 from ..names import PARTITIONS, Partition
+from ..runtime.constants import storage_view
 from .arguments import expect, expect_inputs, expect_ops
 from .decompositions import edge_decompositions
 from .delegate import Delegate
@@ -136,9 +137,13 @@ class LoweredProgram:
 
     @property
     def constant_bytes(self) -> int:
-        """Bytes of every constant, CPU-side and delegate-owned (loaded once, not moved per execution)."""
-        tensors = [*self.constants.values(), *(t for d in self.delegates.values() for t in d.constants.values())]
-        return sum(t.numel() * t.element_size() for t in tensors)
+        """Bytes of every constant, CPU-side and delegate-owned (loaded once, not moved per execution); a tensor
+        several delegates own (a tied weight) counts once per device, as a loaded method holds one copy of it."""
+        held = [(t, CPU) for t in self.constants.values()] + [
+            (t, d.target_device or CPU) for d in self.delegates.values() for t in d.constants.values()
+        ]
+        copies = {storage_view(t, where): t.numel() * t.element_size() for t, where in held}
+        return sum(copies.values())
 
 
 class OverloadSupport(OperatorSupportBase):

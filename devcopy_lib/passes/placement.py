@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,8 @@ from .arguments import expect
 from .lower import LoweredProgram
 from .nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from .peer import CrossDevicePair, PeerAccess, peer_rule
-from .report import CostModel, PlacementReport, build_report, value_bytes
+from .report import CostModel, Others, PlacementReport, Rewrite, build_report, value_bytes
+from .rewrites import dedupe_rewrite, peer_rewrite
 
 
 class PlacementError(RuntimeError):
@@ -294,23 +297,78 @@ def place_devices(
     )
     gm = copy_graph_module(lowered.graph_module)
     placement = PlaceDevicesPass(strategy, **options, peer_access=peer_access)
+    placement.peer_access = _remembering(placement.peer_access)  # the comparison, placed later, gets these answers
     placement(gm)
     if hoist_constants:
         hoist.hoist_constants(gm)
-    others: dict[str, fx.GraphModule | Exception] = {}
-    for name in STRATEGIES:
-        if name != strategy:
-            other = copy_graph_module(lowered.graph_module)
-            try:
-                PlaceDevicesPass(name, **options, peer_access=peer_access)(other)
-                if hoist_constants:
-                    hoist.hoist_constants(other)
-                others[name] = other
-            except PlacementError as exc:  # the other strategy refusing is part of the comparison
-                others[name] = exc
     base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
     result = PlacedProgram(
         **{**base, "graph_module": gm}, strategy=strategy, options={**options, "hoist_constants": hoist_constants}
     )
+    others: Others | Callable[[], Others] = (
+        _told_from(gm, strategy, placement.peer_access)
+        if strategy == Strategy.EXECUTORCH
+        else functools.partial(  # placed on the comparison's first read: place_devices alone never pays for it
+            _placed_others, lowered.graph_module, strategy, options, placement.peer_access, hoist_constants
+        )
+    )
     result.report = build_report(result, cost_model, others, placement.cross_device)
     return result
+
+
+def _remembering(rule: Callable[[Device, Device], bool]) -> Callable[[Device, Device], bool]:
+    """`rule` answering each device pair once: a comparison placed after the allocators changed still gets the
+    answers the placement got."""
+    answers: dict[tuple[Device, Device], bool] = {}
+
+    def ask(src: Device, dst: Device) -> bool:
+        if (src, dst) not in answers:
+            answers[(src, dst)] = rule(src, dst)
+        return answers[(src, dst)]
+
+    return ask
+
+
+def _place_copy(
+    lowered: fx.GraphModule, strategy: str, options: dict[str, bool], peer_access: PeerAccess, hoist_constants: bool
+) -> fx.GraphModule:
+    """`strategy`'s placement of a copy of `lowered`, hoisted when asked."""
+    gm = copy_graph_module(lowered)
+    PlaceDevicesPass(strategy, **options, peer_access=peer_access)(gm)
+    if hoist_constants:
+        hoist.hoist_constants(gm)
+    return gm
+
+
+def _told_from(executorch: fx.GraphModule, strategy: str, peer_access: Callable[[Device, Device], bool]) -> Others:
+    """Every strategy but `strategy`, told from the program's executorch placement (passes/rewrites.py)."""
+    told: dict[str, Callable[[], fx.GraphModule | tuple[fx.GraphModule, Rewrite]]] = {
+        Strategy.EXECUTORCH: lambda: executorch,
+        Strategy.DEDUPE: lambda: (executorch, dedupe_rewrite(executorch)),
+        Strategy.PEER: lambda: (executorch, peer_rewrite(executorch, peer_access)),
+    }
+    return {name: told[name]() for name in STRATEGIES if name != strategy}
+
+
+def _placed_others(
+    lowered: fx.GraphModule,
+    strategy: str,
+    options: dict[str, bool],
+    peer_access: Callable[[Device, Device], bool],
+    hoist_constants: bool,
+) -> Others:
+    """Every strategy but `strategy` under the same options: told from executorch's placement of a copy of `lowered`
+    or, where executorch refuses the program, each placed on its own copy, or the PlacementError it refused with (a
+    refusal is part of the comparison)."""
+    try:
+        executorch = _place_copy(lowered, Strategy.EXECUTORCH, options, peer_access, hoist_constants)
+    except PlacementError:  # what executorch refuses, dedupe may accept: each is placed for real
+        others: Others = {}
+        for name in STRATEGIES:
+            if name != strategy:
+                try:
+                    others[name] = _place_copy(lowered, name, options, peer_access, hoist_constants)
+                except PlacementError as exc:
+                    others[name] = exc
+        return others
+    return _told_from(executorch, strategy, peer_access)

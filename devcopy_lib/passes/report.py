@@ -11,7 +11,7 @@ say what its prices assume. What one strategy saves against another is worded on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,6 +46,42 @@ class NodeRow:
 
 
 @dataclass
+class Rewrite:
+    """Another strategy's placement told as changes to a placed graph, without building it (passes/rewrites.py):
+    nodes it would not have, copies of another kind there, and the users a node would have there."""
+
+    removed: set[fx.Node] = field(default_factory=set)
+    kinds: dict[fx.Node, str] = field(default_factory=dict)
+    users: dict[fx.Node, set[fx.Node]] = field(default_factory=dict)
+
+
+Comparison = list[dict[str, Any]]
+# another strategy -> its placed graph (or a placed graph and the Rewrite that makes it that strategy's), or why it
+# refused
+Others = dict[str, fx.GraphModule | tuple[fx.GraphModule, Rewrite] | Exception]
+
+
+class _Deferred:
+    """A report field worked out on first read: it is set to its value, or to a function returning it (called once,
+    then kept). The strategy comparison places the program under every other strategy, work that only a reader of
+    the comparison needs, so place_devices leaves it to the first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = f"_{name}"
+
+    def __get__(self, report: object, owner: type | None = None) -> Comparison:
+        if report is None:  # the dataclass asks the class for the field's default: none given means empty
+            return ()  # type: ignore[return-value]  # immutable, as a dataclass default must be; set turns it into []
+        value: Comparison | Callable[[], Comparison] = report.__dict__[self._name]
+        if callable(value):
+            value = report.__dict__[self._name] = value()
+        return value
+
+    def __set__(self, report: object, value: Sequence[dict[str, Any]] | Callable[[], Comparison]) -> None:
+        report.__dict__[self._name] = value if callable(value) or isinstance(value, list) else list(value)
+
+
+@dataclass
 class PlacementReport:
     """What the placement pass decided and what it costs; `to_dict()` is `devcopy place --json`'s object."""
 
@@ -59,13 +95,18 @@ class PlacementReport:
     constant_bytes: int
     device_peak_bytes: int
     predicted_copy_s: float | None = None
-    comparison: list[dict[str, Any]] = field(default_factory=list)
+    comparison: _Deferred = _Deferred()  # a list of dicts; build_report passes a function that places the others
     cross_device: list[dict[str, Any]] = field(default_factory=list)
     # H2D copies of constant-derived values (passes/hoist.py): made once at load when hoisted, else on every call
     constant_derived: dict[str, int] = field(default_factory=dict)
     per_call_bytes: dict[str, int] = field(default_factory=dict)  # all copies, "without_hoisting" / "with_hoisting"
     suggestions: list[str] = field(default_factory=list)
     pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on), if it has one
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled or copied report carries its comparison, worked out now, not the means to place it."""
+        _ = self.comparison
+        return dict(self.__dict__)
 
     def to_dict(self) -> dict[str, Any]:
         result = asdict(self)
@@ -129,31 +170,39 @@ def value_bytes(value: object) -> int:
     return int(numel) * value.element_size()
 
 
-def copy_counts(gm: fx.GraphModule) -> tuple[dict[str, int], dict[str, int]]:
-    """(copies, bytes) per direction over the copy nodes of a placed graph made on every call (hoisted ones, made
-    once at load, are left out); `d2d` only when there are direct ones."""
+def copy_counts(gm: fx.GraphModule, rewrite: Rewrite | None = None) -> tuple[dict[str, int], dict[str, int]]:
+    """(copies, bytes) per direction over the copy nodes of a placed graph (as `rewrite` changes it) made on every
+    call (hoisted ones, made once at load, are left out); `d2d` only when there are direct ones."""
+    change = rewrite or Rewrite()
     copies: dict[str, int] = {Direction.H2D: 0, Direction.D2H: 0}
     nbytes: dict[str, int] = {Direction.H2D: 0, Direction.D2H: 0}
     for node in gm.graph.nodes:
-        kind = node_kind(node)
-        if kind in DIRECTIONS and not node.meta.get(HOISTED):
+        kind = change.kinds.get(node) or node_kind(node)
+        if kind in DIRECTIONS and not node.meta.get(HOISTED) and node not in change.removed:
             copies[kind] = copies.get(kind, 0) + 1
             nbytes[kind] = nbytes.get(kind, 0) + value_bytes(node.meta.get("val"))
     return copies, nbytes
 
 
-def device_peak_bytes(gm: fx.GraphModule) -> int:
-    """Peak bytes of values resident on non-CPU devices, each live from its definition to its last use."""
+def device_peak_bytes(gm: fx.GraphModule, rewrite: Rewrite | None = None) -> int:
+    """Peak bytes of values resident on non-CPU devices, each live from its definition to its last use, in a placed
+    graph as `rewrite` changes it (a removed node holds nothing; where it stood, no value starts or ends)."""
+    change = rewrite or Rewrite()
     position = {n: i for i, n in enumerate(gm.graph.nodes)}
-    change = [0] * (len(position) + 1)  # bytes becoming live at a position, minus those dead after the one before
+    deltas = [0] * (len(position) + 1)  # bytes becoming live at a position, minus those dead after the one before
     for node in gm.graph.nodes:
-        if node.op != "output" and not device_of(node).is_cpu and delegate_of(node) is None:
-            end = max((position[u] for u in node.users), default=position[node])
+        if (
+            node.op != "output"
+            and node not in change.removed
+            and not device_of(node).is_cpu
+            and delegate_of(node) is None
+        ):
+            end = max((position[u] for u in change.users.get(node, node.users)), default=position[node])
             nbytes = value_bytes(node.meta.get("val"))
-            change[position[node]] += nbytes
-            change[end + 1] -= nbytes
+            deltas[position[node]] += nbytes
+            deltas[end + 1] -= nbytes
     live = peak = 0
-    for delta in change[:-1]:
+    for delta in deltas[:-1]:
         live += delta
         peak = max(peak, live)
     return peak
@@ -219,11 +268,12 @@ def _savings_of(strategy: str, other: dict[str, Any]) -> str:
 def build_report(
     placed: PlacedProgram,
     cost_model: CostModel | None = None,
-    others: dict[str, fx.GraphModule | Exception] | None = None,
+    others: Others | Callable[[], Others] | None = None,
     cross_device: Sequence[CrossDevicePair] | None = None,
 ) -> PlacementReport:
-    """The report of a PlacedProgram; `others`: another strategy -> its placed graph, or the error it refused with;
-    `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
+    """The report of a PlacedProgram; `others`: another strategy -> its placed graph (or a placed graph and the
+    Rewrite that tells that strategy's from it), or the error it refused with; or a function returning that, called
+    on the comparison's first read; `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
     gm = placed.graph_module
     hoistable = set(hoistable_copies(gm))
     rows = []
@@ -252,23 +302,6 @@ def build_report(
     hoisted_bytes = sum(value_bytes(n.meta.get("val")) for n in hoistable if n.meta.get(HOISTED))
     without = sum(nbytes.values()) + hoisted_bytes
     peak = device_peak_bytes(gm)
-    comparison: list[dict[str, Any]] = []
-    for name, other in (others or {}).items():
-        if isinstance(other, Exception):
-            comparison.append({"strategy": name, "error": str(other)})
-            continue
-        other_copies, other_bytes = copy_counts(other)
-        comparison.append(
-            {
-                "strategy": name,
-                "copies": other_copies,
-                "copy_bytes": other_bytes,
-                "copies_saved": _saved(other_copies, copies),
-                "bytes_saved": _saved(other_bytes, nbytes),
-                "extra_device_bytes": peak - device_peak_bytes(other),
-            }
-        )
-        comparison[-1]["savings"] = _savings_of(placed.strategy, comparison[-1])
     predicted = [r.predicted_s for r in rows if r.predicted_s is not None]
     return PlacementReport(
         strategy=placed.strategy,
@@ -281,7 +314,9 @@ def build_report(
         constant_bytes=placed.constant_bytes,
         device_peak_bytes=peak,
         predicted_copy_s=sum(predicted) if cost_model is not None else None,
-        comparison=comparison,
+        comparison=(lambda: _comparison(placed.strategy, copies, nbytes, peak, others()))
+        if callable(others)
+        else _comparison(placed.strategy, copies, nbytes, peak, others or {}),
         cross_device=[pair.to_dict(cost_model) for pair in cross_device or ()],
         constant_derived={
             "copies": len(hoistable),
@@ -299,6 +334,30 @@ def build_report(
         ],
         pricing=_pricing(cost_model),
     )
+
+
+def _comparison(strategy: str, copies: dict[str, int], nbytes: dict[str, int], peak: int, others: Others) -> Comparison:
+    """One entry per other strategy: its copies and bytes, what `strategy` (with these counts and device peak) saves
+    against it, in numbers and in `savings_text`'s words; or the error it refused with."""
+    comparison: Comparison = []
+    for name, other in others.items():
+        if isinstance(other, Exception):
+            comparison.append({"strategy": name, "error": str(other)})
+            continue
+        graph, rewrite = other if isinstance(other, tuple) else (other, None)
+        other_copies, other_bytes = copy_counts(graph, rewrite)
+        comparison.append(
+            {
+                "strategy": name,
+                "copies": other_copies,
+                "copy_bytes": other_bytes,
+                "copies_saved": _saved(other_copies, copies),
+                "bytes_saved": _saved(other_bytes, nbytes),
+                "extra_device_bytes": peak - device_peak_bytes(graph, rewrite),
+            }
+        )
+        comparison[-1]["savings"] = _savings_of(strategy, comparison[-1])
+    return comparison
 
 
 def _pricing(cost_model: CostModel | None) -> dict[str, str] | None:

@@ -7,6 +7,10 @@ of every call: the tensor's identity in its module (a tensor replaced by `load_s
 `_version` (bumped by every in-place write torch tracks: `add_` under no_grad, `load_state_dict`, an optimizer step)
 and its address (changed by `.data =` and `module.to()`). A change raises `ConstantsChangedError` naming the tensor
 instead of computing with weights the model no longer has; `Method.reload_constants()` takes the snapshot again.
+
+Constants that are the same elements of one storage (GPT-2's token embedding and its tied lm_head, owned by two
+delegates) get one copy per device, shared by every value that reads them (`shared_copies`); a reload that finds
+them untied is refused, since the prepared calls read the one copy.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ..devices import Device
 from ..tensors.error import Error
 from .failures import ConstantsChangedError, LoadError
 from .program import Program, TensorValue
@@ -23,6 +28,46 @@ from .program import Program, TensorValue
 # what check() compares for one source tensor: (owner, key, tensor, version, address, name)
 Watch = tuple[Mapping[str, Any], str, torch.Tensor, int, int, str]
 _SHOWN = 5  # changed tensors a message names one by one
+
+
+def storage_view(data: torch.Tensor, where: Device) -> tuple[Any, ...]:
+    """What makes two constants one copy: the same elements of one storage (a tied weight), held on `where`."""
+    storage = data.untyped_storage()
+    return (storage.data_ptr(), data.device, data.storage_offset(), tuple(data.shape), data.stride(), data.dtype, where)
+
+
+def shared_copies(program: Program, tensors: Mapping[int, torch.Tensor]) -> dict[int, int]:
+    """Constant value index -> the earlier index whose copy it reads, for constants with the same `storage_view` of
+    the tensors taken (`tensors`, else the program's data); a buffer the program writes is never shared."""
+    first: dict[tuple[Any, ...], int] = {}
+    aliases: dict[int, int] = {}
+    for index, value in enumerate(program.values):
+        if isinstance(value, TensorValue) and value.data is not None and not value.mutable:
+            holder = first.setdefault(storage_view(tensors.get(index, value.data), value.spec.device), index)
+            if holder != index:
+                aliases[index] = holder
+    return aliases
+
+
+def _held(program: Program, tensors: Mapping[int, torch.Tensor], index: int) -> tuple[tuple[Any, ...], str]:
+    """A constant's `storage_view` as taken (or as emitted) and its name."""
+    value = program.values[index]
+    assert isinstance(value, TensorValue) and value.data is not None  # only constants are shared
+    name = value.source.name if value.source is not None else f"constant value {index}"
+    return storage_view(tensors.get(index, value.data), value.spec.device), name
+
+
+def check_still_shared(program: Program, aliases: Mapping[int, int], tensors: Mapping[int, torch.Tensor]) -> None:
+    """Refuse a reload whose tensors no longer share what the loaded method shares (a tied weight untied)."""
+    for index, holder in aliases.items():
+        (view, name), (holder_view, holder_name) = _held(program, tensors, index), _held(program, tensors, holder)
+        if view != holder_view:
+            raise LoadError(
+                Error.InvalidProgram,
+                f"Cannot reload the constants: {name} and {holder_name} were one tensor at load (tied), so the "
+                "method holds one copy of them, and the model now holds two different tensors. Call "
+                "load_method(...) again to load them apart.",
+            )
 
 
 class Taken(NamedTuple):

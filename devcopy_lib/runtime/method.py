@@ -25,7 +25,7 @@ from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels.prim_ops import SymBox, SymList
 from ..names import COPY_OP, Direction, Mode
 from ..tensors.error import Error
-from .constants import ConstantSnapshot
+from .constants import ConstantSnapshot, check_still_shared, shared_copies
 from .failures import ExecutionError, LoadError
 from .libs import libs_of_mode
 from .memory import OwnedMemory, allocator_for
@@ -73,11 +73,13 @@ class Method:
         self._lock = threading.Lock()
         self._snapshot = ConstantSnapshot(program)
         self._host_constants: dict[int, torch.Tensor] = {}  # value index -> the method's own copy
+        self._aliases: dict[int, int] = {}  # a tied constant's value index -> the one holding its copy
         try:
             self._slots: dict[int, Slot] = {}
             self._objects: list[Any] = []
             arenas = self._allocate_arenas()
             taken = self._snapshot.take()
+            self._aliases = shared_copies(program, taken.tensors)
             for index, value in enumerate(program.values):
                 self._objects.append(self._build(index, value, arenas, taken.tensors.get(index)))
             self._plan, self._at_load = build_plan(
@@ -112,6 +114,9 @@ class Method:
 
     def _tensor_slot(self, index: int, value: TensorValue, arenas: list[Any], data: torch.Tensor | None) -> Slot:
         spec = value.spec
+        if index in self._aliases:  # a tied constant: the copy an earlier value holds
+            first = self._slots[self._aliases[index]]
+            return Slot(spec, first.tensor, first.ptr, first.allocator, first.storage)
         if data is not None and spec.device.is_cpu:  # the method's own copy: the model's later changes never reach it
             own = self._host_constants[index] = data.detach().cpu().clone(memory_format=torch.contiguous_format)
             return Slot(spec, self._tensors.constant(own))
@@ -142,8 +147,11 @@ class Method:
         with self._lock:
             self._ready()
             taken = self._snapshot.take()
+            check_still_shared(self.program, self._aliases, taken.tensors)
             try:
                 for index, tensor in taken.tensors.items():
+                    if index in self._aliases:  # reloaded through the value holding the copy
+                        continue
                     slot = self._slots[index]
                     if slot.ptr is None or slot.allocator is None:
                         self._host_constants[index].copy_(tensor.detach())
