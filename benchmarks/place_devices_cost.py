@@ -85,7 +85,7 @@ def render(data: dict) -> str:
         cells = " | ".join(_ms(row[key]) for key in TIMINGS)
         was = _ms(baseline.get((row["model"], row["strategy"])))
         lines.append(f"| {row['model']} | {row['strategy']} | {row['graph_nodes']} | {cells} | {was} |")
-    lines += ["", "What is left beyond the pass is the report itself (a row per node, hoisting analysis, the device peak).", ""]
+    lines += ["", "What is left beyond the pass is the report itself (a row per node, hoisting, the device peak).", ""]
     return "\n".join(lines)
 
 
