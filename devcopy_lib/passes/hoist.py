@@ -11,7 +11,7 @@ output, or a nondeterministic op.
 
 from __future__ import annotations
 
-from torch import fx
+from torch import Tag, fx
 
 from .delegate import delegate_of, delegate_source
 from .edge_form import WRITE_BACK
@@ -38,7 +38,7 @@ def constant_derived(gm: fx.GraphModule) -> set[fx.Node]:
             and delegate_source(node) is None
             and delegate_of(node) is None
             and all(i in found for i in node.all_input_nodes)
-            and "nondeterministic_seeded" not in getattr(node.target, "tags", ())
+            and Tag.nondeterministic_seeded not in getattr(node.target, "tags", ())  # an op's tags are enums
         ):
             found.add(node)
     return found

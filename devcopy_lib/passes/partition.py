@@ -154,7 +154,7 @@ class _Partitions:
         kept, dropped = sorted((self.order[merge_id], self.order.pop(removed_id)))
         self.order[merge_id] = kept
         self.candidates[kept] = merge_id
-        self.candidates.pop(dropped, None)
+        del self.candidates[dropped]  # a candidate: only the oldest (order 0, kept) can be retired and merge
         if kept == 0:
             self.oldest = merge_id
         self.barred_by[merge_id] |= self.barred_by.pop(removed_id)

@@ -1,6 +1,7 @@
 """Constant hoisting: values computed from parameters/buffers/constants alone are computed and copied once, at load."""
 
 import copy
+import operator
 
 import pytest
 import torch
@@ -21,6 +22,21 @@ class MutatedWeight(TransposedWeight):
     def forward(self, x):
         self.w.add_(1.0)
         return torch.mm(x, self.w.t())
+
+
+class RandomWeight(TransposedWeight):
+    """`x @ rand_like(w)`: computed from the weight alone, yet random: it must be drawn again on every call."""
+
+    def forward(self, x):
+        return torch.mm(x, torch.rand_like(self.w))
+
+
+class SwappedHalves(TransposedWeight):
+    """`x @ cat(w's rows swapped)`: a constant-derived value read through a multi-output op's getitems."""
+
+    def forward(self, x):
+        top, bottom = self.w.split(1)
+        return torch.mm(x, torch.cat((bottom, top)))
 
 
 def place(module, hoist, ops=("mm.default",)):
@@ -79,6 +95,29 @@ def test_nothing_that_reads_a_mutated_buffer_is_hoisted(sim):
     assert not any(n.meta.get(HOISTED) for n in placed.graph_module.graph.nodes)
     assert placed.report.constant_derived["copies"] == 0
     runs_like_eager(placed, MutatedWeight(), calls=3)
+
+
+def test_a_random_op_on_a_constant_is_not_hoisted(sim):
+    placed = place(RandomWeight(), True)
+    assert not any(n.meta.get(HOISTED) for n in placed.graph_module.graph.nodes)
+    assert placed.report.constant_derived["copies"] == 0
+    x = inputs(1)  # draws after seeding: the calls below must not reseed
+    with load_method(placed, "aten") as method:  # the portable lib has no random ops
+        first, second = (method(*x)[0] for _ in range(2))
+    assert not torch.allclose(first, second), "the random weight was drawn once"
+
+
+def test_a_constant_read_through_getitems_is_hoisted(sim):
+    module = SwappedHalves()
+    placed = place(module, True)
+    assert [n.target for n in placed.graph_module.graph.nodes if n.meta.get(HOISTED)] == [
+        torch.ops.aten.split_with_sizes.default,
+        operator.getitem,
+        operator.getitem,
+        torch.ops.aten.cat.default,
+        torch.ops.et_copy._h2d_copy.default,
+    ]
+    assert runs_like_eager(placed, module)[1] == {"h2d": 1, "d2h": 1}
 
 
 def test_gpt2_with_matrix_ops_and_hoisting_copies_under_3_mb_per_call():

@@ -30,6 +30,7 @@ aten = torch.ops.aten
 UNARY = {"sin": aten.sin.default, "cos": aten.cos.default, "relu": aten.relu.default, "view": aten.view.default}
 BINARY = {"add": aten.add.Tensor, "mul": aten.mul.Tensor, "mm": aten.mm.default}
 SPLIT = aten.split.Tensor  # a multi-output op: its users are getitems
+ONES = aten.ones.default  # a node without inputs: it can stand first in a graph and be supported
 NAMES = (*UNARY, *BINARY, "split", "getitem")
 
 
@@ -46,15 +47,29 @@ class _NamedSupport(OperatorSupportBase):
         return name in self.names
 
 
+class _NodeSupport(OperatorSupportBase):
+    """Supported = a node named in the set, of any kind (placeholders and the output too, as a support may say)."""
+
+    def __init__(self, names):
+        self.names = frozenset(names)
+
+    def is_node_supported(self, submodules, node):
+        return node.name in self.names
+
+
 @st.composite
-def fx_graphs(draw, max_steps: int = 40):
-    """A random fx graph: placeholders, unary/binary ops and splits read by 1-3 getitems, some values unused."""
+def fx_graphs(draw, max_steps: int = 40, sources: bool = False):
+    """A random fx graph: placeholders, unary/binary ops and splits read by 1-3 getitems, some values unused; with
+    `sources`, also ops without inputs (`ones`), the first node among them when there is no placeholder."""
     graph = fx.Graph()
-    values = [graph.placeholder(f"x{i}") for i in range(draw(st.integers(1, 3)))]
+    values = [graph.placeholder(f"x{i}") for i in range(draw(st.integers(0 if sources else 1, 3)))]
+    kinds = ("unary", "binary", "binary", "split", *(("source",) if sources else ()))
     for _ in range(draw(st.integers(1, max_steps))):
-        kind = draw(st.sampled_from(("unary", "binary", "binary", "split")))
-        pick = st.integers(0, len(values) - 1)
-        if kind == "unary":
+        kind = "source" if not values else draw(st.sampled_from(kinds))
+        pick = st.integers(0, max(len(values) - 1, 0))
+        if kind == "source":
+            values.append(graph.call_function(ONES, ([2, 2],)))
+        elif kind == "unary":
             values.append(graph.call_function(UNARY[draw(st.sampled_from(sorted(UNARY)))], (values[draw(pick)],)))
         elif kind == "binary":
             op = BINARY[draw(st.sampled_from(sorted(BINARY)))]
@@ -72,8 +87,9 @@ def _fx(gm, support, single=True):
     return [set(p.nodes) for p in partitions]
 
 
-def _names(groups) -> set[frozenset[str]]:
-    return {frozenset(n.name for n in g) for g in groups}
+def _names(groups) -> list[frozenset[str]]:
+    """The node names of each partition, in the partitions' order (lowering numbers the delegates in it)."""
+    return [frozenset(n.name for n in g) for g in groups]
 
 
 def _assert_acyclic(gm: fx.GraphModule, groups) -> None:
@@ -112,10 +128,44 @@ def test_random_graphs_partition_as_torch_fx(gm, names, single):
     _assert_same(gm, _NamedSupport(names), single)
 
 
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), single=st.booleans())
+def test_random_graphs_with_any_nodes_supported_partition_as_torch_fx(data, single):
+    """Support drawn node by node (not by op, and for placeholders and the output too), so supported and unsupported
+    nodes interleave in every pattern, and graphs that start with a supported node: the cases the merge's cycle check
+    and bookkeeping must each get right."""
+    gm = data.draw(fx_graphs(sources=True))
+    names = [n.name for n in gm.graph.nodes]
+    chosen = data.draw(st.lists(st.booleans(), min_size=len(names), max_size=len(names)))
+    _assert_same(gm, _NodeSupport(name for name, keep in zip(names, chosen, strict=True) if keep), single)
+
+
 @settings(max_examples=15, deadline=None)
 @given(gm=fx_graphs(max_steps=300), names=st.sets(st.sampled_from(NAMES), min_size=2))
 def test_larger_random_graphs_partition_as_torch_fx(gm, names):
     _assert_same(gm, _NamedSupport(names))
+
+
+class _ReluModules(OperatorSupportBase):
+    """Supported = a call_module whose submodule (looked up in the `submodules` the partitioner hands in) is a ReLU."""
+
+    def is_node_supported(self, submodules, node):
+        return node.op == "call_module" and isinstance(submodules[node.target], torch.nn.ReLU)
+
+
+class _Modules(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu, self.relu2, self.tanh = torch.nn.ReLU(), torch.nn.ReLU(), torch.nn.Tanh()
+
+    def forward(self, x):
+        return self.relu2(self.tanh(self.relu(x))) + self.relu2(x)
+
+
+def test_support_is_asked_with_the_graph_modules_submodules():
+    gm = fx.symbolic_trace(_Modules())
+    ours = _assert_same(gm, _ReluModules())
+    assert sorted(sorted(n.name for n in g) for g in ours) == [["relu"], ["relu2", "relu2_1"]]
 
 
 DELEGATE_SETS = {
