@@ -54,7 +54,7 @@ def test_each_sample_with_the_default_ops_equals_executorchs_except_alignment(na
 @pytest.mark.parametrize("ops", sorted(set(models.DELEGATE_SETS) - {"default"}))
 @pytest.mark.parametrize("name", sorted(models.MODELS))
 def test_each_sample_with_each_delegate_set(name, ops):
-    _assert_documented(_comparison(name, ops), {K.ALIGNMENT, K.PLANNING, K.SCHEDULE})
+    _assert_documented(_comparison(name, ops), set(KnownDifference))
 
 
 @pytest.mark.deep  # 8 to 60 s each on 2 cores (ExecuTorch's lowering), more than `make test` affords
@@ -163,3 +163,12 @@ def test_every_aspect_is_reported(ours, sin_program):
     comparison = compare_artifacts(ours, sin_program)
     assert list(comparison.aspects) == list(ASPECTS)
     assert all(f"| {aspect} |" in comparison.to_markdown() for aspect in ASPECTS)
+
+
+def test_every_known_difference_has_its_section_in_the_docs():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "differences.md").read_text()
+    headings = {line.removeprefix("### ") for line in text.splitlines() if line.startswith("### ")}
+    assert {k.value for k in KnownDifference} <= headings
+    assert all(k.section == f"docs/differences.md#{k.value}" for k in KnownDifference)
