@@ -175,7 +175,19 @@ def _instructions(ours: Artifact, theirs: Artifact) -> list[Difference]:
                 KnownDifference.SCHEDULE,
             ),
         ]
-    return found + _one_sided("instructions", ours.steps, theirs.steps)
+    found += _unmatched(ours.steps, Counter(mine) - Counter(other), "ours")
+    return found + _unmatched(theirs.steps, Counter(other) - Counter(mine), "theirs")
+
+
+def _unmatched(steps: Sequence[Step], extra: Counter[Any], side: str) -> list[Difference]:
+    """The steps only one side holds (`extra`: their keys, counted), each a new difference."""
+    found = []
+    for step in steps:
+        if extra[step.key] > 0:
+            extra[step.key] -= 1
+            text = (str(step), "(absent)") if side == "ours" else ("(absent)", str(step))
+            found.append(Difference("instructions", *text))
+    return found
 
 
 def _signatures(ours: Artifact, theirs: Artifact) -> list[Difference]:
