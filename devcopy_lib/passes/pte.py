@@ -462,9 +462,12 @@ def _program(raw: Any, plan_name: str | None, size: int) -> PteProgram:
             buffer_device = buffer_devices.get(v.mem_id, CPU)
             if v.device != buffer_device:
                 raise _invalid(f"value {i} is on {v.device}, but planned in buffer {v.mem_id} on {buffer_device}")
+    # A constant's bytes run to the next constant's start: ExecuTorch pads each to 16 bytes when it writes the
+    # segment (`_extract_constant_segment`) and keeps the padding when it reads it (`_restore_constant_segment`),
+    # so only a constant shorter than its sizes need is inconsistent.
     constants = [bytes(b.storage) for b in raw.constant_buffer]
     for i, v in enumerate(values):
-        if isinstance(v, PteTensor) and v.constant and constants[v.constant] and len(constants[v.constant]) != v.nbytes:
+        if isinstance(v, PteTensor) and v.constant and constants[v.constant] and len(constants[v.constant]) < v.nbytes:
             raise _invalid(
                 f"value {i}'s constant {v.constant} holds {len(constants[v.constant])} bytes, its "
                 f"{v.dtype} {list(v.sizes)} needs {v.nbytes}"

@@ -44,7 +44,7 @@ class PteUnsupportedError(Exception):
     kind = ErrorKind.UNSUPPORTED_MODEL
 
 
-def _argument_count(name: str) -> int:
+def argument_count(name: str) -> int:
     """How many arguments (outs included, returns excluded) operator `name` (`ns::op.overload`) takes."""
     namespace, _, rest = name.partition("::")
     op, _, overload = rest.partition(".")
@@ -62,7 +62,7 @@ def _value(p: PteProgram, v: Any) -> Value:
     if isinstance(v, PteTensor):
         data = None
         if v.constant:
-            raw = bytearray(p.constants[v.constant])
+            raw = bytearray(p.constants[v.constant][: v.nbytes])  # without the segment's padding
             data = torch.frombuffer(raw, dtype=v.dtype).reshape(v.sizes) if raw else torch.empty(v.sizes, dtype=v.dtype)
         return TensorValue(TensorSpec(v.dtype, v.sizes, v.device, v.dynamism != "STATIC"), v.mem_id is not None, data)
     if isinstance(v, PteScalar):
@@ -104,7 +104,7 @@ def pte_program(p: PteProgram) -> Program:
         BackendDelegate(f"delegate_{i}", ep.module(), d.device or CPU)
         for i, (d, ep) in enumerate(zip(p.delegates, exported, strict=True))
     ]
-    counts = {op: _argument_count(op) for op in p.operators}
+    counts = {op: argument_count(op) for op in p.operators}
     instructions: list[Instruction] = []
     for position, ins in enumerate(p.instructions):
         if isinstance(ins, PteKernel):
@@ -155,4 +155,4 @@ def pte_inputs(p: PteProgram, seed: int = 0) -> list[Any]:
     return inputs
 
 
-__all__ = ["PteUnsupportedError", "pte_inputs", "pte_program"]
+__all__ = ["PteUnsupportedError", "argument_count", "pte_inputs", "pte_program"]

@@ -28,6 +28,14 @@ class Reduce(torch.nn.Module):
         return (x * self.w).sum(dim=1, keepdim=True)
 
 
+class LiftedScalar(torch.nn.Module):
+    """`sin(x + 1) * 2.5`, on the CPU: the two Python scalars become 0-d constants (the int64 one padded to 16 bytes
+    in the .pte's constant segment)."""
+
+    def forward(self, x):
+        return torch.sin(x + 1) * 2.5
+
+
 INPUTS = (torch.randn(2, 3), torch.randn(2, 3))
 
 
@@ -43,6 +51,13 @@ def reduce_pte() -> bytes:
     from devcopy_lib.passes.pte_backend import executorch_pte
 
     return executorch_pte(Reduce(), (torch.randn(2, 3),), [])
+
+
+@functools.cache
+def lifted_scalar_pte() -> bytes:
+    from devcopy_lib.passes.pte_backend import executorch_pte
+
+    return executorch_pte(LiftedScalar(), (torch.randn(2, 3),), [])
 
 
 @functools.cache
@@ -75,6 +90,12 @@ def sin_program(sin_bytes):
 def reduce_bytes() -> bytes:
     _need_executorch()
     return reduce_pte()
+
+
+@pytest.fixture(scope="session")
+def lifted_scalar_bytes() -> bytes:
+    _need_executorch()
+    return lifted_scalar_pte()
 
 
 @pytest.fixture(scope="session")

@@ -64,3 +64,18 @@ def test_str_lists_every_instruction(sin_program):
     text = str(sin_program)
     assert "buffers [0, 96, 96] (2: cuda:0)" in text
     assert "2: delegate DevcopyExportBackend[2, 3, 4]" in text and "5: aten::mul.out[6, 1, 7, 7]" in text
+
+
+def test_a_0d_constant_in_its_padded_segment_opens_with_its_value(lifted_scalar_bytes):
+    """ExecuTorch pads each constant to 16 bytes in the segment and keeps the padding when it reads it back
+    (`_restore_constant_segment`): the 8-byte int64 scalar arrives as 16 bytes. Only a shorter one is refused."""
+    from devcopy_lib.passes.pte_run import pte_program
+
+    p = open_pte(lifted_scalar_bytes)
+    scalars = {v.dtype: i for i, v in enumerate(p.values) if isinstance(v, PteTensor) and v.constant and not v.sizes}
+    assert set(scalars) == {torch.int64, torch.float32}
+    int64 = p.tensor(scalars[torch.int64])
+    assert len(p.constants[int64.constant]) == 16 > int64.nbytes == 8
+    program = pte_program(p)  # the padding stays out of the value
+    assert program.tensor(scalars[torch.int64]).data.tolist() == 1
+    torch.testing.assert_close(program.tensor(scalars[torch.float32]).data, torch.tensor(2.5))
