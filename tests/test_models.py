@@ -84,10 +84,12 @@ def test_load_model_errors_say_how_to_fix(tmp_path, spec, message):
 
 # ---- real models (the models extra) ----------------------------------------------------------------------------
 REAL = ["resnet18", "mobilenet_v3_small", "gpt2_2l", "gpt2_12l", "bert_small", "llama_tiny"]
+FAMILIES = ["mistral_tiny", "qwen2_tiny", "phi_tiny", "gpt_neox_tiny", "mixtral_tiny", "t5_encoder_tiny"]
+FAMILIES += ["distilbert_tiny", "vit_tiny", "whisper_encoder_tiny", "lstm_tagger", "convnext_micro"]
 
 
 def test_the_design_names_every_real_model_and_keeps_them_out_of_the_sample_list():
-    assert list(models.REAL_MODELS) == REAL
+    assert list(models.REAL_MODELS) == REAL + FAMILIES and list(models.FAMILY_MODELS) == FAMILIES
     assert not set(REAL) & set(models.MODELS)
 
 

@@ -46,7 +46,32 @@ def test_executorch_gave_a_verdict_on_every_row(rows):
         assert verdict["status"] != "refused" or verdict["why"].startswith("ExecuTorch 1.5.1 refused")
 
 
+def test_the_architecture_families_place_as_executorch_does_with_every_delegate_set(rows):
+    """models/families.py at full size: delegates and copies equal to ExecuTorch 1.5.1's own lowering, every set."""
+    family_rows = [r for r in rows if r["model"] in models.FAMILY_MODELS]
+    assert {r["model"] for r in family_rows} == set(models.FAMILY_MODELS)
+    for row in family_rows:
+        theirs, ours = row["executorch_1_5_1"], row["strategies"]["executorch"]
+        assert theirs["status"] == "agrees", (row["model"], row["delegate_set"], theirs)
+        assert theirs["counts"] == {"delegates": ours["delegates"], **ours["copies"]}, (row["model"], theirs)
+
+
 def test_gpt2_2l_with_matrix_ops_and_hoisting_copies_under_3_mb_h2d_per_call(rows):
     row = next(r for r in rows if (r["model"], r["delegate_set"]) == ("gpt2_2l", "matrix"))
     assert row["strategies"]["hoisting"]["bytes"]["h2d"] < 3e6
     assert row["strategies"]["executorch"]["bytes"]["h2d"] > 100e6  # the tied lm_head's transpose, every call
+
+
+def test_re_measuring_some_models_keeps_the_other_rows_and_names_the_run(tmp_path, monkeypatch):
+    bench, committed = _benchmark_module(), json.loads(DATA.read_text())
+    monkeypatch.setitem(bench.DATA, "simulated", tmp_path / "real_models.json")
+    bench.DATA["simulated"].write_text(DATA.read_text())
+    run = {**committed, "date": "2030-01-01", "rows": [r for r in committed["rows"] if r["model"] == "vit_tiny"]}
+    assert bench._kept(run, list(models.REAL_MODELS)) is None  # every model measured: a fresh file
+    merged = bench._merge(bench._kept(run, ["vit_tiny"]), run)
+    assert [(r["model"], r["delegate_set"]) for r in merged["rows"]] == [
+        (r["model"], r["delegate_set"]) for r in committed["rows"]
+    ]
+    assert merged["date"] == committed["date"] and merged["updates"][-1]["date"] == "2030-01-01"
+    assert [u["models"] for u in merged["updates"]].count(["vit_tiny"]) == 1  # no earlier run claims it now
+    assert "The rows of vit_tiny were measured later" in "\n".join(bench._section(merged))

@@ -31,7 +31,25 @@ SAMPLE_MODELS = (
     "output_and_cpu_user",
     "transformer_block",
 )
-REAL_MODELS = ("resnet18", "mobilenet_v3_small", "gpt2_2l", "gpt2_12l", "bert_small", "llama_tiny")
+REAL_MODELS = (
+    "resnet18",
+    "mobilenet_v3_small",
+    "gpt2_2l",
+    "gpt2_12l",
+    "bert_small",
+    "llama_tiny",
+    "mistral_tiny",
+    "qwen2_tiny",
+    "phi_tiny",
+    "gpt_neox_tiny",
+    "mixtral_tiny",
+    "t5_encoder_tiny",
+    "distilbert_tiny",
+    "vit_tiny",
+    "whisper_encoder_tiny",
+    "lstm_tagger",
+    "convnext_micro",
+)
 
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:

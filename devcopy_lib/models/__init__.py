@@ -1,7 +1,8 @@
 """Models to place and run, each a no-argument factory returning `(module, example_inputs)`.
 
 `MODELS`: the small samples (samples.py) that notebooks, docs and tests loop over. `REAL_MODELS`: torchvision and
-transformers models built from code/config with random weights (real.py), which need the `models` extra;
+transformers models built from code/config with random weights (real.py, and the more architecture families of
+families.py), which need the `models` extra (all but `lstm_tagger`);
 `DELEGATE_SETS`: the op sets a user would delegate (matrix ops, + views, a CNN set, the defaults).
 `load_model` resolves a name of either, or `path/to/file.py:factory`.
 """
@@ -19,7 +20,21 @@ from torch import nn
 
 from ..passes.user_model import example_tuple
 from .extras import INSTALL_HINT, ModelsExtraMissing
-from .real import DELEGATE_SETS, REAL_MODELS, bert_small, gpt2_2l, gpt2_12l, llama_tiny, mobilenet_v3_small, resnet18
+from .families import (
+    FAMILY_MODELS,
+    convnext_micro,
+    distilbert_tiny,
+    gpt_neox_tiny,
+    lstm_tagger,
+    mistral_tiny,
+    mixtral_tiny,
+    phi_tiny,
+    qwen2_tiny,
+    t5_encoder_tiny,
+    vit_tiny,
+    whisper_encoder_tiny,
+)
+from .real import CORE_MODELS, DELEGATE_SETS, bert_small, gpt2_2l, gpt2_12l, llama_tiny, mobilenet_v3_small, resnet18
 from .samples import (
     MODELS,
     Sample,
@@ -36,6 +51,7 @@ from .samples import (
 __all__ = [
     "MODELS",
     "REAL_MODELS",
+    "FAMILY_MODELS",
     "DELEGATE_SETS",
     "load_model",
     "ModelsExtraMissing",
@@ -55,7 +71,20 @@ __all__ = [
     "gpt2_12l",
     "bert_small",
     "llama_tiny",
+    "mistral_tiny",
+    "qwen2_tiny",
+    "phi_tiny",
+    "gpt_neox_tiny",
+    "mixtral_tiny",
+    "t5_encoder_tiny",
+    "distilbert_tiny",
+    "vit_tiny",
+    "whisper_encoder_tiny",
+    "lstm_tagger",
+    "convnext_micro",
 ]
+
+REAL_MODELS = {**CORE_MODELS, **FAMILY_MODELS}
 
 
 def _import_file(path: str) -> types.ModuleType:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..names import COPY_OP, Direction
+from ..names import COPY_OP, Direction, Partition
 from ..runtime.program import Program
 from .artifact_form import VIEW_COPY, Artifact, Step, program_artifact, pte_artifact
 from .pte import PteProgram
@@ -322,7 +322,7 @@ def compare_model(
     example_inputs: Sequence[Any],
     delegate_ops: Sequence[str] | None = None,
     target_device: str = "cuda:0",
-    partition: str = "capability",
+    partition: str = Partition.CAPABILITY,
 ) -> ArtifactComparison:
     """Lower `model` both ways with the same delegated ops, device and partitioning - devcopy's `export_and_lower`,
     `place_devices`, `emit`; ExecuTorch's pipeline through devcopy's backend (`executorch_pte`) - and compare the

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..devices.device import CPU, Device
-from ..names import COPY_OP_BY_NAME
+from ..names import COPY_OP_BY_NAME, Direction
 from ..runtime.memory_plan import CONSTANT_BUFFER, DEFAULT_ALIGNMENT, plan, plan_program
 from ..runtime.program import DelegateCall, KernelCall, Program, TensorValue
 from .pte import PteDelegate, PteKernel, PteList, PteProgram, PteTensor
@@ -164,7 +164,7 @@ def _copy(
     position: int, name: str, source: str, dtype: torch.dtype, sizes: tuple[int, ...], devices: tuple[Device, Device]
 ) -> Copy:
     direction = COPY_OP_BY_NAME[name].direction.value
-    device = devices[1] if direction == "h2d" else devices[0]
+    device = devices[1] if direction == Direction.H2D else devices[0]
     return Copy(position, direction, source, _dtype(dtype), sizes, str(device))
 
 
