@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import torch
 
 pytest.importorskip("anywidget", reason="needs the lab extra (anywidget)")
 from devcopy_widgets import PlacementExplorer  # noqa: E402
@@ -76,3 +77,18 @@ def test_the_explorer_links_the_picture_and_the_graph_both_ways():
     assert re.search(r'dmp-picked" data-value="\d+" data-node="cumsum"', explorer.memory.svg)
     explorer.strategy.value = "dedupe"  # a new placement, a new plan
     assert explorer.memory.summary.startswith("cpu: buffer 1, 5 tensors in 128 B")
+
+
+class Cond(torch.nn.Module):
+    """Placed like ExecuTorch places it, but emit refuses `torch.cond`: there is no plan to draw."""
+
+    def forward(self, x, y):
+        z = x + y
+        return torch.cond(z.sum() > 0, lambda a: a.sin(), lambda a: a.cos(), (z,)) * y
+
+
+def test_a_program_without_a_plan_keeps_its_graph_and_says_why_in_the_plans_place():
+    explorer = PlacementExplorer.for_model(Cond(), (torch.randn(4), torch.randn(4)), name="cond")
+    assert explorer.error is None and any(n["kind"] == "delegate" for n in explorer.graph.nodes)
+    assert explorer.memory.picture is None
+    assert explorer.memory.summary.startswith("memory plan not drawn: ") and "torch.cond" in explorer.memory.svg
