@@ -1,4 +1,5 @@
-"""PlacementExplorer: pick a model, delegated ops, target, strategy and skip switches; see the placed graph."""
+"""PlacementExplorer: pick a model, delegated ops, target, strategy and skip switches; see the placed graph and its
+memory plan. Or open an ExecuTorch `.pte` and see its instructions and ExecuTorch's memory plan."""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def _target_text(target) -> str:
 
 class PlacementExplorer(w.VBox):
     """The view over a `PlacementState`: every control edits the state, then the view is redone (the graph keeps
-    its layout when only devices or kinds changed)."""
+    its layout when only devices or kinds changed); the memory plan is drawn beside the graph. With `pte` (or
+    `for_pte`) it shows an ExecuTorch program instead, its re-placing controls off (docs/explorer.md)."""
 
     def __init__(
         self, state: PlacementState | None = None, compare_executorch: bool = False, pte=None, **settings

@@ -5,7 +5,7 @@ the same from an ExecuTorch `.pte`'s plan."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from ..names import format_bytes
@@ -73,9 +73,6 @@ class MemoryPicture:
         )
 
 
-Describe = Callable[[Hashable], tuple[str, str]]  # value -> (label, graph node id)
-
-
 def lanes_of(
     buffers: Iterable[tuple[int, str, int]], blocks: Iterable[tuple[int, Block]], instructions: int
 ) -> MemoryPicture:
@@ -92,8 +89,8 @@ def lanes_of(
     return MemoryPicture(instructions, lanes)
 
 
-def plan_picture(plan: MemoryPlan, instructions: int, describe: Describe | None = None) -> MemoryPicture:
-    """The picture of a devcopy plan: every request at its allocation, for its lifetime."""
+def plan_picture(plan: MemoryPlan, instructions: int) -> MemoryPicture:
+    """The picture of a devcopy plan: every request at its allocation, for its lifetime, labelled by its key."""
     if not plan.requests and plan.allocations:
         raise ValueError(
             "This memory plan keeps no requests (lifetimes), so plan_picture cannot draw it. To fix: draw the "
@@ -102,9 +99,8 @@ def plan_picture(plan: MemoryPlan, instructions: int, describe: Describe | None 
     blocks = []
     for request in plan.requests:
         where = plan.allocations[request.key]
-        label, node = describe(request.key) if describe else (str(request.key), "")
         blocks.append(
-            (where.buffer, Block(request.key, label, where.offset, request.nbytes, *request.lifetime, node=node))
+            (where.buffer, Block(request.key, str(request.key), where.offset, request.nbytes, *request.lifetime))
         )
     buffers = ((i, str(b.device), b.nbytes) for i, b in enumerate(plan.buffers))
     return lanes_of(buffers, blocks, instructions)
