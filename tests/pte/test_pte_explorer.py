@@ -83,3 +83,12 @@ def test_export_trace_profiles_the_program(explorer, tmp_path):
 def test_a_bad_file_is_refused_at_once(tmp_path):
     with pytest.raises(PteLoadError, match="no such .pte file"):
         PlacementExplorer.for_pte(str(tmp_path / "none.pte"))
+
+
+def test_another_backends_program_is_shown_and_its_trace_refused_with_the_reason(pass_through_bytes, tmp_path):
+    explorer = PlacementExplorer.for_pte(pass_through_bytes)
+    assert explorer.error is None and explorer.memory.picture is not None
+    delegate = next(n for n in explorer.graph.nodes if n["kind"] == "delegate")
+    assert ["backend", "DevcopyPassThroughBackend"] in delegate["rows"]
+    assert explorer.export_trace(str(tmp_path / "t.json")) is None and not (tmp_path / "t.json").exists()
+    assert "delegates of another backend (0: DevcopyPassThroughBackend)" in explorer.error_html.value
