@@ -56,6 +56,7 @@ _EXPORTS = {
     "PlacementReport": "passes.report",
     "executorch_pte": "passes.pte_backend",
     "open_pte": "passes.pte",
+    "memory_picture": "passes.memory_picture",
     "pte_registration": "passes.pte",
     "PteProgram": "passes.pte",
     "PteLoadError": "passes.pte",

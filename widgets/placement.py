@@ -1,4 +1,5 @@
-"""PlacementExplorer: pick a model, delegated ops, target, strategy and skip switches; see the placed graph."""
+"""PlacementExplorer: pick a model, delegated ops, target, strategy and skip switches; see the placed graph and its
+memory plan. Or open an ExecuTorch `.pte` and see its instructions and ExecuTorch's memory plan."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ from dataclasses import replace
 import ipywidgets as w
 
 from devcopy_lib import (
+    PteProgram,
     diff_html,
     export_report,
     load_method,
     make_allocator,
+    memory_picture,
     models,
+    open_pte,
     placement_diff,
     profile_trace,
+    pte_inputs,
+    pte_program,
     scoped_allocators,
     write_trace,
 )
@@ -26,7 +32,9 @@ from .graph_inspector import what_if_rows
 from .graph_view import GraphView
 from .graph_view_data import graph_elements
 from .guard import shown_errors
+from .memory_plan_view import MemoryPlanView
 from .placement_state import PlacementState, parse_target
+from .pte_graph import pte_graph_elements
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
 CUSTOM = "custom"  # the delegate-set menu's entry when the ticked ops match no preset
@@ -40,6 +48,12 @@ SETTINGS = (
     "skip_h2d_for_method_inputs",
     "skip_d2h_for_method_outputs",
     "hoist_constants",
+)
+PTE_REASON = (
+    "an ExecuTorch program (.pte): ExecuTorch placed it when it was written, so the model, delegated ops, target, "
+    "partition, strategy, skip and hoist switches, the ExecuTorch comparison, the strategy diff and the report "
+    "(which describe a placement devcopy makes) do not apply and are off; the graph, the memory plan and "
+    "export trace (a profiled run of the program) do (docs/pte.md)"
 )
 
 
@@ -55,10 +69,15 @@ def _target_text(target) -> str:
 
 class PlacementExplorer(w.VBox):
     """The view over a `PlacementState`: every control edits the state, then the view is redone (the graph keeps
-    its layout when only devices or kinds changed)."""
+    its layout when only devices or kinds changed); the memory plan is drawn beside the graph. With `pte` (or
+    `for_pte`) it shows an ExecuTorch program instead, its re-placing controls off (docs/explorer.md)."""
 
-    def __init__(self, state: PlacementState | None = None, compare_executorch: bool = False, **settings):
+    def __init__(
+        self, state: PlacementState | None = None, compare_executorch: bool = False, pte=None, **settings
+    ) -> None:
         self.state = state or PlacementState(**settings)
+        # an ExecuTorch program shown instead of the state's placement (a path, its bytes or a PteProgram)
+        self.pte: PteProgram | None = pte if isinstance(pte, PteProgram) or pte is None else open_pte(pte)
         self.placed = None
         self.error = None
         self._shown: dict | None = None  # the settings of the view on screen (None until one is drawn)
@@ -92,7 +111,9 @@ class PlacementExplorer(w.VBox):
         self.preset.observe(self._preset_chosen, names="value")
         self.select_all.on_click(lambda _: self._tick(self.state.model_ops()))
         self.select_none.on_click(lambda _: self._tick(()))
-        self.counts, self.graph, self.table = w.HTML(), GraphView(), w.HTML()
+        self.counts, self.graph, self.table = w.HTML(), GraphView(layout=w.Layout(flex="1 1 560px")), w.HTML()
+        self.memory = MemoryPlanView(layout=w.Layout(flex="0 0 450px"))  # the memory plan, beside the graph
+        self.pte_note = w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
         # exports (docs/explorer.md, Exports): the report as a file, and a diff against another strategy
         self.report_path = w.Text(description="report file", placeholder="devcopy_report.html (or .json)")
@@ -107,6 +128,7 @@ class PlacementExplorer(w.VBox):
             (self.counts, "devcopy-counts"),
             (self.model, "devcopy-model"),
             (self.partition, "devcopy-partition"),
+            (self.pte_note, "devcopy-pte-note"),
         ):
             widget.add_class(name)
         super().__init__(
@@ -124,13 +146,14 @@ class PlacementExplorer(w.VBox):
                     layout=wrap,
                 ),
                 self.ops,
+                self.pte_note,
                 self.error_html,
                 self.counts,
                 self.savings,
                 self.executorch,
                 self.export_note,
                 self.diff,
-                self.graph,
+                w.HBox([self.graph, self.memory], layout=wrap),
                 self.table,
             ]
         )
@@ -147,8 +170,45 @@ class PlacementExplorer(w.VBox):
             self.compare_with,
         )
         self.graph.observe(self._explain, names="selected")
-        self._rebuild_ops()
+        self.graph.observe(lambda change: self.memory.highlight(change["new"]), names="selected")
+        self.memory.observe(self._memory_picked, names="selected_node")
+        if self.pte is not None:
+            self._off_for_pte()
+        else:
+            self._rebuild_ops()
         self.refresh()
+
+    @classmethod
+    def for_pte(cls, source, **settings) -> PlacementExplorer:
+        """An explorer on an ExecuTorch program: `source` is a `.pte` path, its bytes or a `PteProgram` (a bad file
+        raises PteLoadError here). The controls that re-place a model are off, with the reason shown."""
+        return cls(pte=source, **settings)
+
+    def _off_for_pte(self) -> None:
+        """Turn off every control that re-places a model, and say why in the panel."""
+        for control in (
+            self.model,
+            self.partition,
+            self.target,
+            self.strategy,
+            self.skip_h2d,
+            self.skip_d2h,
+            self.hoist,
+            self.compare,
+            self.compare_with,
+            self.preset,
+            self.select_all,
+            self.select_none,
+            self.report_path,
+            self.export_button,
+        ):
+            control.disabled = True
+        self.pte_note.value = html.note(f"Showing {PTE_REASON}.", "devcopy-pte-reason")
+
+    def _memory_picked(self, change) -> None:
+        """A tensor clicked in the memory plan selects the graph node that writes it."""
+        if change["new"] and any(n["id"] == change["new"] for n in self.graph.nodes):
+            self.graph.selected = change["new"]
 
     @classmethod
     def for_model(cls, module, example_inputs, name: str = "my_model", **settings) -> PlacementExplorer:
@@ -206,7 +266,7 @@ class PlacementExplorer(w.VBox):
         self.graph.update_nodes({node["id"]: {"rows": rows}})
 
     def _changed(self, change) -> None:
-        if self._syncing:
+        if self._syncing or self.pte is not None:  # a .pte's controls are off: nothing to re-place
             return
         with self.graph.working():  # the graph view says busy when this takes over 0.3 s
             if self._read_controls(change["owner"]):
@@ -270,7 +330,10 @@ class PlacementExplorer(w.VBox):
     @shown_errors
     def refresh(self) -> None:
         """Recompute the placement from the state and redraw everything; an error is shown above the last good
-        view, which stays."""
+        view, which stays. A .pte is drawn as it is (`_show_pte`)."""
+        if self.pte is not None:
+            self._show_pte()
+            return
         self.placed = self.state.placed()
         report = self.placed.report
         self.counts.value = html.note(summary.totals_line(report), "devcopy-totals") + (
@@ -278,11 +341,34 @@ class PlacementExplorer(w.VBox):
         )
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))
+        self._show_memory(self.placed, None)
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self._show_executorch()
         self._explain()
         self._shown = {name: getattr(self.state, name) for name in SETTINGS}
         self.diff.value = self._diff_html()
+
+    def _show_pte(self) -> None:
+        """The program's totals, its instructions as a graph and ExecuTorch's memory plan beside it."""
+        p = self.pte
+        self.counts.value = html.note(summary.pte_totals_line(p), "devcopy-totals")
+        nodes, edges, writers = pte_graph_elements(p)
+        self.graph.show(nodes, edges)
+        self._show_memory(p, writers)
+        self.table.value = html.table(
+            [
+                {"#": str(i), "instruction": p.instruction_name(i), "values": str(p.uses(i))}
+                for i in range(len(p.instructions))
+            ],
+            ("#", "instruction", "values"),
+        )
+
+    def _show_memory(self, source, nodes) -> None:
+        """Draw the memory plan of `source`; one that cannot be drawn says why in its place, the graph stays."""
+        try:
+            self.memory.show(memory_picture(source, nodes))
+        except Exception as exc:  # e.g. control flow emit refuses: the graph is still worth showing
+            self.memory.show_error(f"memory plan not drawn: {type(exc).__name__}: {exc}")
 
     def _other_placement(self):
         """The placement of the same model and settings by the "compare with" strategy (sharing the caches)."""
@@ -298,6 +384,12 @@ class PlacementExplorer(w.VBox):
         """Write the shown placement's report (HTML or JSON by the suffix; with the diff when comparing) and show
         where it went; `path` defaults to the report file box, else `devcopy_report_MODEL_STRATEGY.html`."""
         s = self.state
+        if self.pte is not None:
+            raise ValueError(
+                "export report describes a placement devcopy makes; this explorer shows an ExecuTorch program. "
+                "To fix: `devcopy place PROGRAM.pte --json` gives the program's operators, instructions, buffers and "
+                "copies, and export_trace() profiles it"
+            )
         path = path or self.report_path.value.strip() or f"devcopy_report_{s.model}_{s.strategy}.html"
         report = self.placed.report.to_dict()
         if self.compare_with.value in _strategies(s):
@@ -308,12 +400,17 @@ class PlacementExplorer(w.VBox):
 
     @shown_errors
     def export_trace(self, path: str | None = None, calls: int = 10) -> str:
-        """Load the shown placement (portable mode, the default backend), profile `calls` calls and write them as a
-        Chrome/Perfetto trace; `path` defaults to `devcopy_trace_MODEL_STRATEGY.json`."""
+        """Load the shown placement, or the .pte (portable mode, the default backend), profile `calls` calls and write
+        them as a Chrome/Perfetto trace; `path` defaults to `devcopy_trace_MODEL_STRATEGY.json` (a .pte's:
+        `devcopy_trace_pte_PLAN.json`)."""
         s = self.state
-        path = path or f"devcopy_trace_{s.model}_{s.strategy}.json"
-        _, inputs = s.module_and_inputs()
-        with make_allocator() as allocator, scoped_allocators(allocator), load_method(self.placed) as method:
+        if self.pte is not None:  # ExecuTorch's program with its own memory plan, on seeded inputs (docs/pte.md)
+            path = path or f"devcopy_trace_pte_{self.pte.plan}.json"
+            program, inputs = pte_program(self.pte), tuple(pte_inputs(self.pte))
+        else:
+            path = path or f"devcopy_trace_{s.model}_{s.strategy}.json"
+            program, inputs = self.placed, s.module_and_inputs()[1]
+        with make_allocator() as allocator, scoped_allocators(allocator), load_method(program) as method:
             trace = profile_trace(method, *inputs, repeat=calls, cost_model=s.cost_model)
         written = write_trace(trace, path)
         self.export_note.value = html.note(f"trace of {calls} profiled calls written to {written}", "devcopy-export")

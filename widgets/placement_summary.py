@@ -51,3 +51,22 @@ def dedupe_line(report) -> str:
 def executorch_line(counts: dict) -> str:
     """ExecuTorch's own counts for the same partition, as one line."""
     return f"ExecuTorch 1.5.1: delegates {counts['delegates']} · H2D {counts[H2D]} · D2H {counts[D2H]}"
+
+
+def pte_totals_line(program) -> str:
+    """An ExecuTorch program's line in the explorer's totals' words: plan, delegates and their devices, copies per
+    direction with bytes, instructions, planned bytes per device."""
+    copies = program.copies()
+    devices = sorted({str(d.device or "cpu") for d in program.delegates})
+    planned: dict[str, int] = {}
+    for index, size in enumerate(program.buffer_sizes):
+        device = str(program.buffer_devices.get(index, "cpu"))
+        planned[device] = planned.get(device, 0) + size
+    return (
+        f"ExecuTorch program {program.plan!r} · delegates {len(program.delegates)}"
+        f"{' on ' + ', '.join(devices) if devices else ''} · "
+        f"H2D {copies[H2D][0]} ({format_bytes(copies[H2D][1])}) · "
+        f"D2H {copies[D2H][0]} ({format_bytes(copies[D2H][1])}) · "
+        f"instructions {len(program.instructions)} · planned "
+        + ", ".join(f"{device} {format_bytes(n)}" for device, n in sorted(planned.items()) if n)
+    )

@@ -172,6 +172,10 @@ class _Emitter:
             handler(node)
             if node.meta.get(HOISTED):  # hoisted nodes come first: the load-time part ends after the last one
                 self.program.load_instructions = len(self.program.instructions)
+        for node, value in self.node_value.items():  # a getitem's own name wins over its delegate's
+            for index in (value,) if isinstance(value, int) else value:
+                if isinstance(value, int) or index not in self.program.value_nodes:
+                    self.program.value_nodes[index] = node.name
         return self.program
 
     def _placeholder(self, node: fx.Node) -> None:

@@ -176,6 +176,33 @@ class PteProgram:
             raise TypeError(f"value {index} is a {type(value).__name__}, not a tensor")
         return value
 
+    def instruction_name(self, position: int) -> str:
+        """What instruction `position` runs: `aten::sin.out`, `delegate_0`, or its kind (`move`, `jump`, `free`)."""
+        ins = self.instructions[position]
+        if isinstance(ins, PteKernel):
+            return self.operators[ins.op]
+        if isinstance(ins, PteDelegate):
+            return f"delegate_{ins.delegate}"
+        return ins.kind
+
+    def uses(self, position: int) -> list[int]:
+        """The tensor values instruction `position` reads or writes (tensor-list items included), first use first."""
+        ins = self.instructions[position]
+        if isinstance(ins, (PteKernel, PteDelegate)):
+            args: tuple[int, ...] = ins.args
+        elif isinstance(ins, PteMove):
+            args = (ins.source, ins.target)
+        else:
+            args = (ins.value,) if isinstance(ins, PteFree) else (ins.cond,)
+        found: list[int] = []
+        for index in args:
+            value = self.values[index]
+            if isinstance(value, PteTensor):
+                found.append(index)
+            elif isinstance(value, PteList) and value.kind in ("TensorList", "OptionalTensorList"):
+                found.extend(i for i in value.items if i != -1)
+        return list(dict.fromkeys(found))
+
     def copies(self) -> dict[str, tuple[int, int]]:
         """Per direction (`h2d`, `d2h`, `d2d`): how many et_copy kernel calls the plan makes and the bytes they move
         (the out tensor's, the call's last argument) - per run, as devcopy's PlacementReport counts them."""

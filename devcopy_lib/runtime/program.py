@@ -153,6 +153,7 @@ class Program:
         default_factory=list
     )  # input positions whose new value goes back to the caller
     load_instructions: int = 0  # the first N instructions run once, at load (hoisted constants), not on every call
+    value_nodes: dict[int, str] = field(default_factory=dict)  # value index -> the graph node it was emitted for
 
     def tensor(self, index: int) -> TensorValue:
         value = self.values[index]

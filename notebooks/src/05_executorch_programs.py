@@ -107,4 +107,33 @@ from devcopy_widgets import RegistrationPanel, RegistrationState
 RegistrationPanel(RegistrationState.from_pte(str(path), mode="aten", libs=("native",)))
 
 # %% [markdown]
+# ## In the explorer, with its memory plan
+# `memory_picture` turns ExecuTorch's memory plan into a picture's data: a lane per buffer (so per device), a block
+# per tensor at the offset ExecuTorch gave it, for the instructions from its first use to its last (an input from
+# the start, an output to the end, the caller's read). Two tensors share bytes only when they never live together.
+
+# %%
+from devcopy_lib import memory_picture
+
+picture = memory_picture(program)
+for lane in picture.lanes:
+    print(f"buffer {lane.buffer} on {lane.device}: {lane.nbytes} bytes")
+    for b in lane.blocks:
+        print(f"  bytes {b.offset:>6}..{b.offset + b.nbytes:<6} instructions {b.first}..{b.last}  {b.label}")
+    print("  overlaps while live:", lane.overlaps() or "none")
+
+# %% [markdown]
+# The placement explorer opens the same file: the instructions as the graph (the copies outlined in red, the
+# delegate on `cuda:0`, the CPU kernels), and this plan drawn beside it. Hover a block to name its tensor; a click
+# selects the instruction that writes it in the graph, and a node selected in the graph picks its blocks. The
+# controls that re-place a model are off, and the panel says why: ExecuTorch placed this program when it was
+# written. **export trace** profiles the program itself (`devcopy run cpu_between.pte --trace t.json` in a shell).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from devcopy_widgets import PlacementExplorer
+
+PlacementExplorer.for_pte(path)
+
+# %% [markdown]
 # Back to the start: [00 · devcopy in five minutes](00_tour.ipynb).

@@ -1,8 +1,8 @@
 """The workbench in a real browser: JupyterLab runs 00_tour, the explorer's graph view follows a strategy change,
-zooms, pans and inspects a clicked node (also after the notebook scrolled), the registration panel shows
-`Missing operator` once device_copy_ops_aten_lib is unlinked, a timing run plots, and a real model opens in the
-explorer. GPT-2 12-layer opens readable, its groups collapse and open, search, copy stepping, the keyboard, the
-export buttons and JupyterLab's dark theme work on it."""
+zooms, pans and inspects a clicked node (also after the notebook scrolled), its memory-plan picture selects the node
+of a clicked tensor, the registration panel shows `Missing operator` once device_copy_ops_aten_lib is unlinked, a
+timing run plots, and a real model opens in the explorer. GPT-2 12-layer opens readable, its groups collapse and
+open, search, copy stepping, the keyboard, the export buttons and JupyterLab's dark theme work on it."""
 
 from __future__ import annotations
 
@@ -36,6 +36,27 @@ def wait_for_text(locator, text: str, timeout: int = 60_000) -> str:
     """Wait until `locator` contains `text`; return its text (textContent: cells off screen are not laid out)."""
     locator.filter(has_text=text).wait_for(state="attached", timeout=timeout)
     return locator.text_content()
+
+
+def check_memory_plan(page, explorer, graph) -> None:
+    """The memory-plan picture beside the graph shows the kernel's blocks, and a click on one selects the graph node
+    that writes it."""
+    value, node, blocks = json.loads(
+        run_in_kernel(
+            page,
+            (
+                "import json; m = explorer.memory.picture; shown = [b for l in m.lanes for b in l.blocks if b.nbytes]\n"
+                "b = next(b for b in shown if b.node and b.node != explorer.graph.selected)\n"
+                "print(json.dumps([str(b.value), b.node, len(shown)]))"
+            ),
+        )
+    )
+    plan = explorer.locator(".devcopy-memory-plan")
+    plan.scroll_into_view_if_needed()
+    assert plan.get_attribute("data-blocks") == str(blocks)
+    plan.locator(f'.dmp-block[data-value="{value}"]').click()
+    wait_for_data(page, graph, f"d.selected === {json.dumps(node)}")
+    assert wait_in_kernel(page, "print(explorer.graph.selected)", node) == node
 
 
 def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
@@ -74,6 +95,7 @@ def test_tour_runs_and_its_widgets_react(page, lab, artifacts):
     again = page.locator(".devcopy-graph-view").last
     wait_for_data(page, again, "d.renderDone")
     check_clicks_after_scrolling(page, again)
+    check_memory_plan(page, explorer, graph)
     explorer.screenshot(path=artifacts / "placement-dedupe.png")
     check_report_and_trace_exports(explorer, lab.root)
 
