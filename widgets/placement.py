@@ -158,17 +158,7 @@ class PlacementExplorer(w.VBox):
             ]
         )
         self.add_class("devcopy-placement")
-        self._wire(
-            self.model,
-            self.partition,
-            self.target,
-            self.strategy,
-            self.skip_h2d,
-            self.skip_d2h,
-            self.hoist,
-            self.compare,
-            self.compare_with,
-        )
+        self._wire(*self._placing_controls())
         self.graph.observe(self._explain, names="selected")
         self.graph.observe(lambda change: self.memory.highlight(change["new"]), names="selected")
         self.memory.observe(self._memory_picked, names="selected_node")
@@ -184,9 +174,9 @@ class PlacementExplorer(w.VBox):
         raises PteLoadError here). The controls that re-place a model are off, with the reason shown."""
         return cls(pte=source, **settings)
 
-    def _off_for_pte(self) -> None:
-        """Turn off every control that re-places a model, and say why in the panel."""
-        for control in (
+    def _placing_controls(self) -> tuple[w.ValueWidget, ...]:
+        """The controls whose change places the model again (wired to a refresh; off on a `.pte`)."""
+        return (
             self.model,
             self.partition,
             self.target,
@@ -196,6 +186,12 @@ class PlacementExplorer(w.VBox):
             self.hoist,
             self.compare,
             self.compare_with,
+        )
+
+    def _off_for_pte(self) -> None:
+        """Turn off every control that re-places a model, and say why in the panel."""
+        for control in (
+            *self._placing_controls(),
             self.preset,
             self.select_all,
             self.select_none,

@@ -23,7 +23,7 @@ from ..devices.device import CPU, Device
 from ..names import COPY_OP_BY_NAME, Direction
 from ..runtime.memory_plan import CONSTANT_BUFFER, DEFAULT_ALIGNMENT, plan, plan_program
 from ..runtime.program import DelegateCall, KernelCall, Program, TensorValue
-from .pte import PteDelegate, PteKernel, PteList, PteProgram, PteTensor
+from .pte import PteDelegate, PteKernel, PteProgram, PteTensor
 from .pte_run import argument_count
 
 VIEW_COPY = "aten::view_copy.out"
@@ -213,17 +213,6 @@ def program_artifact(program: Program) -> Artifact:
     return Artifact(tuple(program.operators), tuple(steps), tuple(copies), buffers, tuple(elided))
 
 
-def _tensor_args(p: PteProgram, args: Iterable[int]) -> list[int]:
-    found = []
-    for index in args:
-        value = p.values[index]
-        if isinstance(value, PteTensor):
-            found.append(index)
-        elif isinstance(value, PteList) and value.kind in ("TensorList", "OptionalTensorList"):
-            found.extend(i for i in value.items if i != -1)
-    return list(dict.fromkeys(found))
-
-
 class _PteWalk:
     """ExecuTorch's instructions in order, naming a value it reads before any instruction wrote it (an elided view,
     which shares its base's memory) after the latest written tensor at the same place of the same size."""
@@ -256,10 +245,10 @@ class _PteWalk:
         if isinstance(ins, PteKernel) and not (spelled in _NO_SCHEMA or spelled.startswith("executorch_prim::")):
             # ExecuTorch lists the schema's arguments, then the returns (the outs again)
             returns = len(ins.args) - argument_count(spelled)
-            outs = _tensor_args(self.p, ins.args[len(ins.args) - returns :])
-            inputs = [t for t in _tensor_args(self.p, ins.args[: len(ins.args) - returns]) if t not in outs]
+            outs = self.p.tensors_of(ins.args[len(ins.args) - returns :])
+            inputs = [t for t in self.p.tensors_of(ins.args[: len(ins.args) - returns]) if t not in outs]
         else:  # a delegate's inputs, then its outputs: the trailing values nothing wrote yet
-            tensors = _tensor_args(self.p, ins.args)
+            tensors = self.p.tensors_of(ins.args)
             split = len(tensors)
             while split and tensors[split - 1] not in self.names.of:
                 split -= 1

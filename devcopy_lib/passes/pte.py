@@ -194,6 +194,10 @@ class PteProgram:
             args = (ins.source, ins.target)
         else:
             args = (ins.value,) if isinstance(ins, PteFree) else (ins.cond,)
+        return self.tensors_of(args)
+
+    def tensors_of(self, args: Sequence[int]) -> list[int]:
+        """The tensor values among `args` (value indices), the items of tensor lists included, first seen first."""
         found: list[int] = []
         for index in args:
             value = self.values[index]

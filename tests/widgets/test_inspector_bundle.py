@@ -4,19 +4,14 @@ fills it, a delegate's rows, and a hand-made node without rows through the fallb
 
 from __future__ import annotations
 
-import functools
-import http.server
-import json
-import shutil
-import threading
 from pathlib import Path
 
 import pytest
+from bundle_page import bundle_page
 from devcopy_widgets import PlacementExplorer
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
 BUNDLE = Path(__file__).resolve().parents[2] / "widgets" / "static" / "graph_view.js"
 PAGE = """<html><body><div id="host" style="width:1200px"></div><script type="module">
 import view from "./graph_view.js";
@@ -33,28 +28,10 @@ TRAITS = ("nodes", "elements", "layout_version", "collapsed", "selected", "legen
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is absent (make browser-deps installs it)")
-    from playwright.sync_api import sync_playwright
-
     explorer = PlacementExplorer(model="cpu_between")
-    root = tmp_path_factory.mktemp("bundle")
-    shutil.copy(BUNDLE, root / "graph_view.js")
-    (root / "index.html").write_text(PAGE)
-    (root / "state.json").write_text(json.dumps({k: getattr(explorer.graph, k) for k in TRAITS}))
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-            tab = browser.new_page()
-            tab.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
-            tab.wait_for_function("window.ready === true")
-            yield tab, explorer
-            browser.close()
-    finally:
-        server.shutdown()
+    state = {k: getattr(explorer.graph, k) for k in TRAITS}
+    with bundle_page(tmp_path_factory.mktemp("bundle"), BUNDLE, PAGE, state) as tab:
+        yield tab, explorer
 
 
 def shown_rows(tab) -> list[list[str]]:

@@ -4,19 +4,14 @@ hovering one names its tensor, and a click sends its value back as `selected`.""
 
 from __future__ import annotations
 
-import functools
-import http.server
-import json
-import shutil
-import threading
 from pathlib import Path
 
 import pytest
+from bundle_page import bundle_page
 from devcopy_widgets import PlacementExplorer
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
 SCRIPT = Path(__file__).resolve().parents[2] / "widgets" / "static" / "memory_plan.js"
 PAGE = """<html><body><div id="host" style="width:600px"></div><script type="module">
 import view from "./memory_plan.js";
@@ -31,28 +26,10 @@ window.ready = true;
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is absent (make browser-deps installs it)")
-    from playwright.sync_api import sync_playwright
-
     explorer = PlacementExplorer(model="cpu_between")
-    root = tmp_path_factory.mktemp("memory_plan")
-    shutil.copy(SCRIPT, root / "memory_plan.js")
-    (root / "index.html").write_text(PAGE)
-    (root / "state.json").write_text(json.dumps({"svg": explorer.memory.svg, "summary": explorer.memory.summary}))
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-            tab = browser.new_page()
-            tab.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
-            tab.wait_for_function("window.ready === true")
-            yield tab, explorer
-            browser.close()
-    finally:
-        server.shutdown()
+    state = {"svg": explorer.memory.svg, "summary": explorer.memory.summary}
+    with bundle_page(tmp_path_factory.mktemp("memory_plan"), SCRIPT, PAGE, state) as tab:
+        yield tab, explorer
 
 
 def test_the_blocks_render_name_themselves_and_send_a_click(page):
