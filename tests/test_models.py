@@ -83,7 +83,16 @@ def test_load_model_errors_say_how_to_fix(tmp_path, spec, message):
 
 
 # ---- real models (the models extra) ----------------------------------------------------------------------------
-REAL = ["resnet18", "mobilenet_v3_small", "gpt2_2l", "gpt2_12l", "bert_small", "llama_tiny"]
+REAL = [
+    "resnet18",
+    "mobilenet_v3_small",
+    "gpt2_2l",
+    "gpt2_12l",
+    "bert_small",
+    "llama_tiny",
+    "llama_decode_step",
+    "llama_decode_step_functional",
+]
 
 
 def test_the_design_names_every_real_model_and_keeps_them_out_of_the_sample_list():

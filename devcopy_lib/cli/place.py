@@ -31,7 +31,16 @@ SAMPLE_MODELS = (
     "output_and_cpu_user",
     "transformer_block",
 )
-REAL_MODELS = ("resnet18", "mobilenet_v3_small", "gpt2_2l", "gpt2_12l", "bert_small", "llama_tiny")
+REAL_MODELS = (
+    "resnet18",
+    "mobilenet_v3_small",
+    "gpt2_2l",
+    "gpt2_12l",
+    "bert_small",
+    "llama_tiny",
+    "llama_decode_step",
+    "llama_decode_step_functional",
+)
 
 
 def add_placement_args(parser: argparse.ArgumentParser) -> None:
@@ -276,6 +285,8 @@ def _copies_line(result: dict[str, Any]) -> str:
 
 
 def _render(result: dict[str, Any]) -> str:
+    from ..passes.report import roles_text  # the report's one wording (passes load only once a model is placed)
+
     devices = result["delegate_devices"]
     if len(devices) <= 3:
         where = ", ".join(f"{name} on {device}" for name, device in devices.items())
@@ -294,6 +305,7 @@ def _render(result: dict[str, Any]) -> str:
             f"{format_seconds(node['predicted_s']):>9}  {node['reason']}"
         )
     lines.append(_copies_line(result))
+    lines.append(f"bytes by role {roles_text(result['copy_bytes_by_role'])}")
     if result["pricing"]:
         from ..bench.cost_model import basis_text
 

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ..passes.user_model import example_tuple
+from .decode import LlamaDecodeStep, llama_decode_step, llama_decode_step_functional
 from .extras import INSTALL_HINT, ModelsExtraMissing
 from .real import DELEGATE_SETS, REAL_MODELS, bert_small, gpt2_2l, gpt2_12l, llama_tiny, mobilenet_v3_small, resnet18
 from .samples import (
@@ -55,6 +56,9 @@ __all__ = [
     "gpt2_12l",
     "bert_small",
     "llama_tiny",
+    "llama_decode_step",
+    "llama_decode_step_functional",
+    "LlamaDecodeStep",
 ]
 
 

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ..passes.lower import DEFAULT_DELEGATE_OPS
+from .decode import LLAMA_TINY, llama_decode_step, llama_decode_step_functional
 from .extras import require
 from .samples import Sample, seeded
 
@@ -114,20 +115,19 @@ def bert_small(seq_len: int = 32) -> Sample:
 @seeded
 def llama_tiny(seq_len: int = 32) -> Sample:
     """A tiny Llama (2 layers, 64 wide, 4 heads sharing 2 key/value heads, vocabulary 1,024): RMSNorm, rotary, SiLU."""
-    return _causal_lm(
-        "LlamaConfig",
-        "llama_tiny",
-        seq_len,
-        vocab_size=1024,
-        hidden_size=64,
-        intermediate_size=176,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-    )
+    return _causal_lm("LlamaConfig", "llama_tiny", seq_len, **LLAMA_TINY)
 
 
 REAL_MODELS: dict[str, Callable[..., Sample]] = {
-    f.__name__: f for f in (resnet18, mobilenet_v3_small, gpt2_2l, gpt2_12l, bert_small, llama_tiny)
+    f.__name__: f
+    for f in (
+        resnet18,
+        mobilenet_v3_small,
+        gpt2_2l,
+        gpt2_12l,
+        bert_small,
+        llama_tiny,
+        llama_decode_step,
+        llama_decode_step_functional,
+    )
 }
