@@ -50,3 +50,16 @@ def test_gpt2_2l_with_matrix_ops_and_hoisting_copies_under_3_mb_h2d_per_call(row
     row = next(r for r in rows if (r["model"], r["delegate_set"]) == ("gpt2_2l", "matrix"))
     assert row["strategies"]["hoisting"]["bytes"]["h2d"] < 3e6
     assert row["strategies"]["executorch"]["bytes"]["h2d"] > 100e6  # the tied lm_head's transpose, every call
+
+
+def test_the_decode_steps_publish_their_bytes_per_step_by_role(rows):
+    """Per direction the roles add up to the copied bytes; with matrix ops the KV cache (4 x 16 KiB) crosses twice,
+    expanded to the query heads on the CPU."""
+    decode = [r for r in rows if r["model"] in ("llama_decode_step", "llama_decode_step_functional")]
+    assert len(decode) == 2 * len(models.DELEGATE_SETS)
+    for row in decode:
+        for strategy in row["strategies"].values():
+            split = strategy["bytes_by_role"]
+            assert {d: sum(role[d] for role in split.values()) for d in ("h2d", "d2h")} == strategy["bytes"]
+    for row in (r for r in decode if r["delegate_set"] == "matrix"):
+        assert row["strategies"]["executorch"]["bytes_by_role"]["cache"] == {"h2d": 2 * 4 * 16384, "d2h": 0}
