@@ -171,8 +171,8 @@ def savings_text(
 
 
 def roles_text(split: dict[str, dict[str, int]]) -> str:
-    """The one wording of the per-call byte split by role: 'per call: cache 16 KiB H2D, 0 B D2H · weights 616 KiB
-    H2D, 0 B D2H · activations 5.6 KiB H2D, 9.8 KiB D2H'."""
+    """The one wording of the per-call byte split by role, e.g. `llama_decode_step` with matrix ops: 'per call:
+    cache 128 KiB H2D, 0 B D2H · weights 616.0 KiB H2D, 0 B D2H · activations 9.1 KiB H2D, 13.3 KiB D2H'."""
     parts = [
         f"{role} " + ", ".join(f"{format_bytes(n)} {d.upper()}" for d, n in directions.items())
         for role, directions in split.items()
