@@ -30,6 +30,7 @@ import torch.utils._pytree as pytree
 
 from devcopy_lib import compare_outputs, load_method, lower, make_allocator, models, place_devices, scoped_allocators
 from devcopy_lib.bench.harness import repeat, timed
+from devcopy_lib.names import COPY_ROLES, format_bytes
 from devcopy_lib.passes import executorch_reference
 from devcopy_lib.passes.emit import emit
 
@@ -52,7 +53,12 @@ def _emit_and_load(placed, mode: str):
 
 
 def _copies(report) -> dict[str, Any]:
-    return {"copies": dict(report.copies), "bytes": dict(report.copy_bytes), "delegates": report.delegates}
+    return {
+        "copies": dict(report.copies),
+        "bytes": dict(report.copy_bytes),
+        "bytes_by_role": report.bytes_by_role(),
+        "delegates": report.delegates,
+    }
 
 
 def _runs(placed, inputs, expected) -> dict[str, Any]:
@@ -228,6 +234,36 @@ def _section(data: dict[str, Any]) -> list[str]:
             + " | ".join(cells)
             + f" | {_ok(runs)} | {_et(row['executorch_1_5_1'])} |"
         )
+    return lines + _roles_section(data)
+
+
+def _role_cells(split: dict[str, dict[str, int]]) -> list[str]:
+    return [f"{format_bytes(split[role]['h2d'])} / {format_bytes(split[role]['d2h'])}" for role in COPY_ROLES]
+
+
+def _roles_section(data: dict[str, Any]) -> list[str]:
+    """Bytes per call by role for the rows measured with the split (every row measured since it exists)."""
+    rows = [row for row in data["rows"] if "bytes_by_role" in row["strategies"]["executorch"]]
+    if not rows:
+        return []
+    header = " | ".join(
+        f"{strategy} {role} H2D / D2H" for strategy in ("executorch", "hoisting") for role in COPY_ROLES
+    )
+    lines = [
+        "",
+        "### Bytes per call by role",
+        "",
+        "What the copies of one call move (`PlacementReport.bytes_by_role()`), for the `executorch` strategy and with "
+        "hoisting: *cache* is program state carried from call to call (the KV cache: a buffer written in place, or "
+        "an input returned updated) and every view or copy of it, *weights* what is computed from parameters and "
+        "constants alone, *activations* the rest. Per direction they add up to the MB columns above.",
+        "",
+        f"| model | delegate set | {header} |",
+        "|---|---|" + "---:|" * (2 * len(COPY_ROLES)),
+    ]
+    for row in rows:
+        cells = [c for s in ("executorch", "hoisting") for c in _role_cells(row["strategies"][s]["bytes_by_role"])]
+        lines.append(f"| {row['model']} | {row['delegate_set']} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -236,10 +272,12 @@ INTRO = """# Real models
 `devcopy_lib.models.REAL_MODELS` holds torchvision and transformers models built from code and config with random
 weights (seeded), in eval mode, with no download: `resnet18` and `mobilenet_v3_small` (224 x 224 images),
 `gpt2_2l` and `gpt2_12l` (GPT-2's 768-wide layers and tied 50,257-token head, 32 tokens, no KV cache), `bert_small`
-(4 layers, 512 wide, an attention mask) and `llama_tiny`. The transformers models use the "eager" attention
-implementation and return tensors (logits; BERT's hidden states and pooled output). They need the `models` extra
-(`pip install -c constraints.txt -e '.[models]'`; `make test` and `make lab` install it). Use them like the samples:
-`devcopy place resnet18`, `devcopy run gpt2_2l --mode aten`, or `module, inputs = models.gpt2_2l()` in Python.
+(4 layers, 512 wide, an attention mask), `llama_tiny`, and `llama_tiny` decoding one token with a KV cache
+(`llama_decode_step`, `llama_decode_step_functional`: "LLM decode" below). The transformers models use the "eager"
+attention implementation and return tensors (logits; BERT's hidden states and pooled output). They need the
+`models` extra (`pip install -c constraints.txt -e '.[models]'`; `make test` and `make lab` install it). Use them like
+the samples: `devcopy place resnet18`, `devcopy run gpt2_2l --mode aten`, or `module, inputs = models.gpt2_2l()` in
+Python.
 
 `models.DELEGATE_SETS` are the op sets a user would give a device backend: `matrix` (mm, addmm, bmm: what
 `nn.Linear` and attention decompose to), `matrix_views` (plus view, permute, expand, clone, unsqueeze), `cnn`
@@ -272,6 +310,32 @@ out variant ... decompose the op or delegate it`; ExecuTorch 1.5.1 refuses it al
 `RuntimeError: Missing out variants: {'transformers::grouped_mm_fallback'}`.
 """
 
+DECODE = """## LLM decode with a KV cache
+
+`llama_decode_step` and `llama_decode_step_functional` (`devcopy_lib/models/decode.py`) run one token through
+`llama_tiny` (the same config, random weights, frozen) over transformers' `StaticCache` of 128 positions, 16 of them
+filled by a prompt run eagerly when the model is built; the inputs are the next token and its position. The first
+keeps the cache in registered buffers that transformers' `StaticLayer` writes in place (`index_copy_`), as
+transformers' ExecuTorch export recipe does: torch.export makes each write a `BUFFER_MUTATION`, and lowering writes it
+back with `copy_` at the end of the graph, as ExecuTorch's `insert_write_back_for_buffers_pass` does, so the cache is
+state of the loaded method, carried from call to call. The second takes the cache as four inputs (keys and values of
+2 layers, 16 KiB each) and returns it updated after the logits; the caller threads it to the next step. Both run equal
+to eager step after step in both runtime modes (`tests/test_decode_models.py`), and ExecuTorch 1.5.1 places the same
+delegates and copies with every delegate set.
+
+A mutated buffer is program state read on the CPU, never a delegate's constant, so wherever a delegate reads the
+cache it crosses to the device on every step: the *cache* columns of "Bytes per call by role". With `matrix` ops
+attention's `bmm` reads the cache expanded on the CPU to the 4 query heads (grouped-query attention shares 2
+key/value heads), so twice the cache crosses; with the views delegated (`matrix_views`, `default`) the expansion runs
+on the device and the cache crosses once. In the functional form the step's `clone` of its cache inputs is a view op:
+delegated, it sends the cache over and back before the CPU writes the new token. Hoisting takes the weights'
+transposes out of every step (616 KiB with `matrix` ops) but never the cache, which changes from call to call.
+
+ExecuTorch serializes a mutated buffer's shape and dtype only (its initial value is meaningless unless a pass such as
+`InitializedMutableBufferPass` marks it); devcopy starts each loaded method from the buffer's value at lowering, here
+the prompt's keys and values (docs/differences.md).
+"""
+
 TORCHVISION = """## torchvision on a CPU torch
 
 The torchvision wheels published for torch 2.13 (PyPI's `torchvision==0.28.0`) are CUDA builds: their compiled ops
@@ -302,7 +366,7 @@ def render() -> str:
         else:
             lines.append(f"Not measured yet: `python benchmarks/real_models.py --backend {backend}`.")
         lines.append("")
-    lines.append(TORCHVISION)
+    lines += [DECODE, TORCHVISION]
     return "\n".join(lines)
 
 

@@ -82,6 +82,16 @@ class Direction(Name):
     D2D = "d2d"
 
 
+class CopyRole(Name):
+    """What a copy moves, for the report's per-call byte split: program state carried from call to call (a KV
+    cache: mutated buffers, inputs written back or returned updated), values computed only from weights and constants,
+    or activations (everything else)."""
+
+    CACHE = "cache"
+    WEIGHTS = "weights"
+    ACTIVATIONS = "activations"
+
+
 class ErrorKind(Name):
     """What went wrong, in one vocabulary: the CLI's JSON `error.kind` and every devcopy exception's `kind` attribute
     (docs/design.md §8). A runtime failure's ExecuTorch error code travels beside it (`error`)."""
@@ -134,6 +144,7 @@ AUTO_BACKEND = "auto"  # wherever a backend is chosen: the best one available (s
 BACKEND_CHOICES = (AUTO_BACKEND, *BACKENDS)
 ERROR_KINDS = tuple(member.value for member in ErrorKind)
 DIRECTIONS = tuple(member.value for member in Direction)
+COPY_ROLES = tuple(member.value for member in CopyRole)
 
 PORTABLE_LIB, NATIVE_LIB, DEVICE_COPY_LIB, PEER_COPY_LIB = Lib.PORTABLE, Lib.NATIVE, Lib.DEVICE_COPY, Lib.PEER_COPY
 LINKABLE_LIBS = tuple(member.value for member in Lib)

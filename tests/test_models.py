@@ -84,6 +84,7 @@ def test_load_model_errors_say_how_to_fix(tmp_path, spec, message):
 
 # ---- real models (the models extra) ----------------------------------------------------------------------------
 REAL = ["resnet18", "mobilenet_v3_small", "gpt2_2l", "gpt2_12l", "bert_small", "llama_tiny"]
+REAL += ["llama_decode_step", "llama_decode_step_functional"]
 FAMILIES = ["mistral_tiny", "qwen2_tiny", "phi_tiny", "gpt_neox_tiny", "mixtral_tiny", "t5_encoder_tiny"]
 FAMILIES += ["distilbert_tiny", "vit_tiny", "whisper_encoder_tiny", "lstm_tagger", "convnext_micro"]
 

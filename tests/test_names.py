@@ -19,7 +19,15 @@ SOURCES = sorted(p for folder in ("devcopy_lib", "widgets") for p in (ROOT / fol
 
 # Vocabularies whose values must not appear as literals anywhere: value -> the names to use instead. Backends are left
 # out: "cupy" is also the package's import name.
-_VOCABULARIES = (names.Strategy, names.Partition, names.Mode, names.Lib, names.DeviceRule, names.Direction)
+_VOCABULARIES = (
+    names.Strategy,
+    names.Partition,
+    names.Mode,
+    names.Lib,
+    names.DeviceRule,
+    names.Direction,
+    names.CopyRole,
+)
 VOCABULARY: dict[str, list[str]] = {}
 for _enum in _VOCABULARIES:
     for _member in _enum:

@@ -22,6 +22,8 @@ SMALL = {
     "gpt2_2l": {"seq_len": 8},
     "bert_small": {"seq_len": 16},
     "llama_tiny": {"seq_len": 16},
+    "llama_decode_step": {"max_cache_len": 16, "prompt_len": 5},
+    "llama_decode_step_functional": {"max_cache_len": 16, "prompt_len": 5},
     # the architecture families (models/families.py): tiny already, at their shortest useful inputs
     **{name: {"seq_len": 8} for name in ("mistral_tiny", "qwen2_tiny", "phi_tiny", "gpt_neox_tiny", "mixtral_tiny")},
     **{name: {"seq_len": 8} for name in ("t5_encoder_tiny", "distilbert_tiny", "lstm_tagger")},

@@ -75,3 +75,16 @@ def test_re_measuring_some_models_keeps_the_other_rows_and_names_the_run(tmp_pat
     assert merged["date"] == committed["date"] and merged["updates"][-1]["date"] == "2030-01-01"
     assert [u["models"] for u in merged["updates"]].count(["vit_tiny"]) == 1  # no earlier run claims it now
     assert "The rows of vit_tiny were measured later" in "\n".join(bench._section(merged))
+
+
+def test_the_decode_steps_publish_their_bytes_per_step_by_role(rows):
+    """Per direction the roles add up to the copied bytes; with matrix ops the KV cache (4 x 16 KiB) crosses twice,
+    expanded to the query heads on the CPU."""
+    decode = [r for r in rows if r["model"] in ("llama_decode_step", "llama_decode_step_functional")]
+    assert len(decode) == 2 * len(models.DELEGATE_SETS)
+    for row in decode:
+        for strategy in row["strategies"].values():
+            split = strategy["bytes_by_role"]
+            assert {d: sum(role[d] for role in split.values()) for d in ("h2d", "d2h")} == strategy["bytes"]
+    for row in (r for r in decode if r["delegate_set"] == "matrix"):
+        assert row["strategies"]["executorch"]["bytes_by_role"]["cache"] == {"h2d": 2 * 4 * 16384, "d2h": 0}

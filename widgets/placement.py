@@ -332,8 +332,10 @@ class PlacementExplorer(w.VBox):
             return
         self.placed = self.state.placed()
         report = self.placed.report
-        self.counts.value = html.note(summary.totals_line(report), "devcopy-totals") + (
-            html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else ""
+        self.counts.value = (
+            html.note(summary.totals_line(report), "devcopy-totals")
+            + html.note(f"bytes by role {report.roles_line()}", "devcopy-roles")
+            + (html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         )
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))

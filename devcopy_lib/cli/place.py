@@ -38,6 +38,8 @@ REAL_MODELS = (
     "gpt2_12l",
     "bert_small",
     "llama_tiny",
+    "llama_decode_step",
+    "llama_decode_step_functional",
     "mistral_tiny",
     "qwen2_tiny",
     "phi_tiny",
@@ -294,6 +296,8 @@ def _copies_line(result: dict[str, Any]) -> str:
 
 
 def _render(result: dict[str, Any]) -> str:
+    from ..passes.report import roles_text  # the report's one wording (passes load only once a model is placed)
+
     devices = result["delegate_devices"]
     if len(devices) <= 3:
         where = ", ".join(f"{name} on {device}" for name, device in devices.items())
@@ -312,6 +316,7 @@ def _render(result: dict[str, Any]) -> str:
             f"{format_seconds(node['predicted_s']):>9}  {node['reason']}"
         )
     lines.append(_copies_line(result))
+    lines.append(f"bytes by role {roles_text(result['copy_bytes_by_role'])}")
     if result["pricing"]:
         from ..bench.cost_model import basis_text
 

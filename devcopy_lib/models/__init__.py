@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..passes.user_model import example_tuple
+from .decode import DECODE_MODELS, LlamaDecodeStep, llama_decode_step, llama_decode_step_functional
 from .extras import INSTALL_HINT, ModelsExtraMissing
 from .families import (
     FAMILY_MODELS,
@@ -71,6 +72,9 @@ __all__ = [
     "gpt2_12l",
     "bert_small",
     "llama_tiny",
+    "llama_decode_step",
+    "llama_decode_step_functional",
+    "LlamaDecodeStep",
     "mistral_tiny",
     "qwen2_tiny",
     "phi_tiny",
@@ -84,7 +88,7 @@ __all__ = [
     "convnext_micro",
 ]
 
-REAL_MODELS = {**CORE_MODELS, **FAMILY_MODELS}
+REAL_MODELS = {**CORE_MODELS, **DECODE_MODELS, **FAMILY_MODELS}
 
 
 def _import_file(path: str) -> types.ModuleType:

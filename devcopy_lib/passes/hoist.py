@@ -20,23 +20,24 @@ from .nodes import is_h2d
 HOISTED = "hoisted"  # node.meta key: computed once at load
 
 
-def _mutable(node: fx.Node) -> bool:
+def mutable(node: fx.Node) -> bool:
+    """Whether the program writes `node` (a buffer or an input) back: state that changes from call to call."""
     return any(u.target is WRITE_BACK and u.args[0] is node for u in node.users)
 
 
-def constant_derived(gm: fx.GraphModule) -> set[fx.Node]:
+def constant_derived(gm: fx.GraphModule, delegates: bool = False) -> set[fx.Node]:
     """CPU nodes (constants, ops, H2D copies) whose value depends only on parameters, buffers and constants that
-    the program never mutates."""
+    the program never mutates; with `delegates`, also delegate calls, their outputs and the copies of those (what
+    the report counts as weights-derived; hoisting moves CPU work only)."""
     found: set[fx.Node] = set()
     for node in gm.graph.nodes:
         if node.op == "get_attr":
-            if not _mutable(node):
+            if not mutable(node):
                 found.add(node)
         elif (
-            node.op == "call_function"
+            node.op in ("call_function", "call_module")
             and node.target is not WRITE_BACK
-            and delegate_source(node) is None
-            and delegate_of(node) is None
+            and (delegates or (delegate_source(node) is None and delegate_of(node) is None))
             and all(i in found for i in node.all_input_nodes)
             and Tag.nondeterministic_seeded not in getattr(node.target, "tags", ())  # an op's tags are enums
         ):

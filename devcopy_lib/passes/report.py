@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from torch import fx
 
-from ..names import DIRECTIONS, Direction, format_bytes
+from ..names import DIRECTIONS, CopyRole, Direction, format_bytes
 from .delegate import delegate_of
 from .hoist import HOISTED, hoistable_copies
 from .nodes import device_of, node_arg, node_kind
 from .ops import overload_name
+from .roles import copy_roles
 
 if TYPE_CHECKING:
     from .peer import CrossDevicePair
@@ -102,6 +103,8 @@ class PlacementReport:
     per_call_bytes: dict[str, int] = field(default_factory=dict)  # all copies, "without_hoisting" / "with_hoisting"
     suggestions: list[str] = field(default_factory=list)
     pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on), if it has one
+    # role (cache, weights, activations: passes/roles.py) -> direction -> bytes copied per call; adds up to copy_bytes
+    copy_bytes_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __getstate__(self) -> dict[str, Any]:
         """A pickled or copied report carries its comparison, worked out now, not the means to place it."""
@@ -112,6 +115,15 @@ class PlacementReport:
         result = asdict(self)
         result["nodes"] = result.pop("rows")
         return result
+
+    def bytes_by_role(self) -> dict[str, dict[str, int]]:
+        """role -> direction -> bytes copied per call: the KV cache (program state), weights-derived values and
+        activations; per direction the roles add up to `copy_bytes`."""
+        return {role: dict(directions) for role, directions in self.copy_bytes_by_role.items()}
+
+    def roles_line(self) -> str:
+        """`bytes_by_role` in `roles_text`'s words (the explorer, `devcopy place` and the HTML report show it)."""
+        return roles_text(self.copy_bytes_by_role)
 
     def strategy_counts(self) -> dict[str, tuple[dict[str, int], dict[str, int], int]]:
         """strategy -> (copies, copy bytes, device peak bytes) for this report's strategy and every other one that
@@ -158,6 +170,16 @@ def savings_text(
     return text
 
 
+def roles_text(split: dict[str, dict[str, int]]) -> str:
+    """The one wording of the per-call byte split by role, e.g. `llama_decode_step` with matrix ops: 'per call:
+    cache 128 KiB H2D, 0 B D2H · weights 616.0 KiB H2D, 0 B D2H · activations 9.1 KiB H2D, 13.3 KiB D2H'."""
+    parts = [
+        f"{role} " + ", ".join(f"{format_bytes(n)} {d.upper()}" for d, n in directions.items())
+        for role, directions in split.items()
+    ]
+    return "per call: " + " · ".join(parts)
+
+
 def value_bytes(value: object) -> int:
     """numel x itemsize of a (fake) tensor at its example shape; 0 for non-tensors and tuples."""
     if not isinstance(value, torch.Tensor):
@@ -182,6 +204,17 @@ def copy_counts(gm: fx.GraphModule, rewrite: Rewrite | None = None) -> tuple[dic
             copies[kind] = copies.get(kind, 0) + 1
             nbytes[kind] = nbytes.get(kind, 0) + value_bytes(node.meta.get("val"))
     return copies, nbytes
+
+
+def role_bytes(gm: fx.GraphModule) -> dict[str, dict[str, int]]:
+    """role -> direction -> bytes of the copies made on every call (`copy_counts`' copies, split by
+    `roles.copy_roles`), over `copy_counts`' directions."""
+    _, totals = copy_counts(gm)
+    split = {role.value: dict.fromkeys(totals, 0) for role in CopyRole}
+    for node, role in copy_roles(gm).items():
+        if not node.meta.get(HOISTED):
+            split[role][node_kind(node)] += value_bytes(node.meta.get("val"))
+    return split
 
 
 def device_peak_bytes(gm: fx.GraphModule, rewrite: Rewrite | None = None) -> int:
@@ -333,6 +366,7 @@ def build_report(
             f"{format_bytes(without - derived_bytes)} per call)."
         ],
         pricing=_pricing(cost_model),
+        copy_bytes_by_role=role_bytes(gm),
     )
 
 

@@ -98,3 +98,14 @@ def test_model_help_lists_the_samples_and_the_real_models(capsys):
     assert main(["place", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
     assert all(name in help_text for name in (*models.MODELS, *models.REAL_MODELS))
+
+
+def test_the_bytes_of_a_call_are_split_by_role_in_json_and_text(capsys):
+    """addmm alone: the weight's transpose is made on the CPU and copied every call (weights), x is an activation."""
+    _, result = run_json(capsys, "residual", "--delegate", "addmm.default")
+    split = result["copy_bytes_by_role"]
+    assert split["weights"]["h2d"] > 0 and split["cache"] == {"h2d": 0, "d2h": 0}
+    assert {d: sum(role[d] for role in split.values()) for d in ("h2d", "d2h")} == result["copy_bytes"]
+    assert main(["place", "residual", "--delegate", "addmm.default"]) == 0
+    weights = split["weights"]["h2d"]
+    assert f"bytes by role per call: cache 0 B H2D, 0 B D2H · weights {weights} B H2D" in capsys.readouterr().out

@@ -66,6 +66,7 @@ def test_the_html_report_is_one_self_contained_page(tmp_path):
             assert f"{row.predicted_s * 1e6:.1f} us" in text
     assert "NVIDIA H200 (devcopy engine, wall clock, pinned host memory)" in text
     assert "H2D copies per call" in text and "4 (256 B)" in text  # the totals
+    assert placed.report.roles_line() in text  # and their split by role
     assert "dedupe saves 1 H2D, 64 B" in text and "same copies" in text  # the strategies compared: dedupe, peer
 
 

@@ -16,6 +16,13 @@ def test_shared_input_per_node_has_four_h2d_with_executorch_strategy(explorer):
     assert "H2D 4 (256 B)" in explorer.counts.value
 
 
+def test_the_counts_split_the_bytes_of_a_call_by_role(explorer):
+    """Inputs only, no weights or state: every byte is an activation (tests/test_decode_models.py has a KV cache)."""
+    assert "bytes by role per call: cache 0 B H2D, 0 B D2H · weights 0 B H2D, 0 B D2H · activations 256 B H2D" in (
+        explorer.counts.value
+    )
+
+
 def test_switching_to_dedupe_halves_the_h2d_and_says_what_it_saves(explorer):
     explorer.strategy.value = "dedupe"
     assert explorer.state.strategy == "dedupe"
