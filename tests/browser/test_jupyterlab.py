@@ -196,7 +196,8 @@ def check_a_real_model_and_its_module_groups(page, artifacts) -> None:
     """A real model opens in a new explorer (a cell added to the open notebook: no second kernel); a module group
     closed from Python shows as one box, a click on the box opens it again, and search finds a copy."""
     run_new_cell(page, REAL_MODEL)
-    graph = page.locator(".devcopy-placement").nth(1).locator(".devcopy-graph-view")
+    explorer = page.locator(".devcopy-placement").nth(1)
+    graph = explorer.locator(".devcopy-graph-view")
     graph.wait_for(state="attached")
     wait_for_data(page, graph, "Number(d.layouts) > 0 && d.collapsed === '0'", timeout=120_000)
     graph.scroll_into_view_if_needed()
@@ -214,7 +215,15 @@ def check_a_real_model_and_its_module_groups(page, artifacts) -> None:
     wait_for_data(page, graph, f"d.selected === '{COPY}'")
     assert graph.locator(".dgv-inspector .dgv-row-predicted td").text_content().endswith(" us")
     graph.evaluate(f"r => {{ r.devcopyCy.zoom(0.9); r.devcopyCy.center(r.devcopyCy.getElementById('{COPY}')); }}")
-    graph.screenshot(path=artifacts / "placement-real-model.png")  # the README's picture: readable, in context
+    memory = explorer.locator(".devcopy-memory-plan")
+    memory.wait_for(state="visible")
+    graph.scroll_into_view_if_needed()
+    # the README's picture: the graph in context with its inspector, and the memory plan beside them
+    boxes = [graph.bounding_box(), memory.bounding_box()]
+    left, top = min(b["x"] for b in boxes), min(b["y"] for b in boxes)
+    right, bottom = max(b["x"] + b["width"] for b in boxes), max(b["y"] + b["height"] for b in boxes)
+    clip = {"x": left, "y": top, "width": right - left, "height": bottom - top}
+    page.screenshot(path=artifacts / "placement-real-model.png", clip=clip)
     if os.environ.get("DEVCOPY_UPDATE_SCREENSHOT") or not DOCS_SCREENSHOT.exists():
         shutil.copyfile(artifacts / "placement-real-model.png", DOCS_SCREENSHOT)
 
