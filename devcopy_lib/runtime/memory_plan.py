@@ -7,7 +7,6 @@ by size, first-fit offset search. Buffer 0 is reserved for constants, as in Exec
 
 from __future__ import annotations
 
-import bisect
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
@@ -64,25 +63,37 @@ def _aligned(nbytes: int, alignment: int) -> int:
 
 class _Lifetimes:
     """Placed allocations indexed by lifetime, so that finding those a new lifetime overlaps costs O(log n + k), not
-    a scan of everything placed: the overlapping ones are those live at its first instruction (a segment tree over
-    instructions answers that) plus those that start inside it (a sorted list of starts)."""
+    a scan of everything placed: the overlapping ones are those live at its first instruction plus those that start
+    inside it, each a walk over O(log n) nodes of a segment tree over instructions."""
 
     def __init__(self, end: int) -> None:
         self._leaves = 1 << max(end, 1).bit_length()
-        self._cover: list[list[tuple[int, int]]] = [[] for _ in range(2 * self._leaves)]
-        self._starts: list[tuple[int, int, int, int]] = []  # (first, serial, offset, end offset), sorted
+        # per tree node: (offset, end offset) of the allocations whose lifetime covers the node's span (and not its
+        # parent's), and of those whose first instruction falls in the node's span
+        self._cover: defaultdict[int, list[tuple[int, int]]] = defaultdict(list)
+        self._begins: defaultdict[int, list[tuple[int, int]]] = defaultdict(list)
 
-    def add(self, lifetime: tuple[int, int], offset: int, end: int) -> None:
-        low, high = lifetime[0] + self._leaves, lifetime[1] + self._leaves + 1
-        while low < high:  # the O(log n) tree nodes whose spans tile [first, last]
+    def _span_nodes(self, first: int, last: int) -> list[int]:
+        """The O(log n) tree nodes whose spans tile the instructions first..last."""
+        nodes = []
+        low, high = first + self._leaves, last + self._leaves + 1
+        while low < high:
             if low & 1:
-                self._cover[low].append((offset, end))
+                nodes.append(low)
                 low += 1
             if high & 1:
                 high -= 1
-                self._cover[high].append((offset, end))
+                nodes.append(high)
             low, high = low >> 1, high >> 1
-        bisect.insort(self._starts, (lifetime[0], len(self._starts), offset, end))
+        return nodes
+
+    def add(self, lifetime: tuple[int, int], offset: int, end: int) -> None:
+        for node in self._span_nodes(*lifetime):
+            self._cover[node].append((offset, end))
+        node = lifetime[0] + self._leaves
+        while node:
+            self._begins[node].append((offset, end))
+            node >>= 1
 
     def busy(self, lifetime: tuple[int, int]) -> list[tuple[int, int]]:
         """(offset, end offset) of every placed allocation whose lifetime overlaps `lifetime`, sorted."""
@@ -90,12 +101,13 @@ class _Lifetimes:
         found: list[tuple[int, int]] = []
         node = first + self._leaves
         while node:
-            found.extend(self._cover[node])
+            found.extend(self._cover.get(node, ()))
             node >>= 1
-        begin = bisect.bisect_right(self._starts, (first, len(self._starts)))
-        stop = bisect.bisect_right(self._starts, (last, len(self._starts)))
-        found.extend((offset, end) for _, _, offset, end in self._starts[begin:stop])
-        return sorted(found)
+        if first < last:
+            for node in self._span_nodes(first + 1, last):
+                found.extend(self._begins.get(node, ()))
+        found.sort()
+        return found
 
 
 def _plan_device(requests: list[Request], alignment: int) -> tuple[int, dict[Hashable, int]]:
@@ -109,7 +121,8 @@ def _plan_device(requests: list[Request], alignment: int) -> tuple[int, dict[Has
         for start, end in placed.busy(request.lifetime):
             if offset + size <= start:
                 break
-            offset = max(offset, end)
+            if end > offset:
+                offset = end
         if size:
             placed.add(request.lifetime, offset, offset + size)
         offsets[request.key] = offset
