@@ -101,7 +101,7 @@ class PlacementReport:
     constant_derived: dict[str, int] = field(default_factory=dict)
     per_call_bytes: dict[str, int] = field(default_factory=dict)  # all copies, "without_hoisting" / "with_hoisting"
     suggestions: list[str] = field(default_factory=list)
-    pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on), if it has one
+    pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on, error), if any
 
     def __getstate__(self) -> dict[str, Any]:
         """A pickled or copied report carries its comparison, worked out now, not the means to place it."""
