@@ -64,14 +64,17 @@ def _aligned(nbytes: int, alignment: int) -> int:
 class _Lifetimes:
     """Placed allocations indexed by lifetime, so that finding those a new lifetime overlaps costs O(log n + k), not
     a scan of everything placed: the overlapping ones are those live at its first instruction plus those that start
-    inside it, each a walk over O(log n) nodes of a segment tree over instructions."""
+    inside it, each a walk over O(log n) nodes of a segment tree over instructions. An allocation is kept as one int,
+    offset << end_bits | end offset (end_bits holds any end offset), which sorts as the (offset, end) pair does, and
+    faster."""
 
-    def __init__(self, end: int) -> None:
+    def __init__(self, end: int, end_bits: int) -> None:
         self._leaves = 1 << max(end, 1).bit_length()
-        # per tree node: (offset, end offset) of the allocations whose lifetime covers the node's span (and not its
-        # parent's), and of those whose first instruction falls in the node's span
-        self._cover: defaultdict[int, list[tuple[int, int]]] = defaultdict(list)
-        self._begins: defaultdict[int, list[tuple[int, int]]] = defaultdict(list)
+        self._end_bits = end_bits
+        # per tree node: the packed allocations whose lifetime covers the node's span (and not its parent's), and
+        # those whose first instruction falls in the node's span
+        self._cover: defaultdict[int, list[int]] = defaultdict(list)
+        self._begins: defaultdict[int, list[int]] = defaultdict(list)
 
     def _span_nodes(self, first: int, last: int) -> list[int]:
         """The O(log n) tree nodes whose spans tile the instructions first..last."""
@@ -88,17 +91,31 @@ class _Lifetimes:
         return nodes
 
     def add(self, lifetime: tuple[int, int], offset: int, end: int) -> None:
+        packed = offset << self._end_bits | end
         for node in self._span_nodes(*lifetime):
-            self._cover[node].append((offset, end))
+            self._cover[node].append(packed)
         node = lifetime[0] + self._leaves
         while node:
-            self._begins[node].append((offset, end))
+            self._begins[node].append(packed)
             node >>= 1
 
-    def busy(self, lifetime: tuple[int, int]) -> list[tuple[int, int]]:
-        """(offset, end offset) of every placed allocation whose lifetime overlaps `lifetime`, sorted."""
+    def first_fit(self, lifetime: tuple[int, int], size: int) -> int:
+        """The lowest offset where `size` bytes clear every placed allocation whose lifetime overlaps `lifetime`."""
+        shift = self._end_bits
+        mask = (1 << shift) - 1
+        offset = 0
+        for packed in self._busy(lifetime):
+            if offset + size <= packed >> shift:
+                break
+            end = packed & mask
+            if end > offset:
+                offset = end
+        return offset
+
+    def _busy(self, lifetime: tuple[int, int]) -> list[int]:
+        """Every placed allocation whose lifetime overlaps `lifetime`, packed, sorted by (offset, end offset)."""
         first, last = lifetime
-        found: list[tuple[int, int]] = []
+        found: list[int] = []
         node = first + self._leaves
         while node:
             found.extend(self._cover.get(node, ()))
@@ -113,16 +130,12 @@ class _Lifetimes:
 def _plan_device(requests: list[Request], alignment: int) -> tuple[int, dict[Hashable, int]]:
     """Greedy by size: largest first, each at the lowest offset clear of every placed, lifetime-overlapping one."""
     offsets: dict[Hashable, int] = {}
-    placed = _Lifetimes(max(r.lifetime[1] for r in requests))  # a device has at least one request
+    most = sum(_aligned(r.nbytes, alignment) for r in requests)  # no end offset exceeds every size stacked
+    placed = _Lifetimes(max(r.lifetime[1] for r in requests), most.bit_length())  # a device has a request
     total = 0
     for request in sorted(requests, key=lambda r: (-r.nbytes, r.lifetime)):
         size = _aligned(request.nbytes, alignment)
-        offset = 0
-        for start, end in placed.busy(request.lifetime):
-            if offset + size <= start:
-                break
-            if end > offset:
-                offset = end
+        offset = placed.first_fit(request.lifetime, size)
         if size:
             placed.add(request.lifetime, offset, offset + size)
         offsets[request.key] = offset
