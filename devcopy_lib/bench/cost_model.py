@@ -337,18 +337,19 @@ class CopyPrice:
     def label(self) -> str:
         """The price with its basis, as `price_text` words it."""
         basis = {"backend": self.backend, "memory": self.memory, "clock": self.clock, "measured_on": self.measured_on}
-        return price_text(self.seconds, basis)
+        return price_text(self.seconds, basis, self.error.error if self.error is not None else None)
 
 
-def price_text(seconds: float | None, basis: Mapping[str, str] | None) -> str:
+def price_text(seconds: float | None, basis: Mapping[str, str] | None, error: float | None = None) -> str:
     """A predicted copy time after what it assumes: 'NVIDIA H200 (cupy) model, simulated backend, pageable host
-    memory, wall clock: 10.9 us' (the time last, where the explorer's inspector reads it); just the time without a
-    basis, '' when nothing priced it."""
+    memory, wall clock: 10.9 us' (the time last, where the explorer's inspector reads it), then its out-of-sample
+    `error` where the model was checked (' ±8%'); just the time without a basis, '' when nothing priced it."""
+    time = format_seconds(seconds) + (f" ±{error:.0%}" if seconds is not None and error is not None else "")
     if seconds is None or not basis:
-        return format_seconds(seconds)
+        return time
     return (
         f"{basis['measured_on']} model, {basis['backend']} backend, {basis['memory']} host memory, "
-        f"{basis['clock']} clock: {format_seconds(seconds)}"
+        f"{basis['clock']} clock: {time}"
     )
 
 

@@ -43,6 +43,7 @@ class NodeRow:
     reason: str
     bytes: int
     predicted_s: float | None = None
+    predicted_error: float | None = None  # the price's out-of-sample error for this size (0.08: ±8%), if checked
 
 
 @dataclass
@@ -252,6 +253,16 @@ def predict_seconds(cost_model: CostModel | None, direction: str, nbytes: int) -
         return None
 
 
+def predict_error(cost_model: CostModel | None, direction: str, nbytes: int) -> float | None:
+    """The out-of-sample error of `predict_seconds`'s price, where the model says one (bench.cost_model's
+    `CopyPricer.error`); None otherwise."""
+    error = getattr(cost_model, "error", None)
+    if not callable(error) or predict_seconds(cost_model, direction, nbytes) is None:
+        return None
+    band = error(direction, nbytes)
+    return None if band is None else float(band)
+
+
 def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
     return {k: theirs.get(k, 0) - ours.get(k, 0) for k in {**ours, **theirs}}
 
@@ -295,6 +306,7 @@ def build_report(
                 reason,
                 value_nbytes,
                 None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, value_nbytes),
+                None if node.meta.get(HOISTED) else predict_error(cost_model, kind, value_nbytes),
             )
         )
     copies, nbytes = copy_counts(gm)

@@ -86,3 +86,24 @@ def test_bands_and_checks_survive_a_json_round_trip(tmp_path):
     assert again.close_to(model) and again.checks == model.checks and again.small_lines == model.small_lines
     assert not again.close_to(again.with_checks(()))
     assert not again.close_to(CostModel(again.lines, again.source, {}, again.checks))
+
+
+def test_the_placement_report_and_the_explorer_quote_each_copys_error():
+    from devcopy_widgets.graph_view_data import graph_elements
+
+    from devcopy_lib import models
+    from devcopy_lib.passes.lower import export_and_lower
+    from devcopy_lib.passes.placement import place_devices
+
+    bands = (ErrorBand("pinned", 0, MiB, 0.2, 0.5, 100, "run X"),)
+    lines = {("h2d", "pinned"): Line(12e-6, 20.0), ("d2h", "pinned"): Line(12e-6, 20.0)}
+    pricer = copy_pricer("cupy", model=CostModel(lines, {"clock": "events"}, checks=bands))
+    module, inputs = models.add()
+    placed = place_devices(export_and_lower(module, inputs), cost_model=pricer)
+    copies = [row for row in placed.report.rows if row.kind in ("h2d", "d2h")]
+    assert copies and all(row.predicted_error == pytest.approx(0.2) for row in copies)
+    assert all(row.predicted_error is None for row in placed.report.rows if row.kind not in ("h2d", "d2h"))
+    nodes, _ = graph_elements(placed)
+    texts = [n["predicted_text"] for n in nodes if n["kind"] in ("h2d", "d2h")]
+    assert texts and all(text.endswith(" ±20%") and "pinned host memory, events clock: " in text for text in texts)
+    assert pricer.price("h2d", 64).label.endswith(" ±20%")
