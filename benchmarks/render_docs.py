@@ -152,6 +152,11 @@ def check_runs() -> list[dict]:
     return [json.loads(path.read_text()) for path in CHECK_RUNS if path.exists()]
 
 
+def _same_gpu(run: dict, model: CostModel) -> bool:
+    """Whether `run` was measured on the GPU the model was (only those runs make its error bands)."""
+    return str(model.source.get("device", "")) in run["meta"]["machine"]
+
+
 def with_method_copies(model: CostModel) -> CostModel:
     """The sweep's model with its pinned lines refitted from the committed CUDA run's profiled method copies (the
     small-copy lines from those under 1 MiB), and the error bands the check runs show for it."""
@@ -163,7 +168,7 @@ def with_method_copies(model: CostModel) -> CostModel:
         profiled_copies(cuda, smallest=0),
         {"file": "docs/data/call_overhead_cupy.json", "clock": "events", **cuda["meta"]},
     )
-    runs = check_runs()
+    runs = [run for run in check_runs() if _same_gpu(run, model)]
     copies = [c for run in runs for c in profiled_copies(run, smallest=0)]
     return refit.with_checks(error_bands(refit, copies, ", ".join(run["meta"]["date"] for run in runs)))
 
@@ -207,9 +212,10 @@ def out_of_sample_section(model: CostModel) -> list[str]:
             ratio = model.predict(direction, c["bytes"], "pinned") / c["measured_s"]
             bands.setdefault(_band(c["bytes"]), []).append(ratio)
         meta = run["meta"]
+        other = "" if _same_gpu(run, model) else " (not the model's GPU: left out of its error bands)"
         out += [
             "",
-            f"`{meta['command']}` on {meta['machine']}, {meta['date']}:",
+            f"`{meta['command']}` on {meta['machine']}, {meta['date']}{other}:",
             "",
             "| size band | copies | median predicted / measured | range | within 15% |",
             "|---|---:|---:|---:|---:|",
