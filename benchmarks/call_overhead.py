@@ -6,6 +6,8 @@ placement run by torch eager). benchmarks/render_docs.py renders the "Call overh
 
     python benchmarks/call_overhead.py                       # simulated backend (this machine)
     python benchmarks/call_overhead.py --backend cupy        # on the CUDA machine
+    python benchmarks/call_overhead.py --backend cupy --copies-only --copy-sizes 4K..256M --out check.json
+                                                             # planned copies only: a run to check the cost model on
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from devcopy_lib import (
 from devcopy_lib.bench.clocks import WallClock
 from devcopy_lib.bench.cost_model import default_model
 from devcopy_lib.bench.harness import interleaved, timed
+from devcopy_lib.bench.sizes import parse_sizes
 from devcopy_lib.bench.targets import call_overhead_targets, profiled_copies
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 
@@ -204,7 +207,8 @@ def measure_small_copies(allocator: DeviceAllocator, rounds: int) -> list[dict]:
 
 
 def measure_copy_sizes(repeat: int, sizes=(1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)) -> list[dict]:
-    """Planned copies of 1-64 MiB (the `add` model at those input sizes), profiled against the default model."""
+    """Planned copies of `sizes` bytes (the `add` model at those input sizes: two H2D and a D2H each), profiled
+    against the default model."""
     rows = []
     for nbytes in sizes:
         module, _ = models.add()
@@ -336,6 +340,17 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default=None, help="comma list (default: every sample, MLP and real model)")
     parser.add_argument("--out", default=None, help="default docs/data/call_overhead_<backend>.json")
     parser.add_argument(
+        "--copy-sizes",
+        type=parse_sizes,
+        default=None,
+        help="the planned-copy sizes to profile on a real device, e.g. 4K..256M (default 1M,4M,16M,64M)",
+    )
+    parser.add_argument(
+        "--copies-only",
+        action="store_true",
+        help="profile only the planned copies (no models, no small-copy race): a run to check the cost model on",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -345,14 +360,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     torch.set_grad_enabled(False)
     torch.set_num_threads(args.threads)
-    names = args.models.split(",") if args.models else list(model_cases())
+    names = [] if args.copies_only else args.models.split(",") if args.models else list(model_cases())
     allocator = make_allocator(args.backend)
     real = allocator.capabilities.real_device
     with scoped_allocators(allocator):
         data = {"backend": args.backend, "simulated": not real, "models": measure_models(allocator, args.rounds, names)}
         if real:  # pinned 4 KiB copies and the cost model's H200 prices mean something on a real device only
-            data["small_copies"] = measure_small_copies(allocator, args.rounds)
-            data["copy_sizes"] = measure_copy_sizes(max(5, args.rounds))
+            if not args.copies_only:
+                data["small_copies"] = measure_small_copies(allocator, args.rounds)
+            sizes = args.copy_sizes or (1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)
+            data["copy_sizes"] = measure_copy_sizes(max(5, args.rounds), sizes)
     data["meta"] = {
         "machine": f"{platform.node()} ({platform.machine()}, {_cpus()} CPUs)"
         + (f", {torch.cuda.get_device_name()}" if real else ""),

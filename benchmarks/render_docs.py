@@ -12,7 +12,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from devcopy_lib.bench.cost_model import DEFAULT_FILE, CostModel, copy_pricer
+from devcopy_lib.bench.cost_model import DEFAULT_FILE, SMALL_COPY_BYTES, CostModel, copy_pricer, error_bands
 from devcopy_lib.bench.harness import SweepResult
 from devcopy_lib.bench.sizes import format_size
 from devcopy_lib.bench.targets import evaluate, profiled_copies
@@ -21,7 +21,8 @@ from devcopy_lib.names import format_bytes
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 CUDA_DATA, SIM_DATA = DOCS / "data/copy_bandwidth.json", DOCS / "data/copy_simulated.json"
-CHECK_DATA = DOCS / "data/cost_model_check_cupy.json"  # a second CUDA run, never fitted: the out-of-sample check
+# CUDA runs never fitted, the out-of-sample check: a second call-overhead run, and planned copies of 4 KiB-256 MiB
+CHECK_RUNS = (DOCS / "data/cost_model_check_cupy.json", DOCS / "data/cost_model_check_cupy_sizes.json")
 MODEL_PATH = ROOT / "devcopy_lib/bench" / DEFAULT_FILE
 TABLE_SIZES = [4 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
 
@@ -110,13 +111,16 @@ def latency_table(result: SweepResult, nbytes: int = 4096) -> list[str]:
 
 def model_table(model: CostModel) -> list[str]:
     lines = [
-        "| direction | host memory | latency µs | bandwidth GB/s | max abs residual | sizes |",
-        "|---|---|---:|---:|---:|---:|",
+        "| direction | host memory | sizes | latency µs | bandwidth GB/s | max abs residual | fitted sizes |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
-    for (direction, memory), line in sorted(model.lines.items()):
+    small = format_bytes(SMALL_COPY_BYTES)
+    rows = [(key, line, "all" if key not in model.small_lines else f">= {small}") for key, line in model.lines.items()]
+    rows += [(key, line, f"< {small}") for key, line in model.small_lines.items()]
+    for (direction, memory), line, sizes in sorted(rows, key=lambda row: (row[0], row[2])):
         worst = max((abs(r) for r in line.residuals), default=0.0)
         lines.append(
-            f"| {direction} | {memory} | {line.latency_s * 1e6:.1f} | {line.bandwidth_gbps:.1f} | "
+            f"| {direction} | {memory} | {sizes} | {line.latency_s * 1e6:.1f} | {line.bandwidth_gbps:.1f} | "
             f"{worst:.0%} | {len(line.sizes)} |"
         )
     return lines
@@ -143,15 +147,30 @@ def _call_overhead_module():
     return module
 
 
+def check_runs() -> list[dict]:
+    """The committed CUDA runs the model is checked on and never fitted to."""
+    return [json.loads(path.read_text()) for path in CHECK_RUNS if path.exists()]
+
+
+def _same_gpu(run: dict, model: CostModel) -> bool:
+    """Whether `run` was measured on the GPU the model was (only those runs make its error bands)."""
+    return str(model.source.get("device", "")) in run["meta"]["machine"]
+
+
 def with_method_copies(model: CostModel) -> CostModel:
-    """The sweep's model with its pinned lines refitted from the committed CUDA run's profiled method copies."""
+    """The sweep's model with its pinned lines refitted from the committed CUDA run's profiled method copies (the
+    small-copy lines from those under 1 MiB), and the error bands the check runs show for it."""
     module = _call_overhead_module()
     cuda = next((run for run in module.load_runs() if not run["simulated"]), None)
     if cuda is None:
         return model
-    return model.with_planned_copies(
-        profiled_copies(cuda), {"file": "docs/data/call_overhead_cupy.json", "clock": "events", **cuda["meta"]}
+    refit = model.with_planned_copies(
+        profiled_copies(cuda, smallest=0),
+        {"file": "docs/data/call_overhead_cupy.json", "clock": "events", **cuda["meta"]},
     )
+    runs = [run for run in check_runs() if _same_gpu(run, model)]
+    copies = [c for run in runs for c in profiled_copies(run, smallest=0)]
+    return refit.with_checks(error_bands(refit, copies, ", ".join(run["meta"]["date"] for run in runs)))
 
 
 def call_overhead_section(model: CostModel) -> list[str]:
@@ -163,41 +182,58 @@ def call_overhead_section(model: CostModel) -> list[str]:
 
 
 def _band(nbytes: int) -> str:
-    """The size band a copy is checked in: below 4 KiB, below 1 MiB, or its own size from 1 MiB up."""
-    return "< 4 KiB" if nbytes < 4 << 10 else "4 KiB - 1 MiB" if nbytes < 1 << 20 else format_bytes(nbytes)
+    """The size band a copy is checked in: below 4 KiB, 4-64 KiB, 64 KiB-1 MiB, or its own size from 1 MiB up."""
+    if nbytes < 4 << 10:
+        return "< 4 KiB"
+    if nbytes < SMALL_COPY_BYTES:
+        return "4 KiB - 64 KiB" if nbytes < 64 << 10 else "64 KiB - 1 MiB"
+    return format_bytes(nbytes)
 
 
 def out_of_sample_section(model: CostModel) -> list[str]:
-    """The pinned lines' predictions against a second CUDA run's profiled copies (CHECK_DATA, not fitted), by size
-    band: predicted / measured on CUDA events, and how many are within the 15% goal."""
-    if not CHECK_DATA.exists():
+    """The pinned lines' predictions against CUDA runs they were not fitted to (CHECK_RUNS), by size band:
+    predicted / measured on CUDA events, and how many are within the 15% goal; then the error band each price
+    quotes."""
+    runs = check_runs()
+    if not runs:
         return []
-    run = json.loads(CHECK_DATA.read_text())
-    copies = run.get("copy_sizes", []) + [c for r in run["models"] for c in r["copies"]]
-    bands: dict[str, list[float]] = {}
-    for c in sorted((c for c in copies if c["measured_s"] and c["memory"] == "pinned"), key=lambda c: c["bytes"]):
-        direction = "h2d" if "_h2d_copy" in c["op"] else "d2h"
-        bands.setdefault(_band(c["bytes"]), []).append(model.predict(direction, c["bytes"], "pinned") / c["measured_s"])
-    meta = run["meta"]
-    rows = [
-        f"| {band} | {len(ratios)} | {statistics.median(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f} | "
-        f"{sum(abs(r - 1) <= 0.15 for r in ratios)}/{len(ratios)} |"
-        for band, ratios in bands.items()
-    ]
-    return [
+    out = [
         "### Out of sample",
         "",
-        f"The pinned lines checked against another run they were not fitted to: `{meta['command']}` on "
-        f"{meta['machine']}, {meta['date']}; every profiled copy of a loaded method (the size sweep's and the "
-        "models'), predicted / measured on CUDA events. From 1 MiB up the goal is within 15%; below it a copy is "
-        "its fixed cost, which one latency + bandwidth line fitted from 1 MiB up overstates (a 64 B copy measures "
-        "12-13 µs).",
+        "The pinned lines checked against runs they were not fitted to; every profiled copy of a loaded method, "
+        "predicted / measured on CUDA events. From 1 MiB up the goal is within 15%. Below 1 MiB a copy is mostly "
+        "the driver's fixed cost, priced by the small-copy line (fitted to the fitted run's copies under 1 MiB).",
+    ]
+    for run in runs:
+        bands: dict[str, list[float]] = {}
+        pinned = [c for c in profiled_copies(run, smallest=0) if c["memory"] == "pinned"]
+        for c in sorted(pinned, key=lambda c: c["bytes"]):
+            direction = "h2d" if "_h2d_copy" in c["op"] else "d2h"
+            ratio = model.predict(direction, c["bytes"], "pinned") / c["measured_s"]
+            bands.setdefault(_band(c["bytes"]), []).append(ratio)
+        meta = run["meta"]
+        other = "" if _same_gpu(run, model) else " (not the model's GPU: left out of its error bands)"
+        out += [
+            "",
+            f"`{meta['command']}` on {meta['machine']}, {meta['date']}{other}:",
+            "",
+            "| size band | copies | median predicted / measured | range | within 15% |",
+            "|---|---:|---:|---:|---:|",
+            *[
+                f"| {band} | {len(ratios)} | {statistics.median(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f} | "
+                f"{sum(abs(r - 1) <= 0.15 for r in ratios)}/{len(ratios)} |"
+                for band, ratios in bands.items()
+            ],
+        ]
+    out += [
         "",
-        "| size band | copies | median predicted / measured | range | within 15% |",
-        "|---|---:|---:|---:|---:|",
-        *rows,
+        "Every price of a pinned copy quotes the error of its size band over these runs (`CopyPrice.error`, the "
+        "profile's predicted column, the basis line of `devcopy place` and `devcopy run --profile`):",
+        "",
+        *[f"- {band.text}" for band in model.checks],
         "",
     ]
+    return out
 
 
 def prices_section(model: CostModel) -> list[str]:
@@ -272,7 +308,8 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
         f"`devcopy_lib.bench.cost_model.predict(direction, nbytes, memory)` = latency + bytes / bandwidth, fitted "
         f"(least squares on relative error) to the medians of `{model.source.get('method')}` on the "
         f"{model.source.get('clock')} clock above, the pinned lines refitted from a loaded method's own planned "
-        "copies on CUDA events (see Call overhead: their checks ran once, at load). Pageable lines fit worst: up "
+        "copies on CUDA events (see Call overhead: their checks ran once, at load), one line from 1 MiB up and a "
+        "small-copy line below it, whose latency is the driver's fixed cost per copy. Pageable lines fit worst: up "
         "to 16 MiB copies take the driver's own staging (about 10-14 GB/s), above it the staging pipeline (about "
         "30-45 GB/s).",
         "",

@@ -129,7 +129,7 @@ def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
                 "bytes": row.bytes,
                 "bytes_text": format_bytes(row.bytes),
                 "predicted_s": row.predicted_s,
-                "predicted_text": price_text(row.predicted_s, placed.report.pricing),
+                "predicted_text": price_text(row.predicted_s, placed.report.pricing, row.predicted_error),
                 "users": [u.name for u in node.users],
                 "inputs": [i.name for i in node.all_input_nodes],
                 "shape": tensor_text(node.meta.get("val")),

@@ -9,6 +9,10 @@ on. The default model is fitted from the H200 runs committed in docs/data/: the 
 (copy_bandwidth.json, the copy engine, wall clock), the pinned lines from a loaded method's own planned copies as
 `Method.profile` measured them (call_overhead_cupy.json, CUDA events), since a method's copies are what the report
 prices and they cost a fixed ~30-40 µs more per copy than the bare engine.
+
+A pinned line holds from 1 MiB up (`SMALL_COPY_BYTES`); below it a copy is mostly the driver's fixed cost, priced by
+its own line fitted to the small profiled copies. Each band carries the error it showed out of sample, against a
+run it was not fitted to (`ErrorBand`), and every price of that band says it.
 """
 
 from __future__ import annotations
@@ -16,19 +20,21 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from ..names import BACKENDS, format_seconds
+from ..names import BACKENDS, format_bytes, format_seconds
 from .harness import SweepResult
 from .measurement import ONE_WAY
 
 DEFAULT_FILE = "cost_model_h200.json"
 FIT_METHOD, FIT_CLOCK = "devcopy engine", "wall"
+SMALL_COPY_BYTES = 1 << 20  # below: the small-copy band (a fixed cost); from here up: the bandwidth band
+ERROR_QUANTILE = 0.9  # an error band is the error 90% of its out-of-sample copies stay within
 
 
 @dataclass(frozen=True)
@@ -83,11 +89,97 @@ def fit_points(points: Iterable[tuple[int, float]]) -> Line:
     return fit_line([n for n, _ in ordered], [t for _, t in ordered])
 
 
-class CostModel:
-    """Lines keyed by (direction, memory); `predict` prices one copy in seconds."""
+def _line_dict(direction: str, memory: str, line: Line) -> dict[str, Any]:
+    return {
+        "direction": direction,
+        "memory": memory,
+        "latency_s": line.latency_s,
+        "bandwidth_gbps": line.bandwidth_gbps,
+        "sizes": list(line.sizes),
+        "residuals": list(line.residuals),
+    }
 
-    def __init__(self, lines: dict[tuple[str, str], Line], source: dict[str, Any] | None = None) -> None:
+
+def _lines_from(entries: Iterable[dict[str, Any]]) -> dict[tuple[str, str], Line]:
+    return {
+        (e["direction"], e["memory"]): Line(
+            e["latency_s"], e["bandwidth_gbps"], tuple(e["sizes"]), tuple(e["residuals"])
+        )
+        for e in entries
+    }
+
+
+def _band_of(nbytes: int) -> tuple[int, int | None]:
+    """The size band a copy of `nbytes` is priced and checked in: [0, 1 MiB) or [1 MiB, no limit)."""
+    return (0, SMALL_COPY_BYTES) if nbytes < SMALL_COPY_BYTES else (SMALL_COPY_BYTES, None)
+
+
+@dataclass(frozen=True)
+class ErrorBand:
+    """How far the model's prices of one host memory kind and size band were from another run's measurements:
+    `error` is the |predicted / measured - 1| that ERROR_QUANTILE of the `copies` stayed within, `worst` the largest.
+    `run` names the run (its date)."""
+
+    memory: str
+    low_bytes: int
+    high_bytes: int | None
+    error: float
+    worst: float
+    copies: int
+    run: str
+
+    def covers(self, nbytes: int, memory: str) -> bool:
+        return memory == self.memory and (self.low_bytes, self.high_bytes) == _band_of(nbytes)
+
+    @property
+    def sizes(self) -> str:
+        """'under 1 MiB' or 'of 1 MiB and up'."""
+        return (
+            f"under {format_bytes(self.high_bytes)}" if self.high_bytes else f"of {format_bytes(self.low_bytes)} and up"
+        )
+
+    @property
+    def text(self) -> str:
+        """'±8% for copies of 1 MiB and up (90% of 14 out-of-sample copies within it, worst 17%)'."""
+        return (
+            f"±{self.error:.0%} for copies {self.sizes} ({ERROR_QUANTILE:.0%} of {self.copies} out-of-sample copies "
+            f"within it, worst {self.worst:.0%})"
+        )
+
+
+def error_bands(
+    model: CostModel, copies: Iterable[dict[str, Any]], run: str, memory: str = "pinned"
+) -> tuple[ErrorBand, ...]:
+    """`model`'s error per size band on profiled copies it was not fitted to (rows with `op`, `bytes`, `memory`,
+    `measured_s`, as `Method.profile` gives them): both directions together, `memory` host memory only."""
+    ratios: dict[tuple[int, int | None], list[float]] = {}
+    for c in copies:
+        direction = next((d for d in ONE_WAY if f"_{d}_copy" in c["op"]), None)
+        if direction is None or c["memory"] != memory or not c["measured_s"] or not c["bytes"]:
+            continue
+        error = abs(model.predict(direction, c["bytes"], memory) / c["measured_s"] - 1)
+        ratios.setdefault(_band_of(c["bytes"]), []).append(error)
+    bands = []
+    for (low, high), errors in sorted(ratios.items()):
+        errors.sort()
+        quantile = errors[min(len(errors) - 1, math.ceil(ERROR_QUANTILE * len(errors)) - 1)]
+        bands.append(ErrorBand(memory, low, high, round(quantile, 4), round(errors[-1], 4), len(errors), run))
+    return tuple(bands)
+
+
+class CostModel:
+    """Lines keyed by (direction, memory); `predict` prices one copy in seconds. `small_lines` (same keys, where
+    fitted) price copies under SMALL_COPY_BYTES; `checks` are the error bands an out-of-sample run showed."""
+
+    def __init__(
+        self,
+        lines: dict[tuple[str, str], Line],
+        source: dict[str, Any] | None = None,
+        small_lines: dict[tuple[str, str], Line] | None = None,
+        checks: Iterable[ErrorBand] = (),
+    ) -> None:
         self.lines, self.source = dict(lines), dict(source or {})
+        self.small_lines, self.checks = dict(small_lines or {}), tuple(checks)
 
     @classmethod
     def fit(cls, result: SweepResult, method: str = FIT_METHOD, clock: str = FIT_CLOCK) -> CostModel:
@@ -114,17 +206,28 @@ class CostModel:
     def with_planned_copies(self, copies: list[dict[str, Any]], source: dict[str, Any]) -> CostModel:
         """This model with its pinned lines refitted from a loaded method's profiled planned copies (rows with `op`,
         `bytes`, `memory`, `measured_s`, as `Method.profile` gives them): what a method's copy step costs, not the
-        raw engine's. Directions with fewer than two distinct sizes keep their sweep line."""
-        lines = dict(self.lines)
+        raw engine's. Copies of SMALL_COPY_BYTES and up refit the line, smaller ones the small-copy line; a band
+        with fewer than two distinct sizes in a direction keeps what it had."""
+        lines, small = dict(self.lines), dict(self.small_lines)
         for direction in ONE_WAY:
             points = [
                 (c["bytes"], c["measured_s"])
                 for c in copies
                 if f"_{direction}_copy" in c["op"] and c["memory"] == "pinned" and c["measured_s"]
             ]
-            if len({n for n, _ in points}) >= 2:
-                lines[(direction, "pinned")] = fit_points(points)
-        return CostModel(lines, {**self.source, "pinned_lines_from": source})
+            for band, below in ((lines, False), (small, True)):
+                own = [(n, t) for n, t in points if (n < SMALL_COPY_BYTES) == below]
+                if len({n for n, _ in own}) >= 2:
+                    band[(direction, "pinned")] = fit_points(own)
+        return CostModel(lines, {**self.source, "pinned_lines_from": source}, small)
+
+    def with_checks(self, checks: Iterable[ErrorBand]) -> CostModel:
+        """This model with the error bands an out-of-sample run showed (`error_bands`)."""
+        return CostModel(self.lines, self.source, self.small_lines, checks)
+
+    def error_band(self, nbytes: int, memory: str = "pinned") -> ErrorBand | None:
+        """The out-of-sample error of this model's prices for a copy of `nbytes` from/to `memory`, if checked."""
+        return next((band for band in self.checks if band.covers(nbytes, memory)), None)
 
     def line_clock(self, memory: str) -> str:
         """The clock the (direction, `memory`) lines were measured on: a refitted pinned line keeps the clock of the
@@ -143,39 +246,40 @@ class CostModel:
             ) from None
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes!r}")
+        if nbytes < SMALL_COPY_BYTES and (direction, memory) in self.small_lines:
+            line = self.small_lines[(direction, memory)]
         return 0.0 if nbytes == 0 else line.seconds(nbytes)
 
     def close_to(self, other: CostModel, rel: float = 1e-9) -> bool:
-        """The same (direction, memory) keys, each line `Line.close_to` the other's."""
-        return self.lines.keys() == other.lines.keys() and all(
-            line.close_to(other.lines[key], rel) for key, line in self.lines.items()
+        """The same (direction, memory) keys, each line (and small-copy line) `Line.close_to` the other's, and
+        error bands within `rel` (at 4 decimals, as they are stored)."""
+        return (
+            all(
+                mine.keys() == theirs.keys() and all(line.close_to(theirs[key], rel) for key, line in mine.items())
+                for mine, theirs in ((self.lines, other.lines), (self.small_lines, other.small_lines))
+            )
+            and len(self.checks) == len(other.checks)
+            and all(
+                (a.memory, a.low_bytes, a.high_bytes, a.copies, a.run)
+                == (b.memory, b.low_bytes, b.high_bytes, b.copies, b.run)
+                and math.isclose(a.error, b.error, rel_tol=rel, abs_tol=1e-4)
+                and math.isclose(a.worst, b.worst, rel_tol=rel, abs_tol=1e-4)
+                for a, b in zip(self.checks, other.checks, strict=True)
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
-            "lines": [
-                {
-                    "direction": d,
-                    "memory": m,
-                    "latency_s": line.latency_s,
-                    "bandwidth_gbps": line.bandwidth_gbps,
-                    "sizes": list(line.sizes),
-                    "residuals": list(line.residuals),
-                }
-                for (d, m), line in sorted(self.lines.items())
-            ],
+            "lines": [_line_dict(d, m, line) for (d, m), line in sorted(self.lines.items())],
+            "small_lines": [_line_dict(d, m, line) for (d, m), line in sorted(self.small_lines.items())],
+            "checks": [asdict(band) for band in self.checks],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CostModel:
-        lines = {
-            (e["direction"], e["memory"]): Line(
-                e["latency_s"], e["bandwidth_gbps"], tuple(e["sizes"]), tuple(e["residuals"])
-            )
-            for e in data["lines"]
-        }
-        return cls(lines, data.get("source"))
+        checks = (ErrorBand(**band) for band in data.get("checks", ()))
+        return cls(_lines_from(data["lines"]), data.get("source"), _lines_from(data.get("small_lines", ())), checks)
 
     def save(self, path: str) -> None:
         with open(path, "w") as handle:
@@ -212,7 +316,8 @@ def host_memory(backend: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class CopyPrice:
-    """One copy priced by the cost model, with its basis; `seconds` is None where the model has no line (d2d)."""
+    """One copy priced by the cost model, with its basis; `seconds` is None where the model has no line (d2d).
+    `error` is the out-of-sample error band of the copy's size, where the model was checked."""
 
     direction: str
     nbytes: int
@@ -221,6 +326,7 @@ class CopyPrice:
     memory: str
     clock: str
     measured_on: str
+    error: ErrorBand | None = None
 
     @property
     def text(self) -> str:
@@ -231,18 +337,19 @@ class CopyPrice:
     def label(self) -> str:
         """The price with its basis, as `price_text` words it."""
         basis = {"backend": self.backend, "memory": self.memory, "clock": self.clock, "measured_on": self.measured_on}
-        return price_text(self.seconds, basis)
+        return price_text(self.seconds, basis, self.error.error if self.error is not None else None)
 
 
-def price_text(seconds: float | None, basis: Mapping[str, str] | None) -> str:
+def price_text(seconds: float | None, basis: Mapping[str, str] | None, error: float | None = None) -> str:
     """A predicted copy time after what it assumes: 'NVIDIA H200 (cupy) model, simulated backend, pageable host
-    memory, wall clock: 10.9 us' (the time last, where the explorer's inspector reads it); just the time without a
-    basis, '' when nothing priced it."""
+    memory, wall clock: 10.9 us' (the time last, where the explorer's inspector reads it), then its out-of-sample
+    `error` where the model was checked (' ±8%'); just the time without a basis, '' when nothing priced it."""
+    time = format_seconds(seconds) + (f" ±{error:.0%}" if seconds is not None and error is not None else "")
     if seconds is None or not basis:
-        return format_seconds(seconds)
+        return time
     return (
         f"{basis['measured_on']} model, {basis['backend']} backend, {basis['memory']} host memory, "
-        f"{basis['clock']} clock: {format_seconds(seconds)}"
+        f"{basis['clock']} clock: {time}"
     )
 
 
@@ -266,7 +373,15 @@ class CopyPricer:
         memory = memory or self.memory
         has_line = (direction, memory) in self.model.lines
         seconds = self.model.predict(direction, nbytes, memory) if has_line else None
-        return CopyPrice(direction, nbytes, seconds, self.backend, memory, self.model.line_clock(memory), self.where)
+        error = self.model.error_band(nbytes, memory) if has_line else None
+        clock = self.model.line_clock(memory)
+        return CopyPrice(direction, nbytes, seconds, self.backend, memory, clock, self.where, error)
+
+    def error(self, direction: str, nbytes: int, memory: str | None = None) -> float | None:
+        """The out-of-sample relative error of `price(...)` for this size (0.08 for ±8%), None where unchecked: what
+        a profile shows beside each predicted copy."""
+        band = self.price(direction, nbytes, memory).error
+        return band.error if band is not None else None
 
     def predict(self, direction: str, nbytes: int, memory: str | None = None) -> float:
         """`price(...).seconds`, raising ValueError where the model has no line (the report's protocol)."""
@@ -282,13 +397,18 @@ class CopyPricer:
         return f"{device} ({backend})" if device and backend else str(device or backend or "given lines")
 
     def basis(self) -> dict[str, str]:
-        """What the prices assume, for JSON and for `describe`: backend, host memory kind, clock, machine."""
-        return {
+        """What the prices assume, for JSON and for `describe`: backend, host memory kind, clock, machine, and the
+        out-of-sample error of each size band where the model was checked for that memory kind."""
+        basis = {
             "backend": self.backend,
             "memory": self.memory,
             "clock": self.model.line_clock(self.memory),
             "measured_on": self.where,
         }
+        checked = [band for band in self.model.checks if band.memory == self.memory]
+        if checked:
+            basis["error"] = "; ".join(band.text for band in checked)
+        return basis
 
     def describe(self) -> str:
         """The basis in one line, `basis_text`'s words."""
@@ -296,10 +416,12 @@ class CopyPricer:
 
 
 def basis_text(basis: Mapping[str, str]) -> str:
-    """What copy prices assume, in one line, the same on every surface (CLI, explorer, profile)."""
+    """What copy prices assume, in one line, the same on every surface (CLI, explorer, profile), with the model's
+    out-of-sample error where it was checked."""
+    checked = f"; error {basis['error']}" if basis.get("error") else ""
     return (
         f"copy times predicted for the {basis['backend']} backend: {basis['memory']} host memory, "
-        f"{basis['clock']} clock, cost model measured on {basis['measured_on']}"
+        f"{basis['clock']} clock, cost model measured on {basis['measured_on']}{checked}"
     )
 
 

@@ -17,12 +17,14 @@ COLUMNS = ("#", "kind", "op", "bytes", "measured", "share", "predicted", "pred/m
 
 def profile_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     """One display row per instruction (strings, keyed by COLUMNS): the measured time, its share of the call, and
-    for copies the price (`predicted_s`, from bench.cost_model's pricer) and its ratio to the wall-clock time; a
-    last row sums the call. Times in us / ms (names.format_seconds)."""
+    for copies the price (`predicted_s`, from bench.cost_model's pricer) with the model's out-of-sample error for
+    its size (`predicted_error`) and its ratio to the wall-clock time; a last row sums the call. Times in us / ms
+    (names.format_seconds)."""
     total = sum(row["measured_s"] for row in rows) or 1.0
     table = []
     for row in rows:
         predicted, wall = row.get("predicted_s"), row.get("wall_s") or row["measured_s"]
+        error = f" ±{row['predicted_error']:.0%}" if predicted is not None and row.get("predicted_error") else ""
         table.append(
             {
                 "#": str(row["index"]),
@@ -31,7 +33,7 @@ def profile_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
                 "bytes": format_bytes(row["bytes"]) if row.get("bytes") is not None else "",
                 "measured": format_seconds(row["measured_s"]),
                 "share": f"{row['measured_s'] / total:.0%}",
-                "predicted": format_seconds(predicted),
+                "predicted": format_seconds(predicted) + error,
                 "pred/meas": f"{predicted / wall:.2f}" if predicted is not None and wall else "",  # a wall-clock model
             }
         )

@@ -199,11 +199,11 @@ def goal_row(target: str, value: float, goal: float, rule: str = "<=") -> dict[s
     return {"target": target, "value": value, "goal": goal, "met": RULES[rule](value, goal)}
 
 
-def profiled_copies(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every profiled copy of >= 1 MiB in a call-overhead run: the size sweep's and the models' (`Method.profile`
-    rows)."""
+def profiled_copies(data: dict[str, Any], smallest: int = MiB) -> list[dict[str, Any]]:
+    """Every measured profiled copy of >= `smallest` bytes in a call-overhead run: the size sweep's and the models'
+    (`Method.profile` rows)."""
     copies = data.get("copy_sizes", []) + [c for r in data["models"] for c in r["copies"]]
-    return [c for c in copies if c["bytes"] >= MiB and c["measured_s"]]
+    return [c for c in copies if c["bytes"] >= smallest and c["measured_s"]]
 
 
 def call_overhead_targets(data: dict[str, Any]) -> list[dict[str, Any]]:

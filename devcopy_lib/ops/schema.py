@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
 from dataclasses import dataclass
 
@@ -83,16 +84,89 @@ def runtime_name(namespace: str, func: str) -> str:
 @functools.cache
 def native_functions() -> dict[str, str | None]:
     """ATen's ops in torchgen's packaged native_functions.yaml, `autogen:` variants included (read once): runtime
-    name -> schema text, or None for an autogen op (its schema comes from PyTorch on demand: `native_schema`)."""
-    with open(NATIVE_FUNCTIONS_YAML) as f:
-        entries = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    name -> schema text, or None for an autogen op (its schema comes from PyTorch on demand: `native_schema`).
+    Read by a line scan (`scan_native_functions`, 30x faster than the YAML parse a `devcopy run` would otherwise wait
+    for); a file whose shape the scan cannot read exactly is parsed as YAML instead."""
+    with open(NATIVE_FUNCTIONS_YAML, encoding="utf-8") as f:
+        text = f.read()
+    scanned = scan_native_functions(text)
+    return scanned if scanned is not None else parse_native_functions(text)
+
+
+def parse_native_functions(text: str) -> dict[str, str | None]:
+    """`native_functions` by a full YAML parse of the file's text: the definition the scan must equal."""
     found: dict[str, str | None] = {}
-    for entry in entries:
+    for entry in yaml.load(text, Loader=_Loader):
         found[runtime_name(ATEN_NAMESPACE, entry["func"])] = entry["func"]
         for generated in str(entry.get("autogen", "")).split(","):
             if generated.strip():
                 found.setdefault(f"aten::{generated.strip()}", None)
     return found
+
+
+# A plain one-line scalar the scan may take as it is: starts like a name, no comment (" #"), no ": ", no trailing ":".
+_PLAIN_VALUE = re.compile(r"[A-Za-z_](?:(?! #|: ).)*(?<!:)")
+# Another key's value on one line: empty, plain, a flow list of names or quoted words, or {}; then maybe a comment.
+_FLOW_ITEM = r"""(?:[A-Za-z_][A-Za-z0-9_]*|'[^'\n]*'|"[^"\\\n]*")"""
+_OTHER_VALUE = re.compile(
+    rf"(?:|{_PLAIN_VALUE.pattern}|\[(?:{_FLOW_ITEM}(?:, *{_FLOW_ITEM})*)?\]|\{{\}})(?:(?<=^)#.*| +#.*)?"
+)
+_KEY_LINE = re.compile(r"(  |    )([A-Za-z_][A-Za-z0-9_]*(?:, *[A-Za-z_][A-Za-z0-9_]*)*):(?: (.*))?")
+_FUNC, _AUTOGEN = "- func: ", "  autogen: "
+_YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "y", "n", "null"})  # YAML 1.1 bools and null
+
+
+def _own_value(value: str, func: bool) -> bool:
+    """A func or autogen value the scan takes as YAML would: plain, one line, text (not a bool or null)."""
+    return bool(_PLAIN_VALUE.fullmatch(value)) and value.lower() not in _YAML_WORDS and ("(" in value or not func)
+
+
+def scan_native_functions(text: str) -> dict[str, str | None] | None:
+    """`parse_native_functions(text)` read line by line, for the shape native_functions.yaml has: entries
+    `- func: <schema>` at column 0; their keys at column 2, each value on its line (`autogen: a, b` included);
+    `dispatch:`'s backends at column 4, `precomputed:`'s items at column 2. None when any line falls outside that
+    shape: then only a YAML parse says what the file means, or that it is malformed."""
+    if any(c in text for c in "\r\x85\u2028\u2029"):
+        return None  # line breaks YAML knows beyond "\n"
+    found: dict[str, str | None] = {}
+    after = ""  # the last line: "open" (`  key:` alone), "nested" (`    key: value`), "item" (`  - x`), else ""
+    autogen_seen = False
+    for line in text.split("\n"):
+        line = line.rstrip()
+        stripped = line.lstrip(" ")
+        indent = len(line) - len(stripped)
+        if not stripped or stripped.startswith("#"):
+            continue  # a comment line, at any indent, is no part of a value
+        key = _KEY_LINE.fullmatch(line)
+        if line.startswith(_FUNC):
+            value = line[len(_FUNC) :]
+            if not _own_value(value, func=True):
+                return None
+            found[runtime_name(ATEN_NAMESPACE, value)] = value
+            autogen_seen, after = False, ""
+        elif not found:
+            return None  # anything before the first entry
+        elif line.startswith(_AUTOGEN):
+            value = line[len(_AUTOGEN) :]
+            if autogen_seen or not _own_value(value, func=False):
+                return None
+            for generated in value.split(","):
+                if generated.strip():
+                    found.setdefault(f"aten::{generated.strip()}", None)
+            autogen_seen, after = True, ""
+        elif indent == 2 and stripped.startswith("- ") and after in ("open", "item"):
+            if not _PLAIN_VALUE.fullmatch(stripped[2:]):
+                return None
+            after = "item"
+        elif key is None or key.group(2) in ("func", "autogen") or not _OTHER_VALUE.fullmatch(key.group(3) or ""):
+            return None  # func not first, an autogen not on one line, a value that may run on
+        elif indent == 4:
+            if after not in ("open", "nested") or not _PLAIN_VALUE.fullmatch(key.group(3) or ""):
+                return None
+            after = "nested"
+        else:
+            after = "open" if not key.group(3) or key.group(3).startswith("#") else ""
+    return found or None
 
 
 @functools.cache

@@ -44,6 +44,7 @@ class NodeRow:
     reason: str
     bytes: int
     predicted_s: float | None = None
+    predicted_error: float | None = None  # the price's out-of-sample error for this size (0.08: ±8%), if checked
 
 
 @dataclass
@@ -102,7 +103,7 @@ class PlacementReport:
     constant_derived: dict[str, int] = field(default_factory=dict)
     per_call_bytes: dict[str, int] = field(default_factory=dict)  # all copies, "without_hoisting" / "with_hoisting"
     suggestions: list[str] = field(default_factory=list)
-    pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on), if it has one
+    pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on, error), if any
     # role (cache, weights, activations: passes/roles.py) -> direction -> bytes copied per call; adds up to copy_bytes
     copy_bytes_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -285,6 +286,16 @@ def predict_seconds(cost_model: CostModel | None, direction: str, nbytes: int) -
         return None
 
 
+def predict_error(cost_model: CostModel | None, direction: str, nbytes: int) -> float | None:
+    """The out-of-sample error of `predict_seconds`'s price, where the model says one (bench.cost_model's
+    `CopyPricer.error`); None otherwise."""
+    error = getattr(cost_model, "error", None)
+    if not callable(error) or predict_seconds(cost_model, direction, nbytes) is None:
+        return None
+    band = error(direction, nbytes)
+    return None if band is None else float(band)
+
+
 def _saved(theirs: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
     return {k: theirs.get(k, 0) - ours.get(k, 0) for k in {**ours, **theirs}}
 
@@ -328,6 +339,7 @@ def build_report(
                 reason,
                 value_nbytes,
                 None if node.meta.get(HOISTED) else predict_seconds(cost_model, kind, value_nbytes),
+                None if node.meta.get(HOISTED) else predict_error(cost_model, kind, value_nbytes),
             )
         )
     copies, nbytes = copy_counts(gm)

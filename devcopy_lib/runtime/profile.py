@@ -38,6 +38,16 @@ def _predicted(step: Step, cost_model: Any) -> float | None:
         return None
 
 
+def _predicted_error(step: Step, cost_model: Any) -> float | None:
+    """The model's out-of-sample relative error for this copy's size (0.08: ±8%), where the model knows one (a
+    `CopyPricer` checked against another run: `error(direction, nbytes, memory)`), else None."""
+    error = getattr(cost_model, "error", None)
+    if not callable(error) or _predicted(step, cost_model) is None:
+        return None
+    band = error(step.direction, step.moved, _memory_kind(step))
+    return None if band is None else float(band)
+
+
 class StepProfiler:
     """Times every step of the calls it hooks (`method(*inputs, on_step=profiler.on_step)`); `rows()` gives medians."""
 
@@ -78,6 +88,7 @@ class StepProfiler:
             "bytes": step.moved if copy else None,
             "measured_s": device_s if device_s is not None else wall_s,
             "predicted_s": _predicted(step, self._cost_model),
+            "predicted_error": _predicted_error(step, self._cost_model),
             "clock": "events" if device_s is not None else "wall",
             "wall_s": wall_s,
             "device_s": device_s,

@@ -98,6 +98,7 @@ def test_on_cuda_a_profiled_copy_and_the_placement_are_priced_for_pinned_memory(
     assert run["pricing"]["memory"] == "pinned" and run["pricing"]["clock"] == "events"
     copies = [row for row in run["profile"] if row["kind"] == "copy"]
     assert copies and all(row["memory"] == "pinned" for row in copies)
+    assert all(0 < row["predicted_error"] < 1 for row in copies)  # the pinned bands were checked out of sample
     direction = {"et_copy::_h2d_copy.out": "h2d", "et_copy::_d2h_copy.out": "d2h"}
     assert [row["predicted_s"] for row in copies] == [
         price_copy(direction[row["op"]], row["bytes"], backend="cupy").seconds for row in copies

@@ -64,6 +64,7 @@ def test_profiled_copies_keep_measured_copies_of_a_mebibyte_or_more():
     unmeasured = {**COPY, "measured_s": None}
     data = {"copy_sizes": [COPY, small], "models": [_row("add", copies=[unmeasured, COPY])]}
     assert profiled_copies(data) == [COPY, COPY]
+    assert profiled_copies(data, smallest=0) == [COPY, small, COPY]  # the small-copy band's fit and check
 
 
 def test_explorer_targets_are_strictly_under_their_goals():

@@ -154,7 +154,7 @@ def _first_fit_by_scan(requests, alignment):
     return max((off + sz for off, sz, _ in placed), default=0), offsets
 
 
-_lifetimes = st.tuples(st.integers(0, 40), st.integers(0, 12)).map(lambda t: (t[0], t[0] + t[1]))
+_lifetimes = st.tuples(st.integers(0, 40), st.integers(0, 12) | st.integers(0, 60)).map(lambda t: (t[0], t[0] + t[1]))
 
 
 @settings(max_examples=200, deadline=None)

@@ -72,6 +72,25 @@ def test_profile_table_and_timeline_show_each_step_and_the_prediction_ratio(sim)
     assert len(bars) == len(rows) + 3  # one bar per instruction, one outline per predicted copy
 
 
+class _Checked(_PerByte):
+    """A pricer that also knows its out-of-sample error: 8% for every size."""
+
+    def error(self, direction, nbytes, memory=None):
+        return 0.08
+
+
+def test_a_checked_pricer_puts_its_error_beside_each_predicted_copy(sim):
+    _, inputs, method = _add_method()
+    with method:
+        rows = method.profile(*inputs, repeat=1, cost_model=_Checked())
+        plain = method.profile(*inputs, repeat=1, cost_model=_PerByte())
+    assert [r["predicted_error"] for r in rows] == [0.08, 0.08, None, 0.08]
+    assert all(r["predicted_error"] is None for r in plain)
+    table = profile_table(rows)
+    assert table[0]["predicted"] == "0.1 us ±8%" and table[2]["predicted"] == ""
+    assert "±" not in profile_table(plain)[0]["predicted"]
+
+
 def test_devcopy_run_profile_puts_rows_in_the_json(capsys):
     code = main(["run", "add", "--backend", "simulated", "--profile", "2", "--json"])
     result = json.loads(capsys.readouterr().out)
