@@ -32,9 +32,8 @@ WHY = {
     "{extra_us:.1f} µs; torch's checks run in C++.",
     "public pinned": "The public copy checks its arguments (live pointer, span, device index, host array), marks the "
     "buffer busy and counts the copy in Python: {gap_us:.1f} µs over the bare cudaMemcpyAsync + synchronize here.",
-    "reused pageable": "A registered buffer's copy is one DMA like a pinned one; the gap is the registration cache's "
-    "lookup per call and the page-locked memory's placement (registered pages are the caller's, scattered; "
-    "`cudaHostAlloc` gives contiguous ones).",
+    "reused pageable": "A registered buffer's copy is one DMA like a pinned one (the cache's lookup costs about a "
+    "microsecond per call); this run does not isolate the rest of the gap.",
     "simulated": "At 1 MiB the allocator's fixed per-call cost (validation in Python, see below) is still a "
     "visible share of a copy that takes NumPy tens of microseconds; the 2-core CI-class machine is "
     "noisy at this size too.",
