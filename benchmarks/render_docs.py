@@ -31,6 +31,10 @@ WHY = {
     "4 KiB": "A 4 KiB copy is latency: the engine's direct path alone takes {engine_us:.1f} µs ({engine_ratio:.2f}x "
     "torch), and `DeviceAllocator`'s Python-side checks (index, bounds, host buffer, statistics) add "
     "{extra_us:.1f} µs; torch's checks run in C++.",
+    "public pinned": "The public copy checks its arguments (live pointer, span, device index, host array), marks the "
+    "buffer busy and counts the copy in Python: {gap_us:.1f} µs over the bare cudaMemcpyAsync + synchronize here.",
+    "reused pageable": "A registered buffer's copy is one DMA like a pinned one (the cache's lookup costs about a "
+    "microsecond per call); this run does not isolate the rest of the gap.",
     "simulated": "At 1 MiB the allocator's fixed per-call cost (validation in Python, see below) is still a "
     "visible share of a copy that takes NumPy tens of microseconds; the 2-core CI-class machine is "
     "noisy at this size too.",
@@ -46,13 +50,15 @@ def _why(row: dict, result: SweepResult) -> str:
         if row["target"].startswith(prefix):
             engine = result.find("devcopy engine", row["direction"], row["memory"], row["bytes"], "wall")
             torch = result.find("torch copy_", row["direction"], row["memory"], row["bytes"], "wall")
+            gap_us = (row["ours_s"] - row["base_s"]) * 1e6 if row["base_s"] else 0.0
             if engine and torch:
                 return text.format(
                     engine_us=engine.median * 1e6,
                     engine_ratio=engine.median / torch.median,
                     extra_us=(row["ours_s"] - engine.median) * 1e6,
+                    gap_us=gap_us,
                 )
-            return text
+            return text.format(gap_us=gap_us) if "{gap_us" in text else text
     return "no explanation recorded"
 
 
@@ -283,6 +289,10 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
         "samples after 2 warm-ups; GB/s = bytes moved / median (10^9 bytes per second; `both` counts both "
         "directions). `devcopy engine` is `CopyEngine` on raw addresses; `devcopy allocator` is the full "
         "`CupyCudaAllocator.copy_host_to_device` / `copy_device_to_host` path that the et_copy kernels call. "
+        "Host memory `reused pageable` is the same pageable NumPy buffers copied again and again through the "
+        "allocator, which registers them in place (cudaHostRegister) on their second copy "
+        "(`EngineConfig.register_reused`, devices/host_registration.py); `pageable` rows are the unregistered path. "
+        "`cudaMemcpyAsync + sync` is the bare call the allocator's synchronous pinned copy makes. "
         "Ratios compare devcopy with a baseline from the same run on the same clock.",
         "",
         "## Targets",

@@ -21,6 +21,7 @@ from ..devices.cupy_raw import RawCuda
 from ..names import Direction
 from .clocks import Clock, WallClock
 from .harness import Case
+from .targets import RAW_SYNC, REUSED
 
 # build(direction, memory, n, probe=False) -> the call to time, or with probe=True whether the method applies
 Build = Callable[..., Any]
@@ -29,8 +30,9 @@ Build = Callable[..., Any]
 class CudaBench:
     """One size's buffers at a time and the cases timed on them, for a `CupyCudaAllocator`."""
 
-    # what it can time
-    directions, memories, limits = (Direction.H2D, Direction.D2H, "both"), ("pageable", "pinned"), ""
+    # what it can time; "reused pageable": the same pageable buffers copied again and again through the allocator,
+    # which registers them in place (devices/host_registration.py); "pageable" times them unregistered
+    directions, memories, limits = (Direction.H2D, Direction.D2H, "both"), ("pageable", "pinned", REUSED), ""
 
     def __init__(self, allocator: DeviceAllocator) -> None:
         if not isinstance(allocator, CupyCudaAllocator):
@@ -55,7 +57,7 @@ class CudaBench:
         for direction in directions:
             for memory in memories:
                 for name, build in self._methods():
-                    if build(direction, memory, n, probe=True):
+                    if (memory != REUSED or build == self._allocator) and build(direction, memory, n, probe=True):
                         moved = 2 * n if direction == "both" else n
                         out.append(Case(name, direction, memory, moved, partial(build, direction, memory, n)))
         return out
@@ -76,6 +78,7 @@ class CudaBench:
             b.host = {
                 "pageable": (_filled(np.empty(n, np.uint8)), _filled(np.empty(n, np.uint8), 0)),
                 "pinned": (_filled(self.alloc.allocate_host(n)), _filled(self.alloc.allocate_host(n), 0)),
+                REUSED: (_filled(np.empty(n, np.uint8)), _filled(np.empty(n, np.uint8), 0)),
             }
             if self.torch is not None:
                 b.t_dev = self.torch.empty(n, dtype=self.torch.uint8, device="cuda")
@@ -98,6 +101,7 @@ class CudaBench:
         methods: list[tuple[str, Build]] = [
             ("cudaMemcpy", self._memcpy),
             ("cudaMemcpyAsync", self._memcpy_async),
+            (RAW_SYNC, self._memcpy_async_sync),
             ("devcopy engine", self._engine),
             ("devcopy allocator", self._allocator),
             ("cupy asarray/get", self._cupy),
@@ -123,6 +127,12 @@ class CudaBench:
             lambda s: self.raw.memcpy_async(d2h_dst, b.dev2.address, n, s),
         )
 
+    def _memcpy_async_sync(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
+        """The raw form of the allocator's synchronous pinned copy: the baseline of the small-copy targets."""
+        if probe:
+            return memory == "pinned" and direction != "both"
+        return partial(self.raw.memcpy_async_sync, *self._ends(direction, memory, n)[:2], n)
+
     def _engine(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
         if probe:
             return direction != "both" or memory == "pinned"
@@ -137,9 +147,13 @@ class CudaBench:
         )
 
     def _allocator(self, direction: str, memory: str, n: int, probe: bool = False) -> Any:
+        """The public copy; registration of reused buffers on for "reused pageable" only (the harness makes each
+        case right before timing it), so "pageable" stays the unregistered path."""
         if probe:
             return direction != "both"
         b = self._buffers(n)
+        if self.alloc.registrations is not None:
+            self.alloc.registrations.enabled = memory == REUSED
         src, dst = b.host[memory]
         if direction == Direction.H2D:
             return partial(self.alloc.copy_host_to_device, b.dev, src, n)

@@ -15,9 +15,10 @@ from .clocks import Clock
 from .harness import Case, Policy, Progress, SweepResult, run_cases
 from .measurement import BOTH, ONE_WAY
 from .sizes import CI_SIZES, CUDA_SIZES
+from .targets import REUSED
 
 DIRECTIONS = (*ONE_WAY, BOTH)
-MEMORIES = ("pageable", "pinned")
+MEMORIES = ("pageable", "pinned", REUSED)  # the last: the same pageable buffers copied again (CUDA only)
 SIMULATED_SIZES = [4 << (2 * i) for i in range(13)]  # 4 B .. 64 MiB
 
 

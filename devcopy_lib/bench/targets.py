@@ -16,6 +16,7 @@ H2D, D2H = ONE_WAY
 
 MiB = 1 << 20
 ENGINE, ALLOCATOR = "devcopy engine", "devcopy allocator"
+RAW_SYNC, REUSED = "cudaMemcpyAsync + sync", "reused pageable"  # bench/methods_cuda.py's names
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,15 @@ class Target:
     goal: float
     clock: str = "wall"
     lower_is_better: bool = False  # compare times (latency) instead of bandwidth
+    base_memory: str | None = None  # the baseline's host memory when it is not `memory` (reused pageable vs pinned)
 
     def evaluate(self, result: SweepResult) -> list[dict[str, Any]]:
         """One row per size: measured value (ratio or GB/s), met or not; sizes the sweep lacks are skipped."""
         rows = []
         for n in self.sizes:
             ours = result.find(self.ours, self.direction, self.memory, n, self.clock)
-            base = result.find(self.base, self.direction, self.memory, n, self.clock) if self.base else None
+            base_memory = self.base_memory or self.memory
+            base = result.find(self.base, self.direction, base_memory, n, self.clock) if self.base else None
             if ours is None or (self.base and base is None):
                 continue
             if base is None:
@@ -168,6 +171,33 @@ def cuda_targets() -> list[Target]:
         )
         for d in ONE_WAY
     ]
+    out += [
+        Target(
+            f"public pinned {d} 4 KiB-1 MiB <= 1.1x raw cudaMemcpyAsync + sync (time)",
+            d,
+            "pinned",
+            (4096, 64 << 10, MiB),
+            ALLOCATOR,
+            RAW_SYNC,
+            1.1,
+            "wall",
+            lower_is_better=True,
+        )
+        for d in ONE_WAY
+    ]
+    out.append(
+        Target(
+            "reused pageable h2d >= 64 MiB >= 0.9x pinned (both through the allocator)",
+            H2D,
+            REUSED,
+            (64 * MiB, 256 * MiB, 1024 * MiB),
+            ALLOCATOR,
+            ALLOCATOR,
+            0.9,
+            "wall",
+            base_memory="pinned",
+        )
+    )
     return out
 
 

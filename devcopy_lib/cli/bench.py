@@ -167,11 +167,11 @@ def _write_outputs(args: argparse.Namespace, result: SweepResult, interrupted: b
 def _render(payload: dict[str, Any]) -> str:
     lines = [
         f"backend: {payload['backend']}  device: {payload['device']}",
-        f"{'method':<20} {'dir':<5} {'memory':<9} {'bytes':>9} {'clock':<6} {'median':>10} {'GB/s':>8}",
+        f"{'method':<20} {'dir':<5} {'memory':<15} {'bytes':>9} {'clock':<6} {'median':>10} {'GB/s':>8}",
     ]
     for r in payload["rows"]:
         lines.append(
-            f"{r['method']:<20} {r['direction']:<5} {r['memory']:<9} {format_bytes(r['bytes']):>9} "
+            f"{r['method']:<20} {r['direction']:<5} {r['memory']:<15} {format_bytes(r['bytes']):>9} "
             f"{r['clock']:<6} {format_seconds(r['median_s']):>10} {r['gbps']:>8.2f}"
         )
     lines += [f"{kind} written to {path}" for kind, path in payload.get("written", {}).items()]
@@ -183,7 +183,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     add_backend(parser)
     parser.add_argument("--sizes", help="e.g. 4K,1M,64M or 4K..1G (binary K/M/G; A..B: every power of two between)")
     parser.add_argument("--direction", default="all", choices=[*DIRECTIONS, "all"])
-    parser.add_argument("--memory", default="all", choices=["pageable", "pinned", "all"])
+    parser.add_argument("--memory", default="all", choices=[*MEMORIES, "all"])
     parser.add_argument("--csv", metavar="FILE", help="write every measurement with its raw samples as CSV")
     parser.add_argument("--plot", metavar="FILE", help="write a bandwidth-vs-size plot (PNG; needs matplotlib)")
     parser.add_argument("--quick", action="store_true", help="few samples per case (smoke runs)")

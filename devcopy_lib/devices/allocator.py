@@ -19,7 +19,7 @@ import contextlib
 import math
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -29,7 +29,16 @@ from .copy_engine import CopyTicket
 from .d2d_routing import EMPTY_ROUTE, route_d2d
 from .device import MAX_DEVICE_INDEX, Device, DeviceType
 from .errors import DeviceUsageError, InvalidArgumentError, InvalidArgumentTypeError, OutOfDeviceMemory
-from .host_buffers import HostBuffer, check_alignment, check_count, host_address, host_size
+from .host_buffers import (
+    MAX_COUNT,
+    HostBuffer,
+    check_alignment,
+    check_count,
+    host_address,
+    host_size,
+    quick_host_address,
+)
+from .host_registration import HostRegistrations, RegistrationStats
 from .planned_copy import PlannedCopy, Transfer, plan_copy
 from .pointers import DeviceBlock, DevicePtr
 from .stats import AllocatorStats, CopyRecord
@@ -50,6 +59,8 @@ __all__ = [
 
 MAX_ALIGNMENT = 256
 _check_count = check_count  # the name other modules imported before the split
+_get_ident = threading.get_ident
+_H2D, _D2H = Direction.H2D, Direction.D2H  # read once: an enum attribute costs a lookup on every copy
 _DONE = CopyTicket(None)  # what a synchronous copy path returns for an async call: already landed
 
 
@@ -67,6 +78,8 @@ class DeviceAllocator(abc.ABC):
     `deallocate` (or `close`) waits for the copies running on a buffer, refusing new ones from the moment it starts."""
 
     capabilities = Capabilities(real_device=False, device_clock=False, pinned_host=False)
+    registrations: HostRegistrations | None = None  # the pageable-buffer registration cache (_use_host_registrations)
+    _register_from = MAX_COUNT + 1  # copies of at least this many bytes go through `registrations`
 
     def __init__(self) -> None:
         self.stats = AllocatorStats()
@@ -90,6 +103,8 @@ class DeviceAllocator(abc.ABC):
             for block in list(self._live.values()):
                 if not (block.borrowed or block.freed):  # one another thread's deallocate is freeing: skipped
                     self._release(block)
+        if self.registrations is not None:
+            self.registrations.close()
         self._close()
 
     # ---- hooks a backend implements -------------------------------------------------------------------------
@@ -263,17 +278,84 @@ class DeviceAllocator(abc.ABC):
 
     def copy_host_to_device(self, dst: DevicePtr, src: HostBuffer, nbytes: int, index: int = CURRENT_DEVICE) -> None:
         """Copy `nbytes` from host `src` to device `dst`; `index` >= 0 must be `dst`'s device, -1 the current one."""
-        nbytes, index, address = self._start_copy("copy_host_to_device", dst, src, nbytes, index, writable=False)
-        with _Busy(self, dst.block, Direction.H2D, CopyRecord(dst, src, nbytes, index)):
-            if nbytes:
+        address = self._quick_copy_checks(dst, src, nbytes, index, False)
+        if not address:  # anything but the common case: every check in full, each with its message
+            nbytes, index, address = self._start_copy("copy_host_to_device", dst, src, nbytes, index, writable=False)
+        elif index == CURRENT_DEVICE:
+            index = self.current_index()
+        block, me = dst.block, _get_ident()
+        block.running.append(me)  # the block is busy: `_pin`'s protocol, inlined on this latency-bound path
+        try:
+            if block.freed:
+                self._refuse_freed(_H2D)
+            if nbytes >= self._register_from:  # a buffer the registration cache may take (large, pageable)
+                self._copy_registered(_H2D, dst, src, address, nbytes, index)
+            elif nbytes:
                 self._copy_in(dst, address, nbytes, index)
+        finally:
+            self._end_pin(block, me)
+        with self._lock:  # counted once it succeeded
+            self.stats.count_call(_H2D, dst, src, nbytes, index)
 
     def copy_device_to_host(self, dst: HostBuffer, src: DevicePtr, nbytes: int, index: int = CURRENT_DEVICE) -> None:
         """Copy `nbytes` from device `src` to host `dst`; `index` >= 0 must be `src`'s device, -1 the current one."""
-        nbytes, index, address = self._start_copy("copy_device_to_host", src, dst, nbytes, index, writable=True)
-        with _Busy(self, src.block, Direction.D2H, CopyRecord(dst, src, nbytes, index)):
-            if nbytes:
+        address = self._quick_copy_checks(src, dst, nbytes, index, True)
+        if not address:
+            nbytes, index, address = self._start_copy("copy_device_to_host", src, dst, nbytes, index, writable=True)
+        elif index == CURRENT_DEVICE:
+            index = self.current_index()
+        block, me = src.block, _get_ident()
+        block.running.append(me)  # the block is busy: `_pin`'s protocol, inlined on this latency-bound path
+        try:
+            if block.freed:
+                self._refuse_freed(_D2H)
+            if nbytes >= self._register_from:  # a buffer the registration cache may take (large, pageable)
+                self._copy_registered(_D2H, src, dst, address, nbytes, index)
+            elif nbytes:
                 self._copy_out(address, src, nbytes, index)
+        finally:
+            self._end_pin(block, me)
+        with self._lock:
+            self.stats.count_call(_D2H, dst, src, nbytes, index)
+
+    def _copy_registered(
+        self, direction: str, ptr: DevicePtr, host: HostBuffer, address: int, nbytes: int, index: int
+    ) -> None:
+        """A validated synchronous copy of a host buffer through the registration cache: registered in place (so
+        copied as pinned) when the same storage came back, held registered until the copy ends."""
+        cache = self.registrations
+        entry = cache.acquire(host, nbytes) if cache is not None else None
+        try:
+            if direction == _H2D:
+                self._copy_in(ptr, address, nbytes, index)
+            else:
+                self._copy_out(address, ptr, nbytes, index)
+        finally:
+            if cache is not None:
+                cache.release(entry)
+
+    def _use_host_registrations(self, cache: HostRegistrations | None) -> None:
+        """Copy reused pageable host buffers through `cache` (None: never register); the CUDA backend sets one up
+        from its EngineConfig, `stats.host_registration` shows what it did."""
+        self.registrations = cache
+        self._register_from = MAX_COUNT + 1 if cache is None else max(cache.min_bytes, 1)
+        self.stats.host_registration = RegistrationStats() if cache is None else cache.stats
+
+    def _quick_copy_checks(self, device: Any, host: Any, nbytes: Any, index: Any, writable: bool) -> int:
+        """The host address of a copy when it is the common case that passes every check of `_start_copy` - a live
+        DevicePtr of this allocator with room for `nbytes` > 0, index -1 or its device, a plain NumPy array
+        holding the bytes - found in about a microsecond with no allocation; 0 for anything else (then
+        `_start_copy` checks in full and names what is wrong)."""
+        if nbytes.__class__ is not int or device.__class__ is not DevicePtr or index.__class__ is not int:
+            return 0
+        block = device.block
+        if (
+            self._live.get(block.serial) is not block
+            or nbytes > block.nbytes - device.offset
+            or (index != CURRENT_DEVICE and index != block.index)
+        ):
+            return 0
+        return quick_host_address(host, nbytes, writable)
 
     def copy_host_to_device_async(self, dst: DevicePtr, src: HostBuffer, nbytes: int, stream: Any = None) -> CopyTicket:
         """Enqueue H2D on `stream` (None: the current one) on `dst`'s device; `src` must stay unchanged until the
@@ -321,15 +403,24 @@ class DeviceAllocator(abc.ABC):
         `_retire` sets `freed` first, then reads the markers; list appends and pops are atomic, so either the copy
         sees `freed` or `_retire` sees the copy and waits for it."""
         running = block.running
-        running.append(threading.get_ident())
+        running.append(_get_ident())
         if block.freed:
-            running.remove(threading.get_ident())
-            self._check_open(what)
-            raise DeviceUsageError(f"{what} copy: the buffer was already freed (use after free); allocate anew")
+            running.remove(_get_ident())
+            self._refuse_freed(what)
+
+    def _refuse_freed(self, what: str) -> NoReturn:
+        """The error of a copy (`what`) on a block freed since it was checked: the allocator closed, or a use after
+        free."""
+        self._check_open(what)
+        raise DeviceUsageError(f"{what} copy: the buffer was already freed (use after free); allocate anew")
 
     def _unpin(self, block: DeviceBlock) -> None:
         """The copy on `block` ended: take its marker out and wake a `_retire` waiting for the block."""
-        block.running.remove(threading.get_ident())
+        self._end_pin(block, _get_ident())
+
+    def _end_pin(self, block: DeviceBlock, marker: int) -> None:
+        """Take a copy's marker off `block` and wake a `_retire` waiting for the block."""
+        block.running.remove(marker)
         if block.freed:
             with self._lock:
                 self._idle.notify_all()

@@ -55,12 +55,34 @@ class EngineConfig:
     buffers: int = 3
     threads: int = 8
     direct_bytes: int = 16 * MiB
+    # Reused pageable buffers (devices/host_registration.py): a NumPy array or CPU tensor storage copied a second
+    # time is registered in place (cudaHostRegister) and copied as pinned from then on; at least
+    # `register_min_bytes` (below it pinning costs more than it saves), at most `register_max_count` buffers and
+    # `register_max_bytes` registered at once (least recently used evicted first).
+    register_reused: bool = True
+    register_min_bytes: int = 1 * MiB
+    register_max_bytes: int = 4096 * MiB
+    register_max_count: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("chunk_bytes", "min_chunk_bytes", "buffers", "threads", "direct_bytes"):
-            value, least = getattr(self, name), 0 if name == "direct_bytes" else 1  # 0: never the driver's path
+        least_of = {"direct_bytes": 0, "register_max_bytes": 0, "register_max_count": 0}  # 0: never that path
+        for name in (
+            "chunk_bytes",
+            "min_chunk_bytes",
+            "buffers",
+            "threads",
+            "direct_bytes",
+            "register_min_bytes",
+            "register_max_bytes",
+            "register_max_count",
+        ):
+            value, least = getattr(self, name), least_of.get(name, 1)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise InvalidArgumentError(f"EngineConfig.{name} must be an int >= {least}, got {value!r}")
+        if not isinstance(self.register_reused, bool):
+            raise InvalidArgumentError(
+                f"EngineConfig.register_reused must be True or False, got {self.register_reused!r}"
+            )
         if self.min_chunk_bytes > self.chunk_bytes:
             raise InvalidArgumentError(
                 f"EngineConfig.min_chunk_bytes ({self.min_chunk_bytes}) exceeds chunk_bytes "

@@ -6,6 +6,7 @@ which turns a failure into CudaError (a DeviceCopyError) or MemoryError with CUD
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,11 +18,13 @@ from .copy_engine import CopyEngine, CopyTicket, EngineConfig
 from .cuda_status import cuda_status
 from .errors import InvalidArgumentTypeError
 from .host_buffers import check_alignment, check_count, host_size
+from .host_registration import HostRegistrations
 from .pinned import PinnedRegistry, tracked_array
 from .planned_copy import Transfer
 from .pointers import DeviceBlock, DevicePtr
 
 MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: direction from the unified address space
+HOST_REGISTER_PORTABLE = 1  # cudaHostRegisterPortable: pinned for every device, not only the current one
 _HOST_MEMORY = 1  # cudaMemoryTypeHost in cudaPointerAttributes.type
 _QUERY_BYTES = 1 << 20  # from this size, ask CUDA whether memory pinned elsewhere (torch, CuPy) is pinned
 
@@ -44,6 +47,7 @@ class CupyTransport:
     def __init__(self) -> None:
         self._cupy = import_cupy()
         self._rt = self._cupy.cuda.runtime
+        self._current_stream = self._cupy.cuda.get_current_stream
         self.registry = PinnedRegistry()
 
     def current_stream(self) -> Any:
@@ -58,9 +62,19 @@ class CupyTransport:
             self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream.ptr)
 
     def copy_sync(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
-        with cuda_status("cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
-            self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream.ptr)
-            self._rt.streamSynchronize(stream.ptr)
+        self.copy_now(dst, src, nbytes, stream.ptr)
+
+    def copy_now(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
+        """cudaMemcpyAsync + synchronize on stream handle `stream` (None: the current stream): a copy that lands
+        before this returns. The small-copy path: no context manager, the error mapped only on failure."""
+        if stream is None:
+            stream = self._current_stream().ptr
+        try:
+            self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, stream)
+            self._rt.streamSynchronize(stream)
+        except Exception:
+            with cuda_status("cudaMemcpyAsync + synchronize of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
+                raise
 
     def record(self, stream: Any) -> Any:
         with cuda_status("record a CUDA event"):
@@ -90,6 +104,24 @@ class CupyTransport:
             return all(self._rt.pointerGetAttributes(a).type == _HOST_MEMORY for a in (address, address + nbytes - 1))
         except Exception:  # pageable memory on old drivers reports an error instead of "unregistered"
             return False
+
+
+class CupyRegistrar:
+    """cudaHostRegister / cudaHostUnregister through CuPy for the registration cache; a registered range joins the
+    transport's pinned registry while registered, so the copy engine sends it straight to the DMA engine."""
+
+    def __init__(self, transport: CupyTransport, quiesce: Callable[[], None]) -> None:
+        self._rt, self._registry, self.quiesce = transport._rt, transport.registry, quiesce
+
+    def register(self, address: int, nbytes: int) -> None:
+        with cuda_status("cudaHostRegister of {} bytes at 0x{:x}", nbytes, address):
+            self._rt.hostRegister(address, nbytes, HOST_REGISTER_PORTABLE)
+        self._registry.add(address, nbytes)
+
+    def unregister(self, address: int) -> None:
+        self._registry.remove(address)
+        with cuda_status("cudaHostUnregister at 0x{:x}", address):
+            self._rt.hostUnregister(address)
 
 
 class _CupyEvent:
@@ -147,8 +179,18 @@ class CupyCudaAllocator(DeviceAllocator):
         self._rt = self._cupy.cuda.runtime
         self.transport = CupyTransport()
         self.engine = CopyEngine(self.transport, config)
+        self._direct_bytes = self.engine.config.direct_bytes  # up to here a copy is one cudaMemcpyAsync + sync
         with cuda_status("count CUDA devices"):
             self._count: int = self._rt.getDeviceCount()
+        c = self.engine.config
+        cache = HostRegistrations(
+            CupyRegistrar(self.transport, self.synchronize),
+            min_bytes=c.register_min_bytes,
+            max_bytes=c.register_max_bytes,
+            max_count=c.register_max_count,
+            enabled=c.register_reused,
+        )
+        self._use_host_registrations(cache)
 
     def device_count(self) -> int:
         """The CUDA devices CuPy sees (counted once, when the allocator was made)."""
@@ -188,12 +230,16 @@ class CupyCudaAllocator(DeviceAllocator):
 
     def _copy_in(self, dst: DevicePtr, src_address: int, nbytes: int, index: int) -> None:
         if self._count == 1:  # nothing to switch: skip the device calls (small copies are latency-bound)
+            if nbytes <= self._direct_bytes:  # the engine's direct path, without its frames
+                return self.transport.copy_now(dst.address, src_address, nbytes)
             return self.engine.h2d(dst.address, src_address, nbytes)
         with _OnDevice(self._rt, index):
             self.engine.h2d(dst.address, src_address, nbytes)
 
     def _copy_out(self, dst_address: int, src: DevicePtr, nbytes: int, index: int) -> None:
         if self._count == 1:
+            if nbytes <= self._direct_bytes:
+                return self.transport.copy_now(dst_address, src.address, nbytes)
             return self.engine.d2h(dst_address, src.address, nbytes)
         with _OnDevice(self._rt, index):
             self.engine.d2h(dst_address, src.address, nbytes)

@@ -31,6 +31,12 @@ class RawCuda:
         """cudaMemcpyAsync on `stream` (None: the legacy stream)."""
         self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, 0 if stream is None else stream.ptr)
 
+    def memcpy_async_sync(self, dst: int, src: int, nbytes: int) -> None:
+        """cudaMemcpyAsync on the legacy stream, then cudaStreamSynchronize on it: the bare cost of a copy that has
+        landed when the call returns, what `DeviceAllocator`'s synchronous copies do."""
+        self._rt.memcpyAsync(dst, src, nbytes, MEMCPY_DEFAULT, 0)
+        self._rt.streamSynchronize(0)
+
     def device_synchronize(self) -> None:
         """cudaDeviceSynchronize on the current device."""
         self._rt.deviceSynchronize()

@@ -7,6 +7,7 @@ there (docs/reliability.md, "Allocators").
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from typing import Any
 
@@ -17,6 +18,46 @@ from .errors import InvalidArgumentError, InvalidArgumentTypeError
 HostBuffer = memoryview | bytearray | np.ndarray | Any
 MAX_COUNT = (1 << 63) - 1  # a byte count must fit CUDA's size_t and ctypes' ssize_t
 _KINDS = "a NumPy array, a bytearray (any C-contiguous buffer-protocol object) or a CPU torch tensor"
+_read_pointer = ctypes.c_void_p.from_address
+
+
+def _data_offset() -> int:
+    """Where an ndarray's data pointer sits in its C struct (right after the object header, NumPy's stable ABI:
+    `PyArrayObject_fields.data`), checked against `ndarray.ctypes` here; 0 where it does not hold (then
+    `array_address` asks NumPy)."""
+    offset = object.__basicsize__
+    probes = [np.empty(n, np.uint8) for n in (1, 4096, 1 << 20)]
+    probes.append(probes[-1][7:])
+    ok = all(_read_pointer(id(p) + offset).value == p.ctypes.data for p in probes)
+    return offset if ok else 0
+
+
+_DATA_OFFSET = _data_offset()
+
+
+def array_address(buf: np.ndarray) -> int:
+    """The data address of an ndarray: the struct field read directly (about 80 ns; NumPy's `__array_interface__`
+    builds a dict each call, about 0.9 us, a tenth of a 4 KiB pinned copy)."""
+    if _DATA_OFFSET:
+        address = _read_pointer(id(buf) + _DATA_OFFSET).value
+        if address:
+            return address
+    return int(buf.__array_interface__["data"][0])
+
+
+def quick_host_address(buf: Any, nbytes: int, writable: bool) -> int:
+    """`host_address` for the common case only - a plain C-contiguous NumPy array of data holding `nbytes` > 0
+    (writable when `writable`) - else 0, and the caller takes `host_address` for the message."""
+    if (
+        buf.__class__ is np.ndarray
+        and 0 < nbytes <= buf.nbytes
+        and buf.flags.c_contiguous
+        and (buf.flags.writeable or not writable)
+        and not buf.dtype.hasobject
+    ):
+        address: int | None = _read_pointer(id(buf) + _DATA_OFFSET).value if _DATA_OFFSET else 0
+        return address or array_address(buf)  # `array_address` inlined: this is the small-copy path
+    return 0
 
 
 def check_count(name: str, value: int) -> int:
@@ -67,15 +108,9 @@ def _buffer_bytes(buf: Any) -> int:
 def host_address(buf: HostBuffer, nbytes: int, *, writable: bool, what: str) -> int:
     """The address of host buffer `buf` once it is known to hold `nbytes` contiguous bytes (writable ones for a
     destination); an InvalidArgumentError naming the problem otherwise."""
-    if (
-        type(buf) is np.ndarray
-        and buf.flags.c_contiguous
-        and nbytes <= buf.nbytes
-        and buf.nbytes
-        and (buf.flags.writeable or not writable)
-        and not buf.dtype.hasobject
-    ):
-        return int(buf.__array_interface__["data"][0])  # fast path (small copies): the checks below all pass
+    address = quick_host_address(buf, nbytes, writable)
+    if address:
+        return address  # fast path (small copies): the checks below all pass
     if buf is None or (isinstance(buf, int) and not isinstance(buf, bool) and buf == 0):
         raise InvalidArgumentError(f"{what}: null host pointer; pass {_KINDS}")
     torch = sys.modules.get("torch")  # a tensor exists only once torch was imported: no import here

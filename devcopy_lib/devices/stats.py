@@ -7,6 +7,9 @@ from typing import Any
 
 from ..names import Direction
 from .d2d_routing import HOST_ROUTE, PEER_ROUTE
+from .host_registration import RegistrationStats
+
+_H2D = Direction.H2D  # read once: an enum attribute costs a lookup on every copy
 
 
 @dataclass
@@ -37,18 +40,32 @@ class AllocatorStats:
     d2d_bytes: int = 0  # bytes moved directly device to device (peer path, no host hop)
     d2d_host_hops: int = 0  # d2d calls that went through host memory (each also counts one D2H and one H2D)
     last_d2d: CopyRecord = field(default_factory=CopyRecord)
+    host_registration: RegistrationStats = field(default_factory=RegistrationStats)  # reused pageable buffers
 
     def count_copy(self, direction: str, record: CopyRecord) -> None:
         """Count one finished "h2d" or "d2h" copy and keep it as the last one (the caller holds the allocator's
         lock)."""
-        if direction == Direction.H2D:
-            self.h2d_count += 1
-            self.h2d_bytes += record.size
+        if direction == _H2D:
             self.last_h2d = record
         else:
-            self.d2h_count += 1
-            self.d2h_bytes += record.size
             self.last_d2h = record
+        self.count_call(direction, record.dst, record.src, record.size, record.index)
+
+    def count_call(self, direction: str, dst: Any, src: Any, nbytes: int, index: int) -> None:
+        """`count_copy` of a copy given by its parts, keeping the last record when this call repeats it (the same
+        buffers, size and device): a copy repeated in a loop allocates no record (the caller holds the lock)."""
+        if direction == _H2D:
+            self.h2d_count += 1
+            self.h2d_bytes += nbytes
+            last = self.last_h2d
+            if not (last.dst is dst and last.src is src and last.size == nbytes and last.index == index):
+                self.last_h2d = CopyRecord(dst, src, nbytes, index)
+        else:
+            self.d2h_count += 1
+            self.d2h_bytes += nbytes
+            last = self.last_d2h
+            if not (last.dst is dst and last.src is src and last.size == nbytes and last.index == index):
+                self.last_d2h = CopyRecord(dst, src, nbytes, index)
 
     def count_d2d(self, how: str, record: CopyRecord) -> None:
         """Count one finished device-to-device copy that went `how` (a route of d2d_routing; the caller holds the

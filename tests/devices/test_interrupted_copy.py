@@ -19,16 +19,20 @@ def _returns_within(fn, seconds: float = 10.0) -> bool:
     return done.wait(seconds)
 
 
-def test_an_interrupt_while_counting_a_copy_still_unmarks_the_buffer(monkeypatch):
+@pytest.mark.parametrize("copy", ["copy_host_to_device", "copy_host_to_device_async"])
+def test_an_interrupt_while_counting_a_copy_still_unmarks_the_buffer(monkeypatch, copy):
     alloc = SimulatedCudaAllocator()
     ptr = alloc.allocate(64)
 
     def interrupted(*args):
         raise KeyboardInterrupt
 
+    # the synchronous copies count through the statistics directly (their small-copy path), the others through
+    # `_count_success`
+    monkeypatch.setattr(alloc.stats, "count_call", interrupted)
     monkeypatch.setattr(alloc, "_count_success", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        alloc.copy_host_to_device(ptr, np.zeros(64, np.uint8), 64)
+        getattr(alloc, copy)(ptr, np.zeros(64, np.uint8), 64)
     assert ptr.block.running == []
     assert _returns_within(alloc.close)
 
