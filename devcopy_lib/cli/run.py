@@ -144,8 +144,6 @@ def _profile(method: Method, inputs: tuple[torch.Tensor, ...], repeat: int, back
 
 
 def _render(result: dict[str, Any]) -> str:
-    from ..runtime.capture import describe as describe_capture
-
     copies, arenas = result["copies_executed"], result["arena_bytes"]
     profile = []
     if "profile" in result:
@@ -166,7 +164,7 @@ def _render(result: dict[str, Any]) -> str:
             f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
             f"by the caller: {result['caller_copies']}",
             "  arenas: " + ", ".join(f"{device} {format_bytes(nbytes)}" for device, nbytes in arenas.items()),
-            f"  {describe_capture(result['capture'])}",
+            f"  {result['capture']['line']}",
             *([f"  {result[pte.RUNTIME_FIELD]['summary']}"] if pte.RUNTIME_FIELD in result else []),  # a .pte's
             *profile,
             *exports.export_lines(result),

@@ -37,6 +37,7 @@ AUTO: Literal["auto"] = "auto"
 OFF_REASON = "capture is off (capture=False)"
 DYNAMIC_REASON = "dynamic shapes (sizes known only at the call)"
 HOST_OP_REASON = "runs on the host (a CPU op)"
+PENDING_REASON = "recorded after the first call"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,17 +203,18 @@ class Capture:
         if position in self._failed:
             return self._failed[position]
         step = self._steps[position]
-        return step.no_capture or "recorded after the first call"
+        return step.no_capture or PENDING_REASON
 
     def summary(self) -> dict[str, Any]:
-        """The capture report: the option, the graphs, and each uncaptured step with its reason."""
+        """The capture report: the option, the graphs, each uncaptured step with its reason, and all that in a
+        `line` for a report."""
         captured = sum(stop - start for start, stop in self._recorded)
         fallbacks = [
             {"index": step.index, "op": step.op, "reason": self.reason(position)}
             for position, step in enumerate(self._steps)
             if not any(start <= position < stop for start, stop in self._recorded)
         ]
-        return {
+        summary = {
             "option": self.option,
             "on": bool(self._recorded),
             "pending": self.pending,
@@ -221,6 +223,7 @@ class Capture:
             "steps": len(self._steps),
             "fallbacks": fallbacks,
         }
+        return {**summary, "line": _line(summary)}
 
     def record(self, plan: Plan) -> None:
         """Record every group (a group that fails is tried step by step; what still fails keeps its reason) and
@@ -249,14 +252,15 @@ class Capture:
         return [g for position in range(start, stop) for g in self._record_group(position, position + 1, pool)]
 
 
-def describe(summary: dict[str, Any]) -> str:
-    """One line for a report: whether the device work replays as graphs, and why not where it does not."""
+def _line(summary: dict[str, Any]) -> str:
+    """A summary in one line: the graphs replaying the device work, and why the other steps run uncaptured."""
     if summary["option"] is False:
-        return OFF_REASON
-    head = (
-        f"capture: {summary['graphs']} graph(s) covering {summary['captured_steps']} of {summary['steps']} steps"
-        if summary["on"]
-        else "capture: none"
-    )
-    reasons = sorted({f["reason"] for f in summary["fallbacks"]})
+        return f"graph replay: off ({OFF_REASON})"
+    if summary["pending"]:
+        head = f"graph replay: {summary['steps'] - len(summary['fallbacks'])} step(s) recorded after the first call"
+    else:
+        head = (
+            f"graph replay: {summary['graphs']} graph(s) covering {summary['captured_steps']}/{summary['steps']} steps"
+        )
+    reasons = sorted({f["reason"] for f in summary["fallbacks"] if f["reason"] != PENDING_REASON})
     return head + (f"; uncaptured: {'; '.join(reasons)}" if reasons else "")
