@@ -255,9 +255,10 @@ class Capture:
 def _line(summary: dict[str, Any]) -> str:
     """A summary in one line: the graphs replaying the device work, and why the other steps run uncaptured."""
     if summary["option"] is False:
-        return f"graph replay: off ({OFF_REASON})"
+        return "graph replay: off (capture=False)"
     if summary["pending"]:
-        head = f"graph replay: {summary['steps'] - len(summary['fallbacks'])} step(s) recorded after the first call"
+        waiting = sum(f["reason"] == PENDING_REASON for f in summary["fallbacks"])
+        head = f"graph replay: {waiting} step(s) to record after the first call"
     else:
         head = (
             f"graph replay: {summary['graphs']} graph(s) covering {summary['captured_steps']}/{summary['steps']} steps"

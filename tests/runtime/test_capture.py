@@ -145,9 +145,12 @@ def test_every_sample_model_replays_equal_to_its_uncaptured_run(replays_equal_un
 def test_a_cpu_op_between_splits_the_graphs_and_is_named():
     _, inputs, program = _program("cpu_between")
     with scoped_allocators(_cupy()), load_method(program) as method:
+        before = method.capture["line"]
         method(*inputs)
         summary = method.capture
         rows = method.profile(*inputs, repeat=2)
+    assert before == "graph replay: 8 step(s) to record after the first call; uncaptured: runs on the host (a CPU op)"
+    assert summary["line"] == "graph replay: 2 graph(s) covering 8/9 steps; uncaptured: runs on the host (a CPU op)"
     assert (summary["graphs"], summary["captured_steps"], summary["steps"]) == (2, 8, 9)
     assert [f["reason"] for f in summary["fallbacks"]] == ["runs on the host (a CPU op)"]
     assert [row["capture"] for row in rows][3:6] == [
