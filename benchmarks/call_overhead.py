@@ -99,7 +99,9 @@ def _fastest_per_call(
 
 
 def measure_models(allocator: DeviceAllocator, rounds: int, names: list[str]) -> list[dict]:
-    cuda = allocator.capabilities.real_device
+    """Each model's Method call (graph replay where the backend has graphs, and the same program uncaptured)
+    against eager PyTorch, in interleaved rounds."""
+    cuda, graphs = allocator.capabilities.real_device, allocator.capabilities.graphs
     clock = WallClock(allocator.synchronize)
     rows, cases = [], model_cases()
     for name in names:
@@ -122,13 +124,21 @@ def measure_models(allocator: DeviceAllocator, rounds: int, names: list[str]) ->
                 print(f"{name}: the placed-eager reference failed: {type(exc).__name__}: {exc}"[:300], flush=True)
             for mode in ("portable", "aten"):
                 libs = None if mode == "portable" else aten_lib(custom_ops=[ET_COPY_OPS_YAML])
-                with torch.no_grad(), load_method(program, mode, libs) as method:
+                with (
+                    torch.no_grad(),
+                    load_method(program, mode, libs) as method,
+                    load_method(program, mode, libs, capture=False) as plain,
+                ):
+                    method(*inputs)  # the first call is the warm-up after which the graphs are recorded
                     once = timed(partial(method, *inputs))[1]
                     calls = max(1, min(100, int(2e-3 / max(once, 1e-7))))
                     fns = {"devcopy": partial(method, *inputs)}
+                    if graphs:  # the same program uncaptured, timed in the same rounds
+                        fns["devcopy uncaptured"] = partial(plain, *inputs)
                     fns.update({label: partial(fn, *inputs) for label, fn in reference.items()})
                     times = _fastest_per_call(fns, rounds, calls, clock)
                     profile = method.profile(*inputs, repeat=max(3, rounds), cost_model=default_model())
+                    capture = _capture_fields(method.capture)
                 n = len(program.instructions)
                 rows.append(
                     {
@@ -139,13 +149,22 @@ def measure_models(allocator: DeviceAllocator, rounds: int, names: list[str]) ->
                         "call_s": times["devcopy"],
                         "eager_module_s": times["eager module"],
                         "eager_placed_s": times.get("eager placed"),
+                        "call_uncaptured_s": times.get("devcopy uncaptured"),
+                        "capture": capture,
                         "per_instruction_s": times["devcopy"] / n,
                         "by_kind_s": _by_kind(profile),
                         "copies": [r for r in profile if r["kind"] == "copy"],
                     }
                 )
                 print(
-                    f"{name:20s} {strategy:10s} {mode:8s} {n:3d} ins  call {times['devcopy'] * 1e6:9.1f} us  "
+                    f"{name:20s} {strategy:10s} {mode:8s} {n:3d} ins  {capture['graphs']} graph(s)  "
+                    + (
+                        f"uncaptured {times['devcopy uncaptured'] * 1e6:9.1f} us "
+                        f"({times['devcopy uncaptured'] / times['eager module']:.2f}x)  "
+                        if graphs
+                        else ""
+                    )
+                    + f"call {times['devcopy'] * 1e6:9.1f} us  "
                     f"eager {times['eager module'] * 1e6:9.1f} us ({times['devcopy'] / times['eager module']:.2f}x)"
                     + (
                         f"  placed eager {times['eager placed'] * 1e6:9.1f} us "
@@ -156,6 +175,16 @@ def measure_models(allocator: DeviceAllocator, rounds: int, names: list[str]) ->
                     flush=True,
                 )
     return rows
+
+
+def _capture_fields(summary: dict) -> dict:
+    """What a row keeps of `Method.capture`: the graphs, the steps they cover, and why the others run uncaptured."""
+    return {
+        "graphs": summary["graphs"],
+        "captured_steps": summary["captured_steps"],
+        "steps": summary["steps"],
+        "uncaptured": sorted({f["reason"] for f in summary["fallbacks"]}),
+    }
 
 
 def _by_kind(profile: list[dict]) -> dict:
@@ -258,26 +287,35 @@ def render_section(runs: list[dict], model) -> list[str]:
             f"Measured on {meta['machine']}, {meta['date']} (load average {meta.get('load_average')}, "
             f"{meta.get('threads')} torch thread(s)); command `{meta['command']}`. Times are the fastest of "
             "interleaved rounds (devcopy and its eager references alternate, so a loaded machine slows all "
-            "alike). *eager module*: the PyTorch module itself"
+            "alike). *call*: a `Method` call as loaded by default (graph replay of the device work where the "
+            "backend has CUDA graphs, runtime/capture.py); *uncaptured*: the same program loaded with "
+            "`capture=False`, timed in the same rounds. *eager module*: the PyTorch module itself"
             + (" on CUDA (inputs `.cuda()`, outputs `.cpu()`)" if not data["simulated"] else " on CPU")
             + "; *eager placed*: the same placement run by torch eager (CPU ops on CPU tensors, delegates on "
             "device tensors, copies as `copy_`).",
             "",
-            "| model | strategy | mode | instructions | call µs | µs / instruction | eager module µs | x | "
-            "eager placed µs | x |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| model | strategy | mode | instructions | graphs (steps) | call µs | µs / instruction | "
+            "eager module µs | x | uncaptured µs | x | eager placed µs | x |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for r in data["models"]:
+            capture = r.get("capture")
+            uncaptured = r.get("call_uncaptured_s")
             lines.append(
                 f"| {r['model']} | {r['strategy']} | {r['mode']} | {r['instructions']} | "
-                f"{r['call_s'] * 1e6:.1f} | {r['per_instruction_s'] * 1e6:.1f} | "
+                + (f"{capture['graphs']} ({capture['captured_steps']}/{capture['steps']}) | " if capture else " | ")
+                + f"{r['call_s'] * 1e6:.1f} | {r['per_instruction_s'] * 1e6:.1f} | "
                 f"{r['eager_module_s'] * 1e6:.1f} | {r['call_s'] / r['eager_module_s']:.2f} | "
+                + (f"{uncaptured * 1e6:.1f} | {uncaptured / r['eager_module_s']:.2f} | " if uncaptured else " |  | ")
                 + (
                     f"{r['eager_placed_s'] * 1e6:.1f} | {r['call_s'] / r['eager_placed_s']:.2f} |"
                     if r["eager_placed_s"]
                     else "failed |  |"
                 )
             )
+        reasons = sorted({why for r in data["models"] for why in (r.get("capture") or {}).get("uncaptured", [])})
+        if reasons:
+            lines += ["", "Steps run uncaptured, and why: " + "; ".join(reasons) + "."]
         kinds = {}
         for r in data["models"]:
             for kind, v in r["by_kind_s"].items():

@@ -14,16 +14,22 @@ from .devices.errors import InvalidArgumentTypeError
 from .names import Mode
 from .passes.emit import emit
 from .passes.lower import LoweredProgram
+from .runtime.capture import AUTO, CaptureOption
 from .runtime.method import Method, load_program
 from .runtime.program import Program
 
 
 def load_method(
-    placed: Any, mode: str = Mode.PORTABLE, libs: Sequence[Any] | None = None, backend: str | None = None
+    placed: Any,
+    mode: str = Mode.PORTABLE,
+    libs: Sequence[Any] | None = None,
+    backend: str | None = None,
+    capture: CaptureOption = AUTO,
 ) -> Method:
     """Emit `placed` (a PlacedProgram; an emitted Program passes through) and load it in `mode` with `libs` linked.
 
-    See `runtime.method.load_program` for `backend` and the errors raised; a wrong `placed`, `mode` or `libs` is
+    See `runtime.method.load_program` for `backend`, `capture` (graph replay of the device work) and the errors
+    raised; a wrong `placed`, `mode` or `libs` is
     an InvalidArgumentError (kind `usage`) naming the value and what to pass."""
     if not isinstance(placed, (Program, LoweredProgram, fx.GraphModule)):
         raise InvalidArgumentTypeError(
@@ -31,4 +37,4 @@ def load_method(
             f"{type(placed).__name__}; pass place_devices(export_and_lower(model, inputs))"
         )
     program = placed if isinstance(placed, Program) else emit(placed)
-    return load_program(program, mode, libs, backend)
+    return load_program(program, mode, libs, backend, capture)

@@ -7,9 +7,13 @@ import importlib.util
 import threading
 
 import pytest
+import torch
 
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.devices.backend import cuda_available
+from devcopy_lib.devices.device import DeviceType
+from devcopy_lib.devices.registry import get_device_allocator
+from devcopy_lib.load import load_method
 
 HAS_CUDA = cuda_available()
 HAS_EXECUTORCH = importlib.util.find_spec("executorch") is not None
@@ -73,3 +77,49 @@ def run_concurrently():
             raise errors[0]
 
     return run
+
+
+def _random_like(inputs: tuple[torch.Tensor, ...], seed: int) -> tuple[torch.Tensor, ...]:
+    """New inputs of the same sizes: random floats; integer ones (token ids) shuffled, so they stay valid."""
+    generator = torch.Generator().manual_seed(seed)
+    return tuple(
+        torch.randn(x.shape, generator=generator).to(x.dtype)
+        if x.is_floating_point()
+        else x.reshape(-1)[torch.randperm(x.numel(), generator=generator)].view(x.shape)
+        for x in inputs
+    )
+
+
+def _calls(method, input_sets) -> tuple[list, tuple[int, int]]:  # noqa: ANN001
+    """The method's outputs for each input set, and the (H2D, D2H) copies the CUDA allocator counted meanwhile."""
+    stats = get_device_allocator(DeviceType.CUDA).stats
+    before = (stats.h2d_count, stats.d2h_count)
+    outputs = [method(*xs) for xs in input_sets]
+    return outputs, (stats.h2d_count - before[0], stats.d2h_count - before[1])
+
+
+def _replays_equal_uncaptured(placed, inputs, mode: str = "portable", libs=None) -> dict:  # noqa: ANN001
+    """Load `placed` captured and uncaptured on the registered CUDA allocator, call both on three input sets and
+    assert equal outputs (the same kernels: exactly equal) and equal counters (the method's and the allocator's);
+    returns the captured method's summary."""
+    input_sets = [_random_like(inputs, seed) for seed in range(3)]
+    with load_method(placed, mode, libs, capture=False) as plain, load_method(placed, mode, libs) as captured:
+        assert captured.capture["pending"]
+        expected, plain_moves = _calls(plain, input_sets)
+        got, captured_moves = _calls(captured, input_sets)
+        for call, (outputs, reference) in enumerate(zip(got, expected, strict=True)):
+            for a, b in zip(outputs, reference, strict=True):
+                assert torch.equal(a, b), f"call {call}: a captured output differs from the uncaptured one"
+        assert captured.copies_executed == plain.copies_executed
+        assert captured.caller_copies == plain.caller_copies
+        assert captured_moves == plain_moves  # the replayed copies are counted by the allocator too
+        summary = captured.capture
+    assert not summary["pending"]
+    return summary
+
+
+@pytest.fixture
+def replays_equal_uncaptured():
+    """`check(placed, inputs, mode="portable", libs=None) -> summary`: graph replay equals the uncaptured run
+    (runtime/capture.py) on the registered CUDA allocator, outputs and counters alike."""
+    return _replays_equal_uncaptured

@@ -82,8 +82,9 @@ def test_the_default_ops_keep_a_cnn_on_the_device_end_to_end():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(models.REAL_MODELS))
-def test_every_real_model_runs_equal_to_eager_on_cuda_with_cupy(monkeypatch, name):
-    """Full sizes on the GPU; TF32 off, so the device computes in float32 like eager on the CPU."""
+def test_every_real_model_runs_equal_to_eager_on_cuda_with_cupy(monkeypatch, replays_equal_uncaptured, name):
+    """Full sizes on the GPU; TF32 off, so the device computes in float32 like eager on the CPU; graph replay
+    (capture) gives the uncaptured run's outputs exactly."""
     from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
 
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
@@ -97,4 +98,6 @@ def test_every_real_model_runs_equal_to_eager_on_cuda_with_cupy(monkeypatch, nam
     exported = export_program(module, inputs)
     with scoped_allocators(CupyCudaAllocator()):
         for ops in models.DELEGATE_SETS.values():
-            _runs_equal_to_eager(place_devices(lower(exported, ops)), inputs, expected)
+            placed = place_devices(lower(exported, ops))
+            _runs_equal_to_eager(placed, inputs, expected)
+            assert replays_equal_uncaptured(placed, inputs)["on"]

@@ -410,8 +410,11 @@ class PlacementExplorer(w.VBox):
             program, inputs = self.placed, s.module_and_inputs()[1]
         with make_allocator() as allocator, scoped_allocators(allocator), load_method(program) as method:
             trace = profile_trace(method, *inputs, repeat=calls, cost_model=s.cost_model)
+            capture = method.capture["line"]
         written = write_trace(trace, path)
-        self.export_note.value = html.note(f"trace of {calls} profiled calls written to {written}", "devcopy-export")
+        self.export_note.value = html.note(
+            f"trace of {calls} profiled calls written to {written}; {capture}", "devcopy-export"
+        )
         return written
 
     def _show_executorch(self) -> None:

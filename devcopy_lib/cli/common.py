@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ..names import BACKEND_CHOICES, ERROR_KINDS, DeviceRule, ErrorKind
 
 if TYPE_CHECKING:
+    from ..runtime.capture import CaptureOption
     from ..runtime.registry import KernelLib
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -390,9 +391,27 @@ def failure(exc: BaseException) -> Outcome:
 
 
 def method_fields(method: Any) -> dict[str, Any]:
-    """What `devcopy run` reports of a loaded Method after a call: copies executed, the caller's copies, arenas."""
+    """What `devcopy run` reports of a loaded Method after a call: copies executed, the caller's copies, arenas,
+    and graph replay (`Method.capture`: the graphs, and why each other step runs uncaptured)."""
     return {
         "copies_executed": dict(method.copies_executed),
         "caller_copies": method.caller_copies,
         "arena_bytes": method.arena_sizes,
+        "capture": method.capture,
     }
+
+
+def capture_option(args: argparse.Namespace) -> CaptureOption:
+    """`--capture` / `--no-capture` as load_method's `capture`: True, False, or 'auto' when neither was given."""
+    value: bool | None = getattr(args, "capture", None)
+    return "auto" if value is None else value
+
+
+def add_capture(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--capture",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="graph replay of the device work (CUDA graphs): --capture requires it (an error naming why where no "
+        "step can be recorded), --no-capture turns it off; default: on where it is safe",
+    )

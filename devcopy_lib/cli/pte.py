@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy, format_bytes
-from .common import Outcome, UsageError, check_output_path, linked_libs, method_fields
+from .common import Outcome, UsageError, capture_option, check_output_path, linked_libs, method_fields
 
 if TYPE_CHECKING:
     import torch
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile:
     with (
         make_allocator(backend) as allocator,
         scoped_allocators(allocator),
-        load_method(pte_program(program), args.mode, libs) as method,
+        load_method(pte_program(program), args.mode, libs, capture=capture_option(args)) as method,
     ):
         outputs = method(*inputs)
         result = method_fields(method)

@@ -24,8 +24,10 @@ from .common import (
     Parser,
     UsageError,
     add_backend,
+    add_capture,
     add_json,
     backend_name,
+    capture_option,
     count_type,
     linked_libs,
     method_fields,
@@ -106,7 +108,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     with (
         make_allocator(backend) as allocator,
         scoped_allocators(allocator),
-        load_method(_on_existing_devices(placed, allocator), args.mode, libs) as method,
+        load_method(_on_existing_devices(placed, allocator), args.mode, libs, capture=capture_option(args)) as method,
     ):
         outputs = method(*inputs)
         result = method_fields(method)
@@ -162,6 +164,7 @@ def _render(result: dict[str, Any]) -> str:
             f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
             f"by the caller: {result['caller_copies']}",
             "  arenas: " + ", ".join(f"{device} {format_bytes(nbytes)}" for device, nbytes in arenas.items()),
+            f"  {result['capture']['line']}",
             *([f"  {result[pte.RUNTIME_FIELD]['summary']}"] if pte.RUNTIME_FIELD in result else []),  # a .pte's
             *profile,
             *exports.export_lines(result),
@@ -203,6 +206,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
         "and (copies) cost-model predicted seconds",
     )
     exports.add_run_exports(parser)
+    add_capture(parser)
     add_backend(parser)
     add_json(parser)
     parser.set_defaults(handler=run)

@@ -14,6 +14,7 @@ class Capabilities:
     device_clock: bool  # `event_timer()` measures on the device's own clock (CUDA events)
     pinned_host: bool  # `allocate_host` returns page-locked memory, so copies with it skip staging
     peer_copy: bool = False  # `_copy_peer` copies device to device directly (where `_peer_access` allows the pair)
+    graphs: bool = False  # device work can be recorded as a CUDA graph (torch's CUDAGraph; copies: devices/graph_copy)
 
 
 class DeviceTimer(abc.ABC):

@@ -167,7 +167,7 @@ class CupyCudaAllocator(DeviceAllocator):
     """Real CUDA memory through CuPy. Copies go through `self.engine` (pinned: direct DMA; pageable: staged)."""
 
     backend = Backend.CUPY
-    capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True, peer_copy=True)
+    capabilities = Capabilities(real_device=True, device_clock=True, pinned_host=True, peer_copy=True, graphs=True)
 
     def __init__(self, config: EngineConfig | None = None) -> None:
         if config is not None and not isinstance(config, EngineConfig):

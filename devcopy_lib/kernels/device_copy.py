@@ -349,6 +349,12 @@ def _prepare_aten(args: list[Any], dynamic: Collection[int], direction: Directio
     return _aten_run(transfer, self, out, _OPS[direction], _WORDS[direction], not dynamic)
 
 
+def is_device_copy_kernel(fn: object) -> bool:
+    """Whether `fn` is one of this module's et_copy kernels (portable or ATen mode), whose planned run is one copy
+    between fixed buffers; a kernel registered by the user may do anything at a call."""
+    return isinstance(fn, PreparedKernel) and getattr(fn.prepare, "__module__", None) == __name__
+
+
 @functools.cache
 def aten_boxed_kernel(op: str, rule: str = DeviceRule.SEED) -> PreparedKernel:
     """The ATen-mode boxed kernel `(ctx, [self, out]) -> out` for `_h2d_copy.out` / `_d2h_copy.out` /

@@ -71,9 +71,12 @@ def _input_getter(value: Slot | SymBox, tensors: Any) -> Callable[[], Any]:
     return lambda: value.value
 
 
-def prepare_delegate(what: str, delegate: Any, inputs: list[Slot | SymBox], outputs: list[Slot], tensors: Any) -> Run:
+def prepare_delegate(
+    what: str, delegate: Any, inputs: list[Slot | SymBox], outputs: list[Slot], tensors: Any
+) -> tuple[Run, Run | None]:
     """The run of one delegate call: its GraphModule on views of its inputs (a symbolic size as its value at the
-    call), each result into its planned output."""
+    call), each result into its planned output; and, when every shape is static, its device work alone (the same
+    computation without the wait for the device, which a CUDA graph records: runtime/capture.py)."""
     check_delegate_devices(what, delegate, inputs, outputs)
     forward = direct_module(delegate.module).forward
     getters = [_input_getter(value, tensors) for value in inputs]
@@ -89,6 +92,12 @@ def prepare_delegate(what: str, delegate: Any, inputs: list[Slot | SymBox], outp
         (slot, view, view() if static else None) for slot, view in writes
     ]
 
+    def compute_static() -> None:
+        assert fixed is not None  # offered only then
+        for (_, _, target), result in zip(targets, forward(*fixed), strict=True):  # runs while recording only
+            assert target is not None  # static outputs
+            target.copy_(result)
+
     def run() -> None:
         results = forward(*(fixed if fixed is not None else [get() for get in getters]))
         # one result per output (the GraphModule's signature); zip's strict keyword would cost ~0.1 us per call
@@ -102,4 +111,4 @@ def prepare_delegate(what: str, delegate: Any, inputs: list[Slot | SymBox], outp
         if synchronize is not None:  # the next copy may run on the copy engine's own stream
             synchronize()
 
-    return run
+    return run, compute_static if fixed is not None and static else None

@@ -25,6 +25,7 @@ from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels.prim_ops import SymBox, SymList
 from ..names import COPY_OP, Direction, Mode
 from ..tensors.error import Error
+from .capture import AUTO, Capture, CaptureOption, check_option
 from .constants import ConstantSnapshot, check_still_shared, shared_copies
 from .failures import ExecutionError, LoadError
 from .libs import libs_of_mode
@@ -57,7 +58,7 @@ class Method:
     Its constants are a snapshot of the model at load: a call after the model's parameters or buffers changed raises
     ConstantsChangedError until `reload_constants()` (docs/reliability.md)."""
 
-    def __init__(self, program: Program, mode: str, kernels: Sequence[Any]) -> None:
+    def __init__(self, program: Program, mode: str, kernels: Sequence[Any], capture: CaptureOption = AUTO) -> None:
         self.program = program
         self.mode = mode
         self.kernels = list(kernels)
@@ -85,6 +86,7 @@ class Method:
             self._plan, self._at_load = build_plan(
                 program, self.kernels, self._slots, self._objects, self._tensors, self._memory, directions
             )
+            self._capture = Capture(self._plan.steps, check_option(capture))
             self._snapshot.commit(taken)
         except BaseException:
             self._release()
@@ -183,10 +185,13 @@ class Method:
             self._ready()
             self._snapshot.check()
             try:
-                return self._plan.run(inputs, on_step)
+                outputs = self._plan.run(inputs, on_step)
+                if self._capture.pending:  # the first call was the warm-up the graphs need
+                    self._capture.record(self._plan)
             except BaseException as exc:
                 self._note_interrupt(exc)
                 raise
+            return outputs
 
     def _ready(self) -> None:
         """Refuse a closed method; settle an interrupted call's device work first."""
@@ -211,11 +216,22 @@ class Method:
         """Run `repeat` times, timing each instruction: `[{"index", "kind", "op", "bytes", "measured_s",
         "predicted_s", "wall_s", "device_s"}]` (medians). `measured_s` is the device clock (CUDA events) for device
         work where the backend has one, else wall; `predicted_s` is `cost_model.predict(direction, bytes, memory)`
-        for copies (None for other steps or without a model). Profiled calls are real calls. See runtime/profile.py."""
+        for copies (None for other steps or without a model); `capture` says which graph replays the step on a plain
+        call, or why none does. Profiled calls are real calls that run every step uncaptured, one at a time, so a
+        captured step's time is its uncaptured cost. See runtime/profile.py."""
         profiler = StepProfiler(self.steps, repeat, cost_model)
         for _ in range(repeat):
             self(*inputs, on_step=profiler.on_step)
-        return profiler.rows()
+        rows = profiler.rows()
+        for position, row in enumerate(rows):
+            row["capture"] = self._capture.reason(position)
+        return rows
+
+    @property
+    def capture(self) -> dict[str, Any]:
+        """Graph replay (runtime/capture.py): the `capture` option, whether graphs replay the device work (`on`;
+        `pending` until the first call records them), how many, and every uncaptured step with its reason."""
+        return self._capture.summary()
 
     @property
     def copies_executed(self) -> dict[str, int]:
@@ -259,17 +275,24 @@ def _needs_device(program: Program) -> bool:
 
 
 def load_program(
-    program: Program, mode: str = Mode.PORTABLE, libs: Sequence[Any] | None = None, backend: str | None = None
+    program: Program,
+    mode: str = Mode.PORTABLE,
+    libs: Sequence[Any] | None = None,
+    backend: str | None = None,
+    capture: CaptureOption = AUTO,
 ) -> Method:
     """Load an emitted `program` in `mode` with `libs` linked (default per mode).
 
     `backend` ('auto', 'cupy', 'simulated') registers a CUDA allocator of that backend when none is; None uses the
-    registered one. Raises MissingOperatorError when an operator is in none of the libs, LoadError on memory."""
+    registered one. `capture` ('auto', True, False): replay runs of device-only steps as CUDA graphs where it is
+    safe ('auto'), never (False), or require it (True: LoadError NotSupported naming why when no step can be
+    recorded). Raises MissingOperatorError when an operator is in none of the libs, LoadError on memory."""
     if not isinstance(mode, str) or mode not in MODES:
         raise InvalidArgumentError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
+    check_option(capture)
     if program.memory_plan is None:
         plan_program(program)
     kernels = resolve_operators(program, libs_of_mode(mode, libs), mode=mode)
     if backend is not None and _needs_device(program):
         ensure_cuda_allocator(backend)
-    return Method(program, mode, kernels)
+    return Method(program, mode, kernels, capture)

@@ -29,6 +29,7 @@ from ..kernels.prim_ops import current, is_symbolic
 from ..names import COPY_DIRECTIONS, Direction
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
+from .capture import HOST_OP_REASON, DeviceWork, copy_work, delegate_work
 from .delegates import prepare_delegate
 from .failures import ExecutionError
 from .program import DelegateCall, Program, TensorSpec
@@ -42,7 +43,8 @@ OnStep = Callable[["Step"], None]
 class Step:
     """A prepared instruction: `run()` executes it. `kind` (copy / delegate / kernel), `op`, `moved` (bytes of
     the last copy) and `host` (a copy's host buffer) are what a profile reports; `allocator` is set for device work
-    (timed on the device clock)."""
+    (timed on the device clock). `work` is the step's device work alone, which a CUDA graph can record
+    (runtime/capture.py), or None with `no_capture` saying why."""
 
     index: int
     kind: str
@@ -53,6 +55,8 @@ class Step:
     host: np.ndarray | None = None
     out: Callable[[], tuple[int, ...]] | None = None  # a copy's out sizes, read only when `moved` is asked
     itemsize: int = 0
+    work: DeviceWork | None = None
+    no_capture: str = HOST_OP_REASON
 
     @property
     def moved(self) -> int:
@@ -101,12 +105,14 @@ def _symbolic_run(kernel: Any, args: list[Any], slots: list[Slot | None], alloca
     return run
 
 
-def _copy_step(position: int, name: str, run: Run, src: Slot, out: Slot, tensors: Any) -> Step:
-    """An et_copy instruction: what a profile reports beside its run (device allocator, host buffer, bytes)."""
+def _copy_step(position: int, name: str, run: Run, src: Slot, out: Slot, tensors: Any, kernel: Any) -> Step:
+    """An et_copy instruction: what a profile reports beside its run (device allocator, host buffer, bytes), and
+    its device work for a graph."""
     direction = COPY_DIRECTIONS[name]
     device = out if direction != Direction.D2H else src
     host = src if direction == Direction.H2D else out if direction == Direction.D2H else None
     sizes, tensor = tensors.sizes, out.tensor
+    work, no_capture = copy_work(kernel, direction, src, out)
     return Step(
         position,
         "copy",
@@ -117,6 +123,8 @@ def _copy_step(position: int, name: str, run: Run, src: Slot, out: Slot, tensors
         host.storage if host is not None else None,
         lambda: sizes(tensor),
         out.spec.dtype.itemsize,
+        work,
+        no_capture,
     )
 
 
@@ -136,9 +144,10 @@ def _step(
         op = f"delegate {delegate.name} on {delegate.device}"
         inputs = [slots.get(i, objects[i]) for i in (*instruction.args, *delegate.constants)]
         outputs = [slots[i] for i in instruction.outputs]
-        run = prepare_delegate(f"instruction {position} ({op})", delegate, inputs, outputs, tensors)
+        run, compute = prepare_delegate(f"instruction {position} ({op})", delegate, inputs, outputs, tensors)
         allocator = next((s.allocator for s in (*inputs, *outputs) if isinstance(s, Slot) and s.allocator), None)
-        return Step(position, "delegate", op, run, allocator)
+        work, no_capture = delegate_work(allocator, compute)
+        return Step(position, "delegate", op, run, allocator, work=work, no_capture=no_capture)
     name = program.operators[instruction.op]
     arg_slots = [slots.get(i) for i in instruction.args]
     kernel, args = kernels[instruction.op], [objects[i] for i in instruction.args]
@@ -146,8 +155,9 @@ def _step(
     run = (_symbolic_run if symbolic else _kernel_run)(kernel, args, arg_slots, allocators)
     src, out = arg_slots[0], arg_slots[-1]
     if name in COPY_DIRECTIONS and src is not None and out is not None:
-        return _copy_step(position, name, run, src, out, tensors)
-    return Step(position, "kernel", name, run)
+        return _copy_step(position, name, run, src, out, tensors, kernel)
+    why = HOST_OP_REASON if isinstance(kernel.fn, PreparedKernel) else "a user-registered kernel on the host"
+    return Step(position, "kernel", name, run, no_capture=why)
 
 
 # ---- inputs and outputs ---------------------------------------------------------------------------------------
@@ -275,6 +285,7 @@ class Plan:
     ) -> None:
         self.steps = tuple(steps)
         self._runs = _distinct(step.run for step in self.steps)
+        self._starts = tuple(range(len(self.steps)))  # run position -> the position of the first step it runs
         self._directions = tuple(directions)
         self._per_call = Counter(step.direction for step in self.steps if step.kind == "copy")
         self._calls = 0  # calls whose every step ran: each made `_per_call` copies
@@ -315,7 +326,7 @@ class Plan:
                 for step in self.steps:
                     on_step(step)
         except BaseException as exc:
-            failed = runs.index(run) if on_step is None else self.steps.index(step)
+            failed = self._starts[runs.index(run)] if on_step is None else self.steps.index(step)
             self._partial.update(s.direction for s in self.steps[:failed] if s.kind == "copy")
             if not isinstance(exc, Exception):  # an interrupt: the method settles it (runtime/method.py)
                 raise
@@ -329,6 +340,20 @@ class Plan:
         outputs = tuple(read() for read in self._outputs)
         self.caller_copies += self._reads_copies
         return outputs
+
+    def use_groups(self, groups: Sequence[tuple[int, int, Run]]) -> None:
+        """Run `replay` in place of steps start..stop-1 for each (start, stop, replay) (a recorded graph,
+        runtime/capture.py); calls through `on_step` still run every step."""
+        runs: list[Run] = []
+        starts: list[int] = []
+        position = 0
+        for start, stop, replay in sorted(groups, key=lambda group: group[0]):
+            runs += [step.run for step in self.steps[position:start]] + [replay]
+            starts += [*range(position, start), start]
+            position = stop
+        runs += [step.run for step in self.steps[position:]]
+        starts += range(position, len(self.steps))
+        self._runs, self._starts = _distinct(runs), tuple(starts)
 
 
 def _distinct(runs: Iterable[Run]) -> tuple[Run, ...]:

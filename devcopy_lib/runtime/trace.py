@@ -4,9 +4,10 @@ chrome://tracing), as torch.profiler's `export_chrome_trace` writes one.
 Built from `Method.profile` rows (runtime/profile.py): each instruction is one complete event (`ph: "X"`) named by
 its operator (`et_copy::_h2d_copy.out`, `aten::cumsum.out`) or delegate, lasting its measured time (the median over
 the profiled calls). The runtime runs one instruction at a time, so the events are laid end to end in program order:
-each starts where the one before ended on the host (its wall time, or its measured time when longer). Each device is
-a process (pid) with a `compute` track and, on devices, a `copies` track (tids): a copy sits on the track of the
-device it reaches or leaves, a delegate on its device's compute track, CPU kernels on the CPU's.
+each starts where the one before ended on the host (its wall time, or its measured time when longer); profiled
+calls run uncaptured, and each event's `capture` says which graph replays it on a plain call, or why none does.
+Each device is a process (pid) with a `compute` track and, on devices, a `copies` track (tids): a copy sits on the
+track of the device it reaches or leaves, a delegate on its device's compute track, CPU kernels on the CPU's.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def _name_and_args(program: Program, row: dict[str, Any]) -> tuple[str, dict[str
         "wall_us": row["wall_s"] * 1e6,
         **({"predicted_us": predicted * 1e6} if predicted is not None else {}),
         **({"memory": row["memory"]} if row.get("memory") else {}),
+        **({"capture": row["capture"]} if row.get("capture") else {}),  # its graph on a plain call, or why none
     }
     return name, {"index": row["index"], **moved, **timing}
 
@@ -86,9 +88,11 @@ def chrome_trace(
     repeat: int | None = None,
     backend: str | None = None,
     cost_model: Any = None,
+    capture: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The trace of `Method.profile` rows of `program` (`method.program`): `{"traceEvents", "displayTimeUnit",
-    "otherData"}`; `repeat`, `backend` and `cost_model` (its `source`, or that dict) are recorded in `otherData`."""
+    "otherData"}`; `repeat`, `backend`, `cost_model` (its `source`, or that dict) and `capture` (`Method.capture`)
+    are recorded in `otherData`."""
     devices = sorted({instruction_device(program, r["index"]) for r in rows}, key=lambda d: (not d.is_cpu, str(d)))
     pids = {device: pid for pid, device in enumerate(devices, start=1)}
     events: list[dict[str, Any]] = []
@@ -118,6 +122,7 @@ def chrome_trace(
         "profiled_calls": repeat,
         "durations": "the median of each instruction over the profiled calls; events laid end to end in order",
         "cost_model": dict(source) if source else None,
+        **({"capture": dict(capture)} if capture is not None else {}),
     }
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
 
@@ -126,7 +131,7 @@ def profile_trace(method: Method, *inputs: Any, repeat: int = 10, cost_model: An
     """Profile `repeat` calls of a loaded `method` (`Method.profile`) and return them as a Chrome trace."""
     rows = method.profile(*inputs, repeat=repeat, cost_model=cost_model)
     backend = next((step.allocator.backend for step in method.steps if step.allocator is not None), None)
-    return chrome_trace(rows, method.program, repeat, backend, cost_model)
+    return chrome_trace(rows, method.program, repeat, backend, cost_model, method.capture)
 
 
 def write_trace(trace: dict[str, Any], path: str) -> str:

@@ -86,3 +86,23 @@ def test_run_text_gives_bytes_and_times_with_units(capsys):
     )
     total = next(line for line in text.splitlines() if line.startswith("| total"))
     assert total.split("|")[5].strip().endswith((" us", " ms"))  # the call's time, not 24915.9us
+
+
+def test_run_reports_graph_replay_and_no_capture_turns_it_off(capsys):
+    code, result, _ = _run(capsys, "add")
+    assert code == 0 and result["capture"]["option"] == "auto" and result["capture"]["on"] is False
+    assert result["capture"]["line"] == (
+        "graph replay: 0 graph(s) covering 0/4 steps; uncaptured: the simulated backend has no CUDA graphs"
+    )
+    code, result, _ = _run(capsys, "add", "--no-capture")
+    assert code == 0 and result["capture"]["option"] is False
+    assert result["capture"]["line"] == "graph replay: off (capture=False)"
+
+
+def test_run_with_capture_required_where_impossible_exits_1_naming_why(capsys):
+    code, result, _ = _run(capsys, "add", "--capture")
+    assert code == 1 and result["error"]["kind"] == "load"
+    assert (
+        "capture=True, but no step can be recorded: the simulated backend has no CUDA graphs"
+        in (result["error"]["message"])
+    )
