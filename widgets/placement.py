@@ -413,7 +413,7 @@ class PlacementExplorer(w.VBox):
             capture = method.capture["line"]
         written = write_trace(trace, path)
         self.export_note.value = html.note(
-            f"trace of {calls} profiled calls written to {written}; {capture}", "devcopy-export"
+            f"{capture}; trace of {calls} profiled calls written to {written}", "devcopy-export"
         )
         return written
 
