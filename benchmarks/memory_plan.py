@@ -12,11 +12,8 @@ the page is that render). Run: `.venv/bin/python benchmarks/memory_plan.py`.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
 import os
-import platform
 import random
 import subprocess
 import sys
@@ -25,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from devcopy_lib.bench.harness import repeat
+from devcopy_lib.bench.harness import publish, repeat, run_record
 from devcopy_lib.runtime.memory_plan import plan_program
 from devcopy_lib.runtime.program import KernelCall, Program, TensorSpec, TensorValue
 
@@ -177,21 +174,13 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(measure(nodes, shape, args.repeats, before))
             print(rows[-1], flush=True)
     data = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "load_average": os.getloadavg()[0],
-        "command": "python benchmarks/memory_plan.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        **run_record("benchmarks/memory_plan.py", argv),
         "repeats": args.repeats,
         "window": WINDOW,
         "before_commit": BEFORE_COMMIT,
         "rows": rows,
     }
-    with open(DATA, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-    with open(PAGE, "w") as f:
-        f.write(render(data))
-    print(render(data))
+    publish(data, DATA, PAGE, render)
     return 0
 
 

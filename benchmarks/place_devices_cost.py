@@ -10,14 +10,12 @@ Run: `.venv/bin/python benchmarks/place_devices_cost.py gpt2_2l gpt2_12l --strat
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 
 from devcopy_lib import models
-from devcopy_lib.bench.harness import repeat
+from devcopy_lib.bench.harness import publish, repeat, run_record
 from devcopy_lib.passes.lower import export_program, lower
 from devcopy_lib.passes.placement import PlaceDevicesPass, copy_graph_module, place_devices
 
@@ -98,20 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [measure(name, strategy, args.repeats) for strategy in args.strategy for name in args.models]
     before = json.load(open(DATA)).get("before", {}) if os.path.exists(DATA) else {}
     data = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "load_average": os.getloadavg()[0],
-        "command": "python benchmarks/place_devices_cost.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        **run_record("benchmarks/place_devices_cost.py", argv),
         "repeats": args.repeats,
         "rows": rows,
         "before": before,
     }
-    with open(DATA, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-    with open(PAGE, "w") as f:
-        f.write(render(data))
-    print(render(data))
+    publish(data, DATA, PAGE, render)
     return 0
 
 

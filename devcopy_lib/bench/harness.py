@@ -7,8 +7,11 @@ statistics (median, IQR, fastest) and the same clocks."""
 from __future__ import annotations
 
 import csv
+import datetime
 import gc
 import json
+import os
+import platform
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -221,3 +224,30 @@ class SweepResult:
             if (m.method, m.direction, m.memory, m.nbytes, m.clock) == (method, direction, memory, nbytes, clock):
                 return m
         return None
+
+
+def run_record(script: str, argv: Sequence[str] | None) -> dict[str, Any]:
+    """What a published CPU benchmark run says of itself: date (UTC), machine, 1-minute load average, command."""
+    args = list(argv if argv is not None else sys.argv[1:])
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "load_average": os.getloadavg()[0],
+        "command": " ".join(["python", script, *args]),
+    }
+
+
+def publish(
+    data: Mapping[str, Any],
+    data_path: str | os.PathLike[str],
+    page_path: str | os.PathLike[str],
+    render: Callable[[Any], str],
+) -> None:
+    """Write a run's data (JSON) and the page rendered from it, and print the page."""
+    with open(data_path, "w") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    page = render(data)
+    with open(page_path, "w") as f:
+        f.write(page)
+    print(page)

@@ -1,30 +1,17 @@
 """docs/place_devices_cost.md is rendered by code from the committed data, never edited by hand."""
 
-import importlib.util
-import json
-import pathlib
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _benchmark_module():
-    spec = importlib.util.spec_from_file_location("place_devices_cost", ROOT / "benchmarks" / "place_devices_cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _data():
-    return json.loads((ROOT / "docs" / "data" / "place_devices_cost.json").read_text())
+from generated_page import benchmark_module, committed_data, page
 
 
 def test_page_matches_a_render_of_the_committed_data():
-    assert _benchmark_module().render(_data()) == (ROOT / "docs" / "place_devices_cost.md").read_text()
+    assert benchmark_module("place_devices_cost").render(committed_data("place_devices_cost")) == page(
+        "place_devices_cost"
+    )
 
 
 def test_every_row_has_each_timing_and_the_comparison_costs_no_more_than_before():
-    data = _data()
-    module = _benchmark_module()
+    data = committed_data("place_devices_cost")
+    module = benchmark_module("place_devices_cost")
     before = {(r["model"], r["strategy"]): r["place_comparison_s"] for r in data["before"]["rows"]}
     for row in data["rows"]:
         assert all(row[key] > 0 for key in module.TIMINGS), row

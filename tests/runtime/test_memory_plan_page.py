@@ -1,30 +1,15 @@
 """docs/memory_plan.md is rendered by code from the committed data, never edited by hand; the data shows the
 indexed planner beating the quadratic scan it replaced, with the same plans."""
 
-import importlib.util
-import json
-import pathlib
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _benchmark_module():
-    spec = importlib.util.spec_from_file_location("memory_plan_benchmark", ROOT / "benchmarks" / "memory_plan.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _data():
-    return json.loads((ROOT / "docs" / "data" / "memory_plan.json").read_text())
+from generated_page import benchmark_module, committed_data, page
 
 
 def test_page_matches_a_render_of_the_committed_data():
-    assert _benchmark_module().render(_data()) == (ROOT / "docs" / "memory_plan.md").read_text()
+    assert benchmark_module("memory_plan").render(committed_data("memory_plan")) == page("memory_plan")
 
 
 def test_every_program_from_1k_to_10k_nodes_planned_as_before_and_faster():
-    rows = _data()["rows"]
+    rows = committed_data("memory_plan")["rows"]
     assert {r["nodes"] for r in rows} >= {1000, 2000, 5000, 10000}
     for row in rows:
         assert row["same_plan"] is True, row
@@ -32,7 +17,7 @@ def test_every_program_from_1k_to_10k_nodes_planned_as_before_and_faster():
 
 
 def test_a_bounded_live_set_plans_in_near_linear_time():
-    data = _data()
-    module = _benchmark_module()
+    data = committed_data("memory_plan")
+    module = benchmark_module("memory_plan")
     for shape in ("chain", "window"):
         assert module.exponent(data["rows"], shape, "plan_s") < 1.5, shape

@@ -1,0 +1,29 @@
+"""What the tests of a page rendered from committed data share: the benchmark that renders it, loaded from its file,
+and the data it was rendered from."""
+
+import importlib.util
+import json
+import pathlib
+from types import ModuleType
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """benchmarks/NAME.py as a module (benchmarks are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def committed_data(name: str) -> Any:
+    """docs/data/NAME.json as committed."""
+    return json.loads((ROOT / "docs" / "data" / f"{name}.json").read_text())
+
+
+def page(name: str) -> str:
+    """docs/NAME.md as committed."""
+    return (ROOT / "docs" / f"{name}.md").read_text()
