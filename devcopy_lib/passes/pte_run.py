@@ -13,11 +13,13 @@ are resolved when it is loaded, so an operator no linked lib has is a `MissingOp
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
+from torch.export.graph_signature import InputKind, OutputKind
 
-from ..devices.device import CPU
+from ..devices.device import CPU, Device
 from ..names import ErrorKind
 from ..runtime.memory_plan import Allocation, Buffer, MemoryPlan
 from ..runtime.program import (
@@ -90,6 +92,44 @@ def _exported(index: int, blob: bytes) -> torch.export.ExportedProgram:
         ) from exc
 
 
+def delegate_module(ep: torch.export.ExportedProgram, what: str) -> tuple[torch.fx.GraphModule, list[torch.Tensor]]:
+    """A delegate's ExportedProgram as devcopy runs a delegate: a GraphModule called with the user inputs followed by
+    the delegate's own constants (its weights, buffers and lifted tensors, returned in that order), so that loading
+    copies them to the delegate's device once - a delegate never reads host memory. A delegate that writes a buffer
+    is refused (its state would need a home across calls)."""
+    signature = ep.graph_signature
+    written = [spec.target for spec in signature.output_specs if spec.kind != OutputKind.USER_OUTPUT]
+    if written:
+        raise PteUnsupportedError(
+            f"{what} writes its own state ({', '.join(map(str, written))}): devcopy runs stateless delegates only. "
+            "To fix: keep mutated buffers outside the delegated ops, or run the program in ExecuTorch"
+        )
+    graph = copy.deepcopy(ep.graph_module.graph)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    lifted = [
+        (node, spec)
+        for node, spec in zip(placeholders, signature.input_specs, strict=True)
+        if spec.kind != InputKind.USER_INPUT
+    ]
+    last = placeholders[-1] if placeholders else None
+    for node, _ in lifted:  # placeholders run in order: the constants move after the user inputs
+        if last is not None and node is not last:
+            last.append(node)
+            last = node
+    state = {**ep.state_dict, **ep.constants}
+    weights = [state[str(spec.target)].detach().to("cpu").contiguous() for _, spec in lifted]
+    return torch.fx.GraphModule(ep.graph_module, graph), weights
+
+
+def _spec(tensor: torch.Tensor, device: Device) -> TensorSpec:
+    return TensorSpec(tensor.dtype, tuple(tensor.shape), device)
+
+
+def _add(values: list[Value], value: Value) -> int:
+    values.append(value)
+    return len(values) - 1
+
+
 def pte_program(p: PteProgram) -> Program:
     """A devcopy `Program` running `p` with ExecuTorch's memory plan (see the module docstring for what changes and
     what is refused)."""
@@ -100,10 +140,13 @@ def pte_program(p: PteProgram) -> Program:
             "To fix: lower with devcopy's partitioner (executorch_pte), or run the program in ExecuTorch"
         )
     exported = [_exported(i, d.blob) for i, d in enumerate(p.delegates)]
-    delegates = [
-        BackendDelegate(f"delegate_{i}", ep.module(), d.device or CPU)
-        for i, (d, ep) in enumerate(zip(p.delegates, exported, strict=True))
-    ]
+    values = [_value(p, v) for v in p.values]
+    delegates = []
+    for i, (d, ep) in enumerate(zip(p.delegates, exported, strict=True)):
+        device = d.device or CPU
+        module, weights = delegate_module(ep, f"delegate {i}")
+        constants = tuple(_add(values, TensorValue(_spec(t, device), planned=False, data=t)) for t in weights)
+        delegates.append(BackendDelegate(f"delegate_{i}", module, device, constants))
     counts = {op: argument_count(op) for op in p.operators}
     instructions: list[Instruction] = []
     for position, ins in enumerate(p.instructions):
@@ -119,7 +162,7 @@ def pte_program(p: PteProgram) -> Program:
                 "calls only. To fix: run the program in ExecuTorch"
             )
     program = Program(
-        values=[_value(p, v) for v in p.values],
+        values=values,
         instructions=instructions,
         operators=list(p.operators),
         inputs=list(p.inputs),

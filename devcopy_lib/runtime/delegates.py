@@ -9,6 +9,7 @@ device so that the next copy (which may run on the copy engine's own stream) see
 from __future__ import annotations
 
 import copy
+import operator
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -64,6 +65,30 @@ def check_delegate_devices(what: str, delegate: Any, inputs: list[Slot | SymBox]
                 )
 
 
+def check_delegate_holds_no_tensors(what: str, delegate: Any) -> None:
+    """A delegate on a device gets its constants as inputs, copied to the device at load; a tensor its GraphModule
+    held itself would be read from host memory. Refused at load on every backend (the simulated one included), where
+    CUDA would fail only at the call with "Expected all tensors to be on the same device"."""
+    if delegate.device.is_cpu:
+        return
+    module = delegate.module
+    held = sorted(
+        {
+            str(node.target)
+            for node in module.graph.nodes
+            if node.op == "get_attr" and isinstance(operator.attrgetter(str(node.target))(module), torch.Tensor)
+        }
+    )
+    if held:
+        shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+        raise LoadError(
+            Error.InvalidProgram,
+            f"{what} runs on {delegate.device} but its GraphModule holds tensors of its own ({shown}), which would "
+            "be read from host memory. Pass a delegate's constants as its inputs after the user inputs "
+            "(BackendDelegate.constants), so that loading copies them to the device.",
+        )
+
+
 def _input_getter(value: Slot | SymBox, tensors: Any) -> Callable[[], Any]:
     """What a delegate reads for one input: a view of a tensor, or a symbolic size's current value."""
     if isinstance(value, Slot):
@@ -78,6 +103,7 @@ def prepare_delegate(
     call), each result into its planned output; and, when every shape is static, its device work alone (the same
     computation without the wait for the device, which a CUDA graph records: runtime/capture.py)."""
     check_delegate_devices(what, delegate, inputs, outputs)
+    check_delegate_holds_no_tensors(what, delegate)
     forward = direct_module(delegate.module).forward
     getters = [_input_getter(value, tensors) for value in inputs]
     fixed = tuple(get() for get in getters) if all(isinstance(v, Slot) and v.static for v in inputs) else None

@@ -219,7 +219,7 @@ def _input_setter(position: int, slot: Slot, tensors: Any, memory: Any) -> Calla
             )
         if tensor.shape != sizes or spec.dynamic:
             shape = tuple(tensor.shape)
-            problem = exported_dims_problem(spec, shape) if spec.dynamic else ""
+            problem = exported_dims_problem(spec, shape)
             if problem:
                 raise ExecutionError(Error.InvalidArgument, f"{what}: {problem}")
             resize(slot.tensor, spec, shape, what)

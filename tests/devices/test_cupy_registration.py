@@ -47,13 +47,15 @@ def test_reused_buffers_register_and_copy_exactly_both_ways(n):
     with _allocator() as alloc:
         ptr = alloc.allocate(n)
         src, out = np.empty(n, np.uint8), np.empty(n, np.uint8)
-        for seed in range(4):  # new contents every time: a registered buffer is read and written in place
+        rounds = 4
+        for seed in range(rounds):  # new contents every time: a registered buffer is read and written in place
             src[:] = _random(n, seed)
             alloc.copy_host_to_device(ptr, src, n)
             alloc.copy_device_to_host(out, ptr, n)
             assert np.array_equal(out, src)
         assert _registered(src.ctypes.data) and _registered(out.ctypes.data)
-        assert alloc.is_pinned(src) and alloc.stats.host_registration.hits == 4
+        # each buffer is staged at first sight and registered at its second: every later copy of either is a hit
+        assert alloc.is_pinned(src) and alloc.stats.host_registration.hits == 2 * (rounds - 1)
 
 
 @pytest.mark.gpu

@@ -66,15 +66,47 @@ def test_another_backends_delegate_is_refused_by_name(pass_through_bytes):
     assert info.value.kind == "unsupported_model"
 
 
-def test_a_delegate_owning_its_weights_runs(sim):
-    """A Linear + relu delegated to cuda:0: the weights travel inside the delegate's blob (tag_constant_data), the
-    plan holds only the input's H2D and the output's D2H."""
+@pytest.fixture(scope="module")
+def linear_relu():
     from devcopy_lib.passes.pte_backend import executorch_pte
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
     x = torch.randn(5, 3)
-    p = open_pte(executorch_pte(model, (x,), None))
+    return model, x, open_pte(executorch_pte(model, (x,), None))
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_a_delegate_owning_its_weights_runs_with_them_on_its_device(linear_relu, mode, sim):
+    """Linear + relu delegated to cuda:0: the weights travel inside the delegate's blob
+    (tag_constant_data) and become the delegate's constants on cuda:0, copied there at load; the plan holds only the
+    input's H2D and the output's D2H."""
+    model, x, p = linear_relu
     assert p.operators == ["et_copy::_h2d_copy.out", "et_copy::_d2h_copy.out"]
-    (out,) = load_method(pte_program(p), "portable")(x)
-    torch.testing.assert_close(out, model(x))
+    program = pte_program(p)
+    (delegate,) = program.delegates
+    weights = [program.values[i] for i in delegate.constants]
+    assert [w.spec.device for w in weights] == [CUDA0] * 2  # the linear's weight and bias
+    assert sorted(tuple(w.spec.sizes) for w in weights) == [(4,), (4, 3)]
+    with load_method(program, mode) as method:
+        (out,) = method(x)
+        assert method.copies_executed == {"h2d": 1, "d2h": 1}
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x))
+
+
+def test_a_device_delegate_holding_host_tensors_is_refused_at_load(linear_relu, sim):
+    """The simulated device refuses what CUDA refuses: a delegate on cuda:0 whose GraphModule keeps its weights
+    itself would read them from host memory."""
+    import dataclasses
+
+    from devcopy_lib.passes.pte_backend import load_delegate
+    from devcopy_lib.runtime.failures import LoadError
+
+    _, _, p = linear_relu
+    program = pte_program(p)
+    holding = load_delegate(p.delegates[0].blob).module()  # parameters kept as attributes
+    program.delegates[0] = dataclasses.replace(program.delegates[0], module=holding, constants=())
+    with pytest.raises(LoadError, match=r"delegate_0.*runs on cuda:0 but its GraphModule holds tensors") as info:
+        load_method(program, "portable")
+    assert "BackendDelegate.constants" in str(info.value)

@@ -127,6 +127,19 @@ def test_a_method_keeps_the_allocator_it_was_loaded_with(sim, mode):
 
 
 @pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_a_static_program_refuses_an_input_of_other_sizes_naming_the_dimension(sim, mode):
+    module, _ = models.mlp()
+    with load_method(place_devices(export_and_lower(module, (torch.randn(16, 8),))), mode, _libs(mode)) as method:
+        with pytest.raises(
+            ExecutionError, match=r"input 0: dimension 0 is static in the plan \(size 16\) and cannot take 4 .*Dim"
+        ) as info:
+            method(torch.randn(4, 8))
+        assert info.value.error is Error.InvalidArgument and method.copies_executed == {"h2d": 0, "d2h": 0}
+        x = torch.randn(16, 8)
+        torch.testing.assert_close(method(x)[0], module(x))
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
 def test_dynamic_shapes_refuse_a_changed_static_dimension(sim, mode):
     module, _ = models.mlp()
     batch = torch.export.Dim("batch", max=16)
