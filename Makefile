@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 LINT_PATHS := devcopy_lib widgets tests benchmarks tools conftest.py
 
-.PHONY: lab lint test test-fast test-deep mutation report browser-deps widget-js clean
+.PHONY: lab lint test test-fast test-deep mutation report browser-deps widget-js clean gpu-wheels gpu-check
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,24 @@ mutation: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt "mutmut>=3.8"
 	rm -rf mutants && mkdir mutants  # mutants/ must exist before Python starts, or the import system skips it
 	PYTHONPATH=$$PWD/mutants OMP_NUM_THREADS=1 $(BIN)/mutmut run --max-children $$(nproc); $(BIN)/mutmut results
+
+# The CUDA machine has torch, CuPy and CUDA but no network: `make gpu-wheels` (on a networked machine) downloads what
+# it lacks for its Python and platform into .whl/; `make gpu-check` (there, with .whl/ copied along) installs them
+# beside the machine's own packages and runs every GPU check (benchmarks/gpu_check.py -> docs/data/gpu_check.json).
+GPU_PYTHON ?= 3.12
+GPU_WHEELS := executorch==1.5.1 flatbuffers ruamel.yaml tabulate torchao==0.18.0 wcwidth \
+	pytest pytest-timeout pluggy iniconfig packaging hypothesis attrs sortedcontainers
+GPU_PLATFORMS := $(foreach n,17 24 27 28 31 34 35,--platform manylinux_2_$(n)_x86_64) --platform manylinux2014_x86_64
+GPU_SITE := build/gpu-site
+
+gpu-wheels:
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
+	  $(GPU_PLATFORMS) -d .whl $(GPU_WHEELS)
+
+gpu-check:
+	@ls .whl/executorch-*.whl >/dev/null 2>&1 || { echo "make gpu-check: no .whl/ here: run make gpu-wheels on a networked machine and copy .whl/ along" >&2; exit 2; }
+	python3 -m pip install --quiet --no-index --no-deps --no-compile --upgrade --target $(GPU_SITE) .whl/*.whl
+	DEVCOPY_GPU_CHECK_MAKE=1 PYTHONPATH=$(GPU_SITE):$$PWD PYTHONUNBUFFERED=1 python3 benchmarks/gpu_check.py
 
 report: $(STAMP)
 	mkdir -p report
