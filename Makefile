@@ -62,7 +62,10 @@ mutation: $(STAMP)
 # beside the machine's own packages and runs every GPU check (benchmarks/gpu_check.py -> docs/data/gpu_check.json).
 GPU_PYTHON ?= 3.12
 GPU_WHEELS := executorch==1.5.1 flatbuffers ruamel.yaml tabulate torchao==0.18.0 wcwidth \
-	pytest pytest-timeout pluggy iniconfig packaging hypothesis attrs sortedcontainers
+	pytest pytest-timeout pluggy iniconfig packaging hypothesis attrs sortedcontainers \
+	ipywidgets anywidget traitlets comm widgetsnbextension jupyterlab_widgets psygnal ipython decorator jedi parso \
+	matplotlib-inline pexpect ptyprocess prompt_toolkit pygments stack_data asttokens executing pure_eval \
+	ipython_pygments_lexers
 GPU_PLATFORMS := $(foreach n,17 24 27 28 31 34 35,--platform manylinux_2_$(n)_x86_64) --platform manylinux2014_x86_64
 GPU_SITE := build/gpu-site
 
@@ -73,6 +76,7 @@ gpu-wheels:
 gpu-check:
 	@ls .whl/executorch-*.whl >/dev/null 2>&1 || { echo "make gpu-check: no .whl/ here: run make gpu-wheels on a networked machine and copy .whl/ along" >&2; exit 2; }
 	python3 -m pip install --quiet --no-index --no-deps --no-compile --upgrade --target $(GPU_SITE) .whl/*.whl
+	ln -sfn $$PWD/widgets $(GPU_SITE)/devcopy_widgets  # the import name the install maps widgets/ to
 	DEVCOPY_GPU_CHECK_MAKE=1 PYTHONPATH=$(GPU_SITE):$$PWD PYTHONUNBUFFERED=1 python3 benchmarks/gpu_check.py
 
 report: $(STAMP)

@@ -152,6 +152,10 @@ def _cost_check(work: Path) -> list[Command]:
     return [([*argv, "--rounds", "9", "--out", out], None)]
 
 
+def _call_profile(work: Path) -> list[Command]:
+    return [(_python("benchmarks/call_profile.py", "--out", str(work / "call_profile.json")), None)]
+
+
 def _targets_of(name: str) -> Callable[[Path, list[dict[str, Any]]], dict[str, Any]]:
     """The targets a benchmark wrote into its own JSON (`targets`), each as name / measured / goal / met."""
 
@@ -178,13 +182,14 @@ def _target(row: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "measured": row.get("value"), "goal": row.get("goal"), "met": bool(row.get("met"))}
 
 
-# The limits add up to 9 minutes: the whole check fits one ten-minute session on a lent machine.
+# The limits add up to under 10 minutes: the whole check fits one ten-minute session on a lent machine.
 STAGES = (
     Stage("pte", 100, _pte, _pte_results),
     Stage("tests", 220, _tests, _test_counts),
     Stage("call_overhead", 100, _call_overhead, _targets_of("call_overhead_cupy.json")),
     Stage("copies", 75, _copies, _targets_of("copy_bandwidth.json")),
     Stage("cost_model", 45, _cost_check, _targets_of("cost_check.json")),
+    Stage("call_profile", 40, _call_profile),
 )
 
 
