@@ -270,6 +270,77 @@ def prices_section(model: CostModel) -> list[str]:
     ]
 
 
+GPU_CHECK = DOCS / "data/gpu_check.json"
+# Why a target of the GPU check is missed, by the start of its name: what the profile or the data shows.
+GPU_MISSES = {
+    "this card's model": "the same planned copy measured by two processes of this check differs by the ratios in the "
+    "repeatability table below (pinned H2D from 1.17x to 1.4x): no model fitted on one process predicts the other "
+    "closer than the card repeats itself",
+}
+
+
+def _measured(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def gpu_check_section() -> list[str]:
+    """The "GPU check" section from docs/data/gpu_check.json (benchmarks/gpu_check.py, `make gpu-check`)."""
+    if not GPU_CHECK.exists():
+        return []
+    data = json.loads(GPU_CHECK.read_text())
+    meta, tests = data["meta"], data["tests"]
+    out = [
+        "",
+        "## GPU check",
+        "",
+        f"`{meta['command']}` on **{meta['device']}**, {meta['date']}, torch {meta['torch']}, CuPy {meta['cupy']}: "
+        f"{meta.get('wall_s', '?')} s in all. Data: [data/gpu_check.json](data/gpu_check.json).",
+        "",
+        f"GPU-marked tests: {tests['passed']} passed, {tests['failed']} failed, {tests['skipped']} skipped.",
+        *[f"- failed: `{name}`" for name in tests.get("failures", [])],
+        *[f"- skipped ({count}): {reason}" for reason, count in tests.get("skip_reasons", {}).items()],
+        "",
+        "| stage | seconds | limit | ok |",
+        "|---|---:|---:|---|",
+        *[
+            f"| {name} | {r['seconds']} | {r['limit_s']} | {'yes' if r['ok'] else 'no'}"
+            f"{' (timed out)' if r['timed_out'] else ''} |"
+            for name, r in data["stages"].items()
+        ],
+        "",
+        "| target | measured | goal | met |",
+        "|---|---:|---:|---|",
+    ]
+    for t in data["targets"]:
+        why = next((text for start, text in GPU_MISSES.items() if t["name"].startswith(start)), "")
+        met = "yes" if t["met"] else f"no: {why}" if why else "**no**"
+        out.append(f"| {t['name']} | {_measured(t['measured'])} | {t['goal']} | {met} |")
+    repeat = data.get("repeatability") or []
+    if repeat:
+        out += [
+            "",
+            "Repeatability: the same planned copy (the `add` model's inputs and output) profiled by two processes of "
+            "this check, second / first:",
+            "",
+            "| copy | bytes | first µs | second µs | ratio |",
+            "|---|---:|---:|---:|---:|",
+            *[
+                f"| {r['op']} | {format_bytes(r['bytes'])} | {r['first_us']:.1f} | {r['second_us']:.1f} | "
+                f"{r['ratio']:.2f} |"
+                for r in repeat
+            ],
+        ]
+    other = data.get("shipped_model_on_another_card")
+    if other:
+        ratios = [r["measured"] for r in other["rows"]]
+        out += [
+            "",
+            f"The shipped cost model was fitted on {other['fitted_on']}; on this card its predicted / measured runs "
+            f"{min(ratios):.2f}-{max(ratios):.2f} ({len(ratios)} copies from 1 MiB up), kept out of the targets.",
+        ]
+    return out
+
+
 def render_markdown(result: SweepResult, simulated: SweepResult | None, model: CostModel) -> str:
     """The whole page, deterministic in its inputs."""
     meta, versions = result.meta, result.meta.get("versions", {})
@@ -341,6 +412,7 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
             _per_call_cost(simulated),
         ]
     out += call_overhead_section(model)
+    out += gpu_check_section()
     return "\n".join(out).rstrip("\n") + "\n"
 
 
