@@ -309,12 +309,14 @@ class Plan:
         setters = self._setters
         if len(inputs) != len(setters):
             raise ExecutionError(Error.InvalidArgument, f"The method takes {len(setters)} inputs, got {len(inputs)}.")
+        done = 0  # inputs set so far: an interrupt can arrive before the loop binds anything
         try:
             # lengths checked above; zip's strict keyword would cost ~0.1 us per call on this path
             for set_input, tensor in zip(setters, inputs):  # noqa: B905
                 set_input(tensor)
+                done += 1
         except BaseException:
-            self.caller_copies += self._setter_copies[setters.index(set_input)]
+            self.caller_copies += self._setter_copies[done]
             raise
         self.caller_copies += self._setter_copies[-1]
         runs = self._runs

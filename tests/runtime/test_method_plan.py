@@ -104,6 +104,27 @@ def test_an_interrupt_mid_call_leaves_the_method_usable(sim, mode):
         torch.testing.assert_close(got, module(x, y))
 
 
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_an_interrupt_before_the_first_input_is_set_propagates_as_itself(sim, mode, monkeypatch):
+    """Ctrl-C arriving as the call starts setting inputs (here: at the loop's first step) is the KeyboardInterrupt
+    the user pressed, counts no copy, and leaves the method usable."""
+    from devcopy_lib.runtime import plan
+
+    module, inputs, program = _program("add")
+    with load_method(program, mode, _libs(mode)) as method:
+
+        def interrupted(*_):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(plan, "zip", interrupted, raising=False)
+        with pytest.raises(KeyboardInterrupt):
+            method(*inputs)
+        monkeypatch.undo()
+        assert method.caller_copies == 0
+        x, y = torch.randn(4, 4), torch.randn(4, 4)
+        torch.testing.assert_close(method(x, y)[0], module(x, y))
+
+
 def test_a_method_dropped_without_close_frees_its_device_memory(sim):
     _, inputs, program = _program("mlp")
     for _ in range(20):
