@@ -43,4 +43,4 @@ def test_every_public_module_of_the_design_doc_imports_by_its_name():
     assert len(modules) >= 9, modules
     for name in modules:
         assert importlib.import_module(name).__name__ == name
-    assert devcopy_lib.reference is importlib.import_module("devcopy_lib.passes.executorch_reference")
+    assert devcopy_lib.reference is importlib.import_module("devcopy_lib.pte.executorch_reference")
