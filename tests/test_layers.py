@@ -342,3 +342,10 @@ def test_nothing_above_devices_names_a_backend():
         and (hits := _names_a_backend(ast.parse(p.read_text())))
     }
     assert offenders == {}
+
+
+def test_the_pte_reader_only_reads():
+    """pte/reader.py turns bytes into a PteProgram; resolving its operators through the runtime is
+    pte/registration.py's job. Of the runtime, the reader takes its error class only."""
+    runtime = {m for m in _import_graph()["devcopy_lib.pte.reader"] if m.startswith("devcopy_lib.runtime")}
+    assert runtime <= {"devcopy_lib.runtime.failures"}
