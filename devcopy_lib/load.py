@@ -1,7 +1,7 @@
 """`load_method`: from a placed program to a loaded Method, the step where emit hands over to the runtime.
 
-It sits above `emit` and `runtime` so that `runtime` never imports the floors above it: emitting belongs to
-`emit/`, loading to the runtime.
+It sits above `emitter` and `runtime` so that `runtime` never imports the floors above it: emitting belongs to
+`emitter/`, loading to the runtime.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from torch import fx
 
 from .devices.errors import InvalidArgumentTypeError
-from .emit.emitter import emit
+from .emitter.emit import emit
 from .lowering.lower import LoweredProgram
 from .names import Mode
 from .runtime.capture import AUTO, CaptureOption

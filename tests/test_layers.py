@@ -1,5 +1,5 @@
 """The floors of docs/design.md §3, bottom up: names -> devices and ops -> tensors -> kernels -> runtime -> lowering ->
-placement -> emit -> pte -> load and memory_picture -> cli; compare standalone, bench beside (on devices only),
+placement -> emitter -> pte -> load and memory_lanes -> cli; compare standalone, bench beside (on devices only),
 models above lowering; widgets on top, through the public API only. Every import, lazy ones inside functions and
 type-checking-only ones included, points down, and no two modules import each other, directly or around a circle."""
 
@@ -20,9 +20,9 @@ FLOORS = [
     ("runtime",),
     ("lowering",),
     ("placement",),
-    ("emit",),
+    ("emitter",),
     ("pte",),
-    ("load", "memory_picture"),
+    ("load", "memory_lanes"),
     ("cli",),
 ]
 # Layers beside the floors: what each may import; only the layers named in USED_BY may import them.
@@ -102,20 +102,20 @@ def test_layer_imports_only_floors_below_it(layer):
 
 
 def test_an_upward_import_is_found_lazy_or_for_types_only():
-    """The check can fail: an emit module importing pte (the floor above) inside a function, cli under
+    """The check can fail: an emitter module importing pte (the floor above) inside a function, cli under
     TYPE_CHECKING, or placement reaching the package by its absolute name, is an offence."""
-    planted = PACKAGE / "emit" / "planted.py"
+    planted = PACKAGE / "emitter" / "planted.py"
     source = (
         "from typing import TYPE_CHECKING\nfrom ..placement.place import place_devices\n"
         "def f():\n    from ..pte.reader import open_pte\n"
         "if TYPE_CHECKING:\n    from devcopy_lib.cli import main\n"
     )
-    assert _imported_layers(planted, source) - ALLOWED["emit"] - {"emit"} == {"pte", "cli"}
+    assert _imported_layers(planted, source) - ALLOWED["emitter"] - {"emitter"} == {"pte", "cli"}
 
 
 def test_the_inner_floors_form_one_chain():
-    """lowering < placement < emit < pte: each may import the ones before it, none the ones after."""
-    chain = ["runtime", "lowering", "placement", "emit", "pte"]
+    """lowering < placement < emitter < pte: each may import the ones before it, none the ones after."""
+    chain = ["runtime", "lowering", "placement", "emitter", "pte"]
     for i, layer in enumerate(chain):
         assert set(chain[:i]) <= ALLOWED[layer] and not set(chain[i + 1 :]) & ALLOWED[layer], layer
 

@@ -10,7 +10,7 @@ import torch.utils._pytree as pytree
 
 from devcopy_lib import models
 from devcopy_lib.devices import DeviceCopyError, SimulatedCudaAllocator, scoped_allocators
-from devcopy_lib.emit.emitter import emit
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML

@@ -23,7 +23,7 @@ from devcopy_lib.devices import (
 )
 from devcopy_lib.devices.backend import select_backend
 from devcopy_lib.devices.copy_engine import EngineConfig
-from devcopy_lib.emit.emitter import emit
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower, export_program, lower
 from devcopy_lib.names import ERROR_KINDS

@@ -327,7 +327,7 @@ def compare_model(
     """Lower `model` both ways with the same delegated ops, device and partitioning - devcopy's `export_and_lower`,
     `place_devices`, `emit`; ExecuTorch's pipeline through devcopy's backend (`executorch_pte`) - and compare the
     two programs. Needs the `reference` extra (ExecuTorch 1.5.1)."""
-    from ..emit.emitter import emit
+    from ..emitter.emit import emit
     from ..lowering.lower import export_and_lower
     from ..placement.place import place_devices
     from .backend import executorch_pte

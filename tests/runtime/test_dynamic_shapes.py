@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, load_method, place_devices
-from devcopy_lib.emit.emitter import emit
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.kernels.prim_ops import SymBox, SymList, current, prim_name
 from devcopy_lib.lowering.nodes import is_d2h, is_h2d
 from devcopy_lib.models.samples import transformer_block

@@ -18,7 +18,7 @@ from devcopy_lib import models
 from devcopy_lib.cli import common
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.devices.allocator import DeviceAllocator
-from devcopy_lib.emit.emitter import emit
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower, lower
 from devcopy_lib.names import ErrorKind

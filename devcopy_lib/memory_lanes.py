@@ -4,7 +4,7 @@ docs/explorer.md, docs/pte.md): one lane per planned buffer (and so per device),
 
 `source` is devcopy's own program (placed, or emitted: devcopy's plan, `runtime/memory_plan.py`, whose requests hold
 the lifetimes) or ExecuTorch's (`.pte` path, bytes or `PteProgram`: its `non_const_buffer_sizes`, each tensor's
-`mem_id`/`offset`, lifetimes from the instructions that use it). Pure data; it sits above `emit` and `pte` because it
+`mem_id`/`offset`, lifetimes from the instructions that use it). Pure data; it sits above `emitter` and `pte` because it
 draws both programs.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .devices.device import CPU
-from .emit.emitter import emit
+from .emitter.emit import emit
 from .names import format_bytes
 from .pte.reader import PteProgram, PteTensor, open_pte
 from .runtime.memory_plan import CONSTANT_BUFFER, MemoryPlan, lifetimes, plan_program

@@ -9,8 +9,8 @@ from placement_helpers import Fn
 
 from devcopy_lib import models
 from devcopy_lib.devices import CPU, Device
-from devcopy_lib.emit.emitter import emit
-from devcopy_lib.emit.out_variant import operator_name, out_variant
+from devcopy_lib.emitter.emit import emit
+from devcopy_lib.emitter.out_variant import operator_name, out_variant
 from devcopy_lib.lowering.lower import export_and_lower
 from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.program import DelegateCall, KernelCall, TensorValue

@@ -1,4 +1,4 @@
-"""The memory-plan picture's data (runtime/memory_picture.py, docs/explorer.md "The memory plan"): one lane per
+"""The memory-plan picture's data (memory_lanes.py, docs/explorer.md "The memory plan"): one lane per
 buffer, one block per planned tensor at its offset for its lifetime; blocks of one lane never share bytes while both
 live, every tensor is drawn once, in its device's lane, and each lane is exactly as large as its highest block."""
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from devcopy_lib import export_and_lower, memory_picture, models, place_devices
 from devcopy_lib.devices import CPU, Device
-from devcopy_lib.memory_picture import Block, Lane, MemoryPicture, plan_picture
+from devcopy_lib.memory_lanes import Block, Lane, MemoryPicture, plan_picture
 from devcopy_lib.runtime.memory_plan import MemoryPlan, Request, plan
 
 CUDA0, CUDA1 = Device.parse("cuda:0"), Device.parse("cuda:1")
