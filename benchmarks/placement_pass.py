@@ -27,9 +27,9 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from devcopy_lib.bench.clocks import CpuClock, WallClock
 from devcopy_lib.bench.harness import repeat
-from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_and_lower, lower
-from devcopy_lib.passes.partition import propose_partitions
-from devcopy_lib.passes.placement import PlaceDevicesPass, copy_graph_module, place_devices
+from devcopy_lib.lowering.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_and_lower, lower
+from devcopy_lib.lowering.partition import propose_partitions
+from devcopy_lib.placement.place import PlaceDevicesPass, copy_graph_module, place_devices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA, PAGE = os.path.join(ROOT, "docs/data/placement_pass.json"), os.path.join(ROOT, "docs/placement_pass.md")

@@ -30,9 +30,9 @@ import torch.utils._pytree as pytree
 
 from devcopy_lib import compare_outputs, load_method, lower, make_allocator, models, place_devices, scoped_allocators
 from devcopy_lib.bench.harness import repeat, timed
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.names import COPY_ROLES, format_bytes
-from devcopy_lib.passes import executorch_reference
-from devcopy_lib.passes.emit import emit
+from devcopy_lib.pte import executorch_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs/real_models.md"

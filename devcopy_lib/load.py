@@ -1,6 +1,7 @@
-"""`load_method`: from a placed program to a loaded Method, the step where passes hand over to the runtime.
+"""`load_method`: from a placed program to a loaded Method, the step where emit hands over to the runtime.
 
-It sits above both layers so that `runtime` never imports `passes`: emitting is a pass, loading is the runtime's.
+It sits above `emitter` and `runtime` so that `runtime` never imports the floors above it: emitting belongs to
+`emitter/`, loading to the runtime.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from typing import Any
 from torch import fx
 
 from .devices.errors import InvalidArgumentTypeError
+from .emitter.emit import emit
+from .lowering.lower import LoweredProgram
 from .names import Mode
-from .passes.emit import emit
-from .passes.lower import LoweredProgram
 from .runtime.capture import AUTO, CaptureOption
 from .runtime.method import Method, load_program
 from .runtime.program import Program

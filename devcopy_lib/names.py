@@ -37,7 +37,7 @@ class Strategy(Name):
 
 class Partition(Name):
     """How lowering groups supported nodes into delegates: devcopy's capability partitioner (O(N(N+E)/64) words of
-    bitsets, passes/partition.py), torch.fx's own CapabilityBasedPartitioner, or one delegate per supported node."""
+    bitsets, lowering/partition.py), torch.fx's own CapabilityBasedPartitioner, or one delegate per supported node."""
 
     CAPABILITY = "capability"
     FX = "fx"

@@ -15,7 +15,7 @@ import torch.utils._pytree as pytree
 from devcopy_lib import compare_outputs, export_program, load_method, lower, models, place_devices
 from devcopy_lib.names import CopyRole
 
-from .passes.test_executorch_reference import assert_agree, both
+from .placement.test_executorch_reference import assert_agree, both
 
 pytestmark = pytest.mark.filterwarnings("ignore:torchvision's compiled ops did not load:RuntimeWarning")
 

@@ -16,11 +16,11 @@ from random_dags import random_bits, same_bits
 from torch import nn
 
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
+from devcopy_lib.lowering.lower import export_and_lower
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
-from devcopy_lib.passes.emit import emit
-from devcopy_lib.passes.lower import export_and_lower
-from devcopy_lib.passes.placement import PlacementError, place_devices
+from devcopy_lib.placement.place import PlacementError, place_devices
 from devcopy_lib.runtime.libs import aten_lib
 from devcopy_lib.runtime.memory_plan import lifetimes
 from devcopy_lib.runtime.program import TensorValue

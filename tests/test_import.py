@@ -43,4 +43,24 @@ def test_every_public_module_of_the_design_doc_imports_by_its_name():
     assert len(modules) >= 9, modules
     for name in modules:
         assert importlib.import_module(name).__name__ == name
-    assert devcopy_lib.reference is importlib.import_module("devcopy_lib.passes.executorch_reference")
+    assert devcopy_lib.reference is importlib.import_module("devcopy_lib.pte.executorch_reference")
+
+
+def test_no_module_shadows_a_public_name():
+    """A submodule named like a public name (a folder `emit/` beside the function `emit`) replaces the name on the
+    package once anything imports it: after importing every module, each export is still what it names."""
+    import pkgutil
+    import types
+
+    package = pathlib.Path(devcopy_lib.__file__).parent
+    modules = {m.name for m in pkgutil.walk_packages([str(package)], "devcopy_lib.")}
+    clashes = sorted(name for name in devcopy_lib._EXPORTS if f"devcopy_lib.{name}" in modules)
+    assert clashes == [], "rename the module: it would replace the public name on devcopy_lib"
+    code = (
+        "import importlib, types, devcopy_lib; "
+        f"[importlib.import_module(m) for m in {sorted(m for m in modules if not m.endswith('__main__'))!r}]; "
+        "print(sorted(n for n in devcopy_lib._EXPORTS if isinstance(getattr(devcopy_lib, n), types.ModuleType)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    assert isinstance(devcopy_lib, types.ModuleType)

@@ -1,6 +1,7 @@
-"""The floors of docs/design.md §3, bottom up: names -> devices and ops -> tensors -> kernels -> runtime
--> passes -> load/cli; bench beside (on devices only); widgets on top, through the public API only. Every import,
-lazy ones inside functions included, points down."""
+"""The floors of docs/design.md §3, bottom up: names -> devices and ops -> tensors -> kernels -> runtime -> lowering ->
+placement -> emitter -> pte -> load and memory_lanes -> cli; compare standalone, bench beside (on devices only),
+models above lowering; widgets on top, through the public API only. Every import, lazy ones inside functions and
+type-checking-only ones included, points down, and no two modules import each other, directly or around a circle."""
 
 import ast
 import pathlib
@@ -9,21 +10,42 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "devcopy_lib"
 WIDGETS = PACKAGE.parent / "widgets"
-# layer -> the layers it may import (itself always allowed). Top-level modules are layers of their own.
-ALLOWED = {
-    "names": set(),
-    "devices": {"names"},
-    "ops": {"names"},
-    "tensors": {"names", "devices", "ops"},
-    "kernels": {"names", "devices", "ops", "tensors"},
-    "runtime": {"names", "devices", "ops", "tensors", "kernels"},
-    "compare": set(),
-    "passes": {"names", "devices", "ops", "tensors", "kernels", "runtime", "compare"},
-    "bench": {"names", "devices"},
-    "models": {"names", "devices", "ops", "tensors", "kernels", "runtime", "passes"},
-    "load": {"names", "devices", "ops", "tensors", "kernels", "runtime", "passes"},
-    "cli": {"names", "devices", "ops", "tensors", "kernels", "runtime", "passes", "bench", "models", "load", "compare"},
+# The floors, bottom up: a layer may import every layer on the floors below its own; layers on one floor never
+# import each other. Top-level modules (names.py, load.py, ...) are layers of their own.
+FLOORS = [
+    ("names",),
+    ("devices", "ops"),
+    ("tensors",),
+    ("kernels",),
+    ("runtime",),
+    ("lowering",),
+    ("placement",),
+    ("emitter",),
+    ("pte",),
+    ("load", "memory_lanes"),
+    ("cli",),
+]
+# Layers beside the floors: what each may import; only the layers named in USED_BY may import them.
+BESIDE = {
+    "compare": set(),  # output comparison: standalone (torch only)
+    "bench": {"names", "devices"},  # copy timing and the cost model stand on the devices alone
+    "models": {"names", "devices", "ops", "tensors", "kernels", "runtime", "lowering"},  # sample models: example forms
 }
+USED_BY = {"compare": {"cli"}, "bench": {"cli"}, "models": {"cli"}}
+
+
+def _allowed() -> dict[str, set[str]]:
+    """layer -> the layers it may import (itself always allowed)."""
+    allowed: dict[str, set[str]] = {}
+    below: set[str] = set()
+    for floor in FLOORS:
+        for layer in floor:
+            allowed[layer] = set(below) | {side for side, users in USED_BY.items() if layer in users}
+        below |= set(floor)
+    return {**allowed, **{side: set(imports) for side, imports in BESIDE.items()}}
+
+
+ALLOWED = _allowed()
 
 
 def _layer_of(path: pathlib.Path) -> str:
@@ -31,11 +53,11 @@ def _layer_of(path: pathlib.Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
-def _imported_layers(path: pathlib.Path) -> set[str]:
+def _imported_layers(path: pathlib.Path, source: str | None = None) -> set[str]:
     """Every devcopy_lib layer `path` imports, at any depth of the module (lazy imports in functions too)."""
     layers = set()
     depth = len(path.relative_to(PACKAGE).parts) - 1  # 0 for devcopy_lib/x.py, 1 for devcopy_lib/layer/x.py
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text() if source is None else source)):
         if isinstance(node, ast.ImportFrom):
             if node.level and node.level > depth:  # relative import that leaves the file's own layer
                 parts = (node.module or "").split(".")
@@ -77,6 +99,31 @@ def test_layer_imports_only_floors_below_it(layer):
         if upward:
             offenders[str(path.relative_to(PACKAGE))] = sorted(upward)
     assert offenders == {}
+
+
+def test_an_upward_import_is_found_lazy_or_for_types_only():
+    """The check can fail: an emitter module importing pte (the floor above) inside a function, cli under
+    TYPE_CHECKING, or placement reaching the package by its absolute name, is an offence."""
+    planted = PACKAGE / "emitter" / "planted.py"
+    source = (
+        "from typing import TYPE_CHECKING\nfrom ..placement.place import place_devices\n"
+        "def f():\n    from ..pte.reader import open_pte\n"
+        "if TYPE_CHECKING:\n    from devcopy_lib.cli import main\n"
+    )
+    assert _imported_layers(planted, source) - ALLOWED["emitter"] - {"emitter"} == {"pte", "cli"}
+
+
+def test_the_inner_floors_form_one_chain():
+    """lowering < placement < emitter < pte: each may import the ones before it, none the ones after."""
+    chain = ["runtime", "lowering", "placement", "emitter", "pte"]
+    for i, layer in enumerate(chain):
+        assert set(chain[:i]) <= ALLOWED[layer] and not set(chain[i + 1 :]) & ALLOWED[layer], layer
+
+
+def test_every_layer_has_its_line_in_the_design_doc():
+    """docs/design.md §3 names every layer (folder or top-level module) this test orders."""
+    text = (PACKAGE.parent / "docs" / "design.md").read_text().split("## §3", 1)[1].split("## §4", 1)[0]
+    assert [layer for layer in ALLOWED if f"`{layer}" not in text] == []
 
 
 def test_floor_order_has_no_circle():
@@ -163,14 +210,17 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _imported_modules(path: pathlib.Path, modules: set[str]) -> set[str]:
-    """Every devcopy_lib module `path` imports at run time, lazy imports in functions included (type-checking-only
-    imports are not): `from .x import y` imports the module `x.y` when there is one, else `x`."""
+def _imported_modules(path: pathlib.Path, modules: set[str], type_checking: bool = True) -> set[str]:
+    """Every devcopy_lib module `path` imports, lazy imports in functions included, and the imports under
+    `if TYPE_CHECKING:` unless `type_checking` is False (a circle through annotations is still a circle for a reader,
+    and one refactor away from a run-time one): `from .x import y` imports the module `x.y` when there is one, else
+    `x`."""
     package = _module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
     found = set()
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree) if type_checking else _runtime_nodes(tree):
         if isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
             target = ".".join([*base, *(node.module.split(".") if node.module else [])])
@@ -181,10 +231,10 @@ def _imported_modules(path: pathlib.Path, modules: set[str]) -> set[str]:
     return found & modules
 
 
-def _import_graph() -> dict[str, set[str]]:
+def _import_graph(type_checking: bool = True) -> dict[str, set[str]]:
     """devcopy_lib's modules and the devcopy_lib modules each imports (a module importing itself is left out)."""
     paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    return {name: _imported_modules(path, set(paths)) - {name} for name, path in paths.items()}
+    return {name: _imported_modules(path, set(paths), type_checking) - {name} for name, path in paths.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -229,11 +279,13 @@ def test_the_import_graph_resolves_relative_and_lazy_imports():
     assert "devcopy_lib.devices.simulated" in graph["devcopy_lib.devices"]  # from .simulated import ...
     assert "devcopy_lib.devices.cupy_cuda" in graph["devcopy_lib.devices.backend"]  # lazy, inside a function
     assert "devcopy_lib.names" in graph["devcopy_lib.devices.allocator"]  # from ..names import ...
-    assert "devcopy_lib.passes.placement" not in graph["devcopy_lib.passes.report"]  # only under TYPE_CHECKING
+    assert "devcopy_lib.placement.peer" in graph["devcopy_lib.placement.report"]  # only under TYPE_CHECKING
+    assert "devcopy_lib.placement.peer" not in _import_graph(type_checking=False)["devcopy_lib.placement.report"]
 
 
 def test_no_module_takes_part_in_an_import_cycle():
-    """A circle of imports works only in some import orders (lazy imports hide it): every import points one way."""
+    """A circle of imports works only in some import orders (lazy imports hide it, `TYPE_CHECKING` hides it until an
+    annotation is needed at run time): every import points one way, type-checking-only ones included."""
     assert _cycles(_import_graph()) == []
 
 
@@ -290,3 +342,10 @@ def test_nothing_above_devices_names_a_backend():
         and (hits := _names_a_backend(ast.parse(p.read_text())))
     }
     assert offenders == {}
+
+
+def test_the_pte_reader_only_reads():
+    """pte/reader.py turns bytes into a PteProgram; resolving its operators through the runtime is
+    pte/registration.py's job. Of the runtime, the reader takes its error class only."""
+    runtime = {m for m in _import_graph()["devcopy_lib.pte.reader"] if m.startswith("devcopy_lib.runtime")}
+    assert runtime <= {"devcopy_lib.runtime.failures"}

@@ -23,11 +23,11 @@ from devcopy_lib.devices import (
 )
 from devcopy_lib.devices.backend import select_backend
 from devcopy_lib.devices.copy_engine import EngineConfig
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
+from devcopy_lib.lowering.lower import export_and_lower, export_program, lower
 from devcopy_lib.names import ERROR_KINDS
-from devcopy_lib.passes.emit import emit
-from devcopy_lib.passes.lower import export_and_lower, export_program, lower
-from devcopy_lib.passes.placement import place_devices
+from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.eager import eager_program
 from devcopy_lib.runtime.failures import ExecutionError
 from devcopy_lib.runtime.libs import lib_by_name, registration_status

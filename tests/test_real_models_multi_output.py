@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from devcopy_lib import compare_outputs, export_and_lower, load_method, place_devices
-from devcopy_lib.passes.nodes import node_kind
+from devcopy_lib.lowering.nodes import node_kind
 
 
 def _conv_bn_relu():

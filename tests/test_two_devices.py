@@ -14,8 +14,8 @@ from random_dags import random_dags
 from devcopy_lib import SimulatedCudaAllocator, export_and_lower, export_program, lower, place_devices
 from devcopy_lib.devices import scoped_allocators
 from devcopy_lib.load import load_method
+from devcopy_lib.lowering.nodes import call_device, device_of, node_kind
 from devcopy_lib.names import STRATEGIES
-from devcopy_lib.passes.nodes import call_device, device_of, node_kind
 
 LIBS = {"portable": None, "aten": ["native", "device_copy_ops_aten_lib", "peer_copy_ops_aten_lib"]}
 

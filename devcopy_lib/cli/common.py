@@ -25,7 +25,7 @@ from ..names import BACKEND_CHOICES, ERROR_KINDS, DeviceRule, ErrorKind
 
 if TYPE_CHECKING:
     from ..runtime.capture import CaptureOption
-    from ..runtime.registry import KernelLib
+    from ..runtime.operator_registry import KernelLib
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

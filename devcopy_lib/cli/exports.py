@@ -59,7 +59,7 @@ def diff_target(
 ) -> argparse.Namespace | None:
     """The options of the placement to compare with (None when no diff is asked for); checks --report, and the
     diff's ops with `lower_kwargs` (place.py's), before any work (a bad one is a UsageError)."""
-    from ..passes.report_export import REPORT_SUFFIXES
+    from ..placement.report_export import REPORT_SUFFIXES
 
     check_output_path(args.report, "--report", REPORT_SUFFIXES)
     if args.diff_strategy is None and args.diff_delegate is None:
@@ -79,7 +79,7 @@ def diff_target(
 
 def write_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
     """Write `devcopy place`'s result (the report's dict and what the command adds) to --report."""
-    from ..passes.report_export import export_report
+    from ..placement.report_export import export_report
 
     report = {key: value for key, value in result.items() if key != "ok"}
     return export_report(report, args.report, args.model, result.get("cost_model"))
@@ -102,7 +102,7 @@ def write_trace(args: argparse.Namespace, method: Method, result: dict[str, Any]
 
 def export_lines(result: dict[str, Any]) -> list[str]:
     """The text lines of what the exports added to a result: the diff, and where files were written."""
-    from ..passes.placement_diff import diff_lines
+    from ..placement.diff import diff_lines
 
     lines = diff_lines(result["diff"]) if "diff" in result else []
     files = (("report_file", "report"), ("trace_file", "trace"))

@@ -49,7 +49,7 @@ def user_code(spec: str, stage: str) -> Iterator[None]:
 
 def _devcopy_refusal(exc: BaseException) -> bool:
     """True for devcopy's own refusal of the model (a branch torch.export cannot trace), not a fault in its code."""
-    from ..passes.user_model import UnsupportedModelError
+    from ..lowering.user_model import UnsupportedModelError
 
     return isinstance(exc, UnsupportedModelError)
 

@@ -14,8 +14,8 @@ from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_
 if TYPE_CHECKING:
     import torch
 
-    from ..passes.lower import LoweredProgram
-    from ..passes.placement import PlacedProgram
+    from ..lowering.lower import LoweredProgram
+    from ..placement.place import PlacedProgram
 
 EXECUTORCH_FIELD = "executorch"  # names: the JSON field of ExecuTorch's own counts (--compare-executorch)
 SAVED_PTE_FIELD = "saved_pte"  # the JSON field of the .pte --save-pte wrote
@@ -145,8 +145,8 @@ def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
 def _target_device(default: str, per_key: dict[str, str], ops: Sequence[str] | None) -> str | dict[str, str]:
     """A single device, or a mapping covering every delegate op (the default for ops without their own target);
     an OP target for an op that is not delegated is a UsageError."""
-    from ..passes.lower import DEFAULT_DELEGATE_OPS
-    from ..passes.ops import validate_overloads
+    from ..lowering.lower import DEFAULT_DELEGATE_OPS
+    from ..lowering.ops import validate_overloads
 
     if not per_key:
         return default
@@ -163,7 +163,7 @@ def _target_device(default: str, per_key: dict[str, str], ops: Sequence[str] | N
 
 def lower_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """`lower` keyword arguments from parsed options; a bad op or device is a UsageError."""
-    from ..passes.ops import validate_overloads
+    from ..lowering.ops import validate_overloads
 
     given = split_list(args.delegate, "--delegate") if args.delegate is not None else None
     default, per_key = parse_targets(args.target)
@@ -201,8 +201,8 @@ def lower_and_place(
     """`(module, example_inputs, placed)` for the parsed placement options, copies priced for `backend` (the
     selected one when None) by the one pricer (bench.cost_model.copy_pricer)."""
     from ..bench.cost_model import copy_pricer
-    from ..passes.lower import export_program, lower
-    from ..passes.placement import place_devices
+    from ..lowering.lower import export_program, lower
+    from ..placement.place import place_devices
 
     lowering = lower_kwargs(args)
     module, inputs = model_spec.load(args.model)
@@ -221,7 +221,7 @@ def _executorch(
     args: argparse.Namespace, module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], placed: PlacedProgram
 ) -> dict[str, Any]:
     """ExecuTorch's own counts for the same ops, partitioning and targets, or ExecuTorch's refusal."""
-    from ..passes import executorch_reference
+    from ..pte import executorch_reference
 
     if not executorch_reference.available():
         return {"available": False, "error": "ExecuTorch is not installed: pip install -e '.[reference]'"}
@@ -274,7 +274,7 @@ def collect(args: argparse.Namespace, diff_target: argparse.Namespace | None = N
     if getattr(args, "save_pte", None) is not None:
         result[SAVED_PTE_FIELD] = pte.save(args, module, inputs, placed, default)
     if diff_target is not None:  # the other placement: the model is exported again for it
-        from ..passes.placement_diff import placement_diff
+        from ..placement.diff import placement_diff
 
         result["diff"] = placement_diff(placed, lower_and_place(diff_target, backend_name(args))[2])
     return result
@@ -296,7 +296,7 @@ def _copies_line(result: dict[str, Any]) -> str:
 
 
 def _render(result: dict[str, Any]) -> str:
-    from ..passes.report import roles_text  # the report's one wording (passes load only once a model is placed)
+    from ..placement.report import roles_text  # the report's one wording (placement loads only once a model is placed)
 
     devices = result["delegate_devices"]
     if len(devices) <= 3:

@@ -17,8 +17,8 @@ from .common import Outcome, UsageError, capture_option, check_output_path, link
 if TYPE_CHECKING:
     import torch
 
-    from ..passes.placement import PlacedProgram
-    from ..passes.pte import PteProgram
+    from ..placement.place import PlacedProgram
+    from ..pte.reader import PteProgram
 
 SUFFIX = ".pte"
 RUNTIME_FIELD = "executorch"  # names: registry's JSON field of ExecuTorch's own runtime, not the strategy
@@ -40,7 +40,7 @@ def is_pte(spec: str | None) -> bool:
 
 
 def _need_executorch(what: str) -> None:
-    from ..passes import executorch_reference
+    from ..pte import executorch_reference
 
     if not executorch_reference.available():
         raise UsageError(f"{what} needs ExecuTorch 1.5.1 (the `reference` extra): pip install -e '.[reference]'")
@@ -49,7 +49,7 @@ def _need_executorch(what: str) -> None:
 def open_program(path: str) -> PteProgram:
     """The program at `path`; a path that is no file is a UsageError (found before any work), a file ExecuTorch
     cannot read a PteLoadError (kind `load`)."""
-    from ..passes.pte import open_pte
+    from ..pte.reader import open_pte
 
     _need_executorch(f"reading {path}")
     if not os.path.isfile(path):
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile:
     from ..devices.backend import make_allocator
     from ..devices.registry import scoped_allocators
     from ..load import load_method
-    from ..passes.pte_run import pte_inputs, pte_program
+    from ..pte.convert import pte_inputs, pte_program
     from ..runtime.eager import eager_program
 
     refuse_placement_options(args)
@@ -153,7 +153,7 @@ def _executorch_run(path: str, program: PteProgram, inputs: Sequence[Any], outpu
     """ExecuTorch's portable_lib on the same bytes and inputs: whether it ran, its one-line summary, and where it ran
     the largest difference between its outputs and devcopy's."""
     from ..compare import compare_outputs
-    from ..passes.pte_executorch import run_in_executorch
+    from ..pte.executorch_runtime import run_in_executorch
 
     with open(path, "rb") as file:
         theirs = run_in_executorch(file.read(), inputs, program.operators)
@@ -176,8 +176,8 @@ def registry(path: str, mode: str | None, libs: list[str] | None, ops_given: boo
     """`devcopy registry PATH.pte`: the operators each mode and lib set resolves, ExecuTorch's `Missing operator`
     lines and the fix where one lacks some, and what ExecuTorch's own portable_lib registers of the table."""
     from ..names import LIB_NAMES
-    from ..passes.pte import pte_registration
-    from ..passes.pte_executorch import executorch_operators
+    from ..pte.executorch_runtime import executorch_operators
+    from ..pte.registration import pte_registration
 
     if ops_given:
         raise UsageError("--ops does not apply with a .pte: the program's operator table is the list; drop --ops")
@@ -252,8 +252,8 @@ def save(
 ) -> dict[str, Any]:
     """Write the `.pte` ExecuTorch's own pipeline makes of the model with devcopy's partitioner and backend (the
     same delegate ops, `target` device, partitioning and skip options) to `args.save_pte`, whole or not at all."""
-    from ..passes.pte import open_pte
-    from ..passes.pte_backend import executorch_pte
+    from ..pte.backend import executorch_pte
+    from ..pte.reader import open_pte
 
     data = executorch_pte(
         module,

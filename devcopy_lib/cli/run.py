@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     import torch
 
     from ..devices import DeviceAllocator
-    from ..passes.placement import PlacedProgram
+    from ..placement.place import PlacedProgram
     from ..runtime.method import Method
-    from ..runtime.registry import KernelLib
+    from ..runtime.operator_registry import KernelLib
 
 DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS[Mode.ATEN])
 DEFAULT_PROFILE_CALLS = 10

@@ -1,6 +1,6 @@
 """Portable CPU kernels and ATen-mode native kernels, both computed by PyTorch's own `torch.ops.aten` kernels.
 
-`boxed_aten_kernel(name, schema, portable=...)` builds a boxed kernel (see runtime/registry.py) for an ATen op:
+`boxed_aten_kernel(name, schema, portable=...)` builds a boxed kernel (see runtime/operator_registry.py) for an ATen op:
 - portable: PortableTensors become zero-copy host views; a DYNAMIC out is handed over empty so PyTorch resizes it
   within the planned capacity (no copy, no resize warning), and the PortableTensor takes the sizes PyTorch chose;
   any failure (a device tensor, a size beyond capacity, a PyTorch error) is recorded on the context.

@@ -18,7 +18,7 @@ import types
 import torch
 from torch import nn
 
-from ..passes.user_model import example_tuple
+from ..lowering.user_model import example_tuple
 from .decode import DECODE_MODELS, LlamaDecodeStep, llama_decode_step, llama_decode_step_functional
 from .extras import INSTALL_HINT, ModelsExtraMissing
 from .families import (

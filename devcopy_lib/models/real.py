@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..passes.lower import DEFAULT_DELEGATE_OPS
+from ..lowering.lower import DEFAULT_DELEGATE_OPS
 from .extras import require
 from .samples import Sample, seeded
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import torch
 
@@ -29,15 +29,36 @@ from ..tensors.error import Error
 from .failures import ExecutionError, LoadError
 from .slots import Slot
 
-if TYPE_CHECKING:
-    from .plan import Plan, Step
-
 CaptureOption = bool | Literal["auto"]
 AUTO: Literal["auto"] = "auto"
 OFF_REASON = "capture is off (capture=False)"
 DYNAMIC_REASON = "dynamic shapes (sizes known only at the call)"
 HOST_OP_REASON = "runs on the host (a CPU op)"
 PENDING_REASON = "recorded after the first call"
+
+
+class CaptureStep(Protocol):
+    """What capture reads of a plan's step (`plan.Step` is one): declared here, so capture does not import the plan
+    that imports it."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def run(self) -> Run: ...
+    @property
+    def allocator(self) -> DeviceAllocator | None: ...
+    @property
+    def work(self) -> DeviceWork | None: ...
+    @property
+    def no_capture(self) -> str: ...
+
+
+class CapturePlan(Protocol):
+    """What capture hands its replays to (`plan.Plan` is one)."""
+
+    def use_groups(self, groups: Sequence[tuple[int, int, Run]]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +145,7 @@ def delegate_work(allocator: DeviceAllocator | None, compute: Run | None) -> tup
     return DeviceWork(compute), ""
 
 
-def group_steps(steps: Sequence[Step]) -> list[tuple[int, int]]:
+def group_steps(steps: Sequence[CaptureStep]) -> list[tuple[int, int]]:
     """Each maximal run of consecutive recordable steps (`work` set) as (start, stop) positions in `steps`."""
     groups: list[tuple[int, int]] = []
     start = None
@@ -138,7 +159,7 @@ def group_steps(steps: Sequence[Step]) -> list[tuple[int, int]]:
     return groups
 
 
-def _record_graph(steps: Sequence[Step], pool: Any) -> torch.cuda.CUDAGraph:
+def _record_graph(steps: Sequence[CaptureStep], pool: Any) -> torch.cuda.CUDAGraph:
     """The steps' device work recorded as one CUDA graph (the caller settled the device before)."""
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
@@ -148,7 +169,7 @@ def _record_graph(steps: Sequence[Step], pool: Any) -> torch.cuda.CUDAGraph:
     return graph
 
 
-def _replay(graph: torch.cuda.CUDAGraph, steps: Sequence[Step]) -> Run:
+def _replay(graph: torch.cuda.CUDAGraph, steps: Sequence[CaptureStep]) -> Run:
     """One call of the group: launch the graph, wait for it once, count its copies. When an allocator was closed
     under the method, the steps run uncaptured instead (they refuse the freed memory with the allocator's error)."""
     replay, current_stream = graph.replay, torch.cuda.current_stream
@@ -174,7 +195,7 @@ class Capture:
     """A method's graphs: the groups and every other step's reason, decided at load; recorded after the first
     successful call (`pending` until then); `summary()` and `reason(step)` say what runs as a graph and why not."""
 
-    def __init__(self, steps: Sequence[Step], option: CaptureOption) -> None:
+    def __init__(self, steps: Sequence[CaptureStep], option: CaptureOption) -> None:
         self.option = option
         self._steps = tuple(steps)
         self._groups = group_steps(steps) if option is not False else []
@@ -225,7 +246,7 @@ class Capture:
         }
         return {**summary, "line": _line(summary)}
 
-    def record(self, plan: Plan) -> None:
+    def record(self, plan: CapturePlan) -> None:
         """Record every group (a group that fails is tried step by step; what still fails keeps its reason) and
         hand the plan the replays. With capture=True a failure is an ExecutionError naming the step and why."""
         self.pending = False

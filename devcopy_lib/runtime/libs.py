@@ -46,7 +46,7 @@ from ..ops.schema import (
     native_schema,
     parse_schema,
 )
-from .registry import BoxedKernel, KernelLib
+from .operator_registry import BoxedKernel, KernelLib
 
 # Libs given as KernelLibs, lib names, or (nested) iterables of them
 Libs = KernelLib | str | Iterable["Libs"]

@@ -21,7 +21,7 @@ from ..names import (
 from ..ops.schema import parse_schema
 from ..tensors.error import Error
 from .libs import Libs, as_libs, lib_by_name
-from .registry import Kernel, OperatorRegistry
+from .operator_registry import Kernel, OperatorRegistry
 
 
 class _HasOperators(Protocol):

@@ -92,8 +92,8 @@ def test_the_placement_report_and_the_explorer_quote_each_copys_error():
     from devcopy_widgets.graph_view_data import graph_elements
 
     from devcopy_lib import models
-    from devcopy_lib.passes.lower import export_and_lower
-    from devcopy_lib.passes.placement import place_devices
+    from devcopy_lib.lowering.lower import export_and_lower
+    from devcopy_lib.placement.place import place_devices
 
     bands = (ErrorBand("pinned", 0, MiB, 0.2, 0.5, 100, "run X"),)
     lines = {("h2d", "pinned"): Line(12e-6, 20.0), ("d2h", "pinned"): Line(12e-6, 20.0)}

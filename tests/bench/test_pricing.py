@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from devcopy_lib.bench.cost_model import CostModel, Line, basis_text, copy_pricer, default_model, price_copy
 from devcopy_lib.names import format_seconds
-from devcopy_lib.passes.report import savings_text
+from devcopy_lib.placement.report import savings_text
 
 
 def _model() -> CostModel:

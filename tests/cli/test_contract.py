@@ -237,9 +237,9 @@ def test_a_target_device_the_backend_does_not_have_is_an_argument_error(capsys, 
 def _library_failures():
     from devcopy_lib.devices import DeviceCopyError, DeviceMemoryAccessError
     from devcopy_lib.devices.cuda_status import CudaError
-    from devcopy_lib.passes.placement import PlacementError
+    from devcopy_lib.placement.place import PlacementError
     from devcopy_lib.runtime.failures import ExecutionError, LoadError
-    from devcopy_lib.runtime.registry import RegistrationError
+    from devcopy_lib.runtime.operator_registry import RegistrationError
     from devcopy_lib.runtime.resolve import MissingOperatorError
     from devcopy_lib.tensors.error import Error
 

@@ -75,7 +75,7 @@ def test_compare_executorch_adds_its_counts(capsys):
 
 
 def test_the_text_has_units_and_the_models_own_delegated_ops(capsys):
-    from devcopy_lib.passes.lower import DEFAULT_DELEGATE_OPS
+    from devcopy_lib.lowering.lower import DEFAULT_DELEGATE_OPS
 
     assert main(["place", "residual", "--backend", "simulated"]) == 0
     text = capsys.readouterr().out

@@ -177,8 +177,8 @@ def test_argument_errors_are_usage_errors_and_write_nothing(capsys, tmp_path, si
 
 
 def test_executorchs_refusal_of_the_model_is_its_kind_and_writes_nothing(capsys, tmp_path, monkeypatch):
-    from devcopy_lib.passes import pte_backend
-    from devcopy_lib.passes.executorch_reference import ExecuTorchRefusal
+    from devcopy_lib.pte import backend as pte_backend
+    from devcopy_lib.pte.executorch_reference import ExecuTorchRefusal
 
     def refuse(*args, **kwargs):
         raise ExecuTorchRefusal("to_executorch", RuntimeError("no"))
@@ -226,7 +226,7 @@ def test_a_corrupted_pte_gives_one_json_object_of_a_devcopy_kind(capsys, tmp_pat
 def test_another_backends_program_opens_but_does_not_run(capsys, tmp_path):
     """The reference's pass-through backend writes a blob no one can execute: place and registry read it, run
     refuses it naming the backend (unsupported_model, exit 1)."""
-    from devcopy_lib.passes.executorch_reference import executorch_program
+    from devcopy_lib.pte.executorch_reference import executorch_program
 
     path = tmp_path / "pass_through.pte"
     path.write_bytes(executorch_program(SinAddMul(), (torch.randn(2, 3), torch.randn(2, 3)), ["add.Tensor"]).buffer)

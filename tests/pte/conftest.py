@@ -11,7 +11,7 @@ import torch
 
 
 class SinAddMul(torch.nn.Module):
-    """`sin(a + b) * b`: `add` delegated, `sin` and `mul` on the CPU (the program of issue 25)."""
+    """`sin(a + b) * b`: `add` delegated, `sin` and `mul` on the CPU."""
 
     def forward(self, a, b):
         return torch.sin(a + b) * b
@@ -41,21 +41,21 @@ INPUTS = (torch.randn(2, 3), torch.randn(2, 3))
 
 @functools.cache
 def sin_pte(target_device: str | None = "cuda:0") -> bytes:
-    from devcopy_lib.passes.pte_backend import executorch_pte
+    from devcopy_lib.pte.backend import executorch_pte
 
     return executorch_pte(SinAddMul(), INPUTS, ["add.Tensor"], target_device)
 
 
 @functools.cache
 def reduce_pte() -> bytes:
-    from devcopy_lib.passes.pte_backend import executorch_pte
+    from devcopy_lib.pte.backend import executorch_pte
 
     return executorch_pte(Reduce(), (torch.randn(2, 3),), [])
 
 
 @functools.cache
 def lifted_scalar_pte() -> bytes:
-    from devcopy_lib.passes.pte_backend import executorch_pte
+    from devcopy_lib.pte.backend import executorch_pte
 
     return executorch_pte(LiftedScalar(), (torch.randn(2, 3),), [])
 
@@ -63,7 +63,7 @@ def lifted_scalar_pte() -> bytes:
 @functools.cache
 def pass_through_pte() -> bytes:
     """The same model through the reference's pass-through backend: a blob devcopy cannot execute."""
-    from devcopy_lib.passes.executorch_reference import executorch_program
+    from devcopy_lib.pte.executorch_reference import executorch_program
 
     return bytes(executorch_program(SinAddMul(), INPUTS, ["add.Tensor"]).buffer)
 
@@ -81,7 +81,7 @@ def sin_bytes() -> bytes:
 
 @pytest.fixture(scope="session")
 def sin_program(sin_bytes):
-    from devcopy_lib.passes.pte import open_pte
+    from devcopy_lib.pte.reader import open_pte
 
     return open_pte(sin_bytes)
 

@@ -1,4 +1,4 @@
-"""The artifact as the measure (issue 25, deliverable 5): devcopy's emitted program and the `.pte` ExecuTorch 1.5.1
+"""The artifact as the measure: devcopy's emitted program and the `.pte` ExecuTorch 1.5.1
 writes for the same model and delegated ops agree on the operator table, the instructions, the copies and the memory
 plan per device, except the differences docs/differences.md documents ("The artifact"); and the comparison fails on
 a one-line breakage of either side."""
@@ -10,8 +10,8 @@ import dataclasses
 import pytest
 
 from devcopy_lib import emit, export_and_lower, models, place_devices
-from devcopy_lib.passes.artifact import ASPECTS, KnownDifference, compare_artifacts, compare_model
-from devcopy_lib.passes.pte import PteKernel
+from devcopy_lib.pte.artifact import ASPECTS, KnownDifference, compare_artifacts, compare_model
+from devcopy_lib.pte.reader import PteKernel
 
 pytestmark = [pytest.mark.reference, pytest.mark.filterwarnings("ignore:torchvision's compiled ops did not load")]
 
@@ -136,8 +136,8 @@ def test_cpu_steps_in_another_valid_order_are_the_documented_schedule():
         def forward(self, a, b):
             return (a + b) * (a.sin() - b.cos())
 
-    from devcopy_lib.passes.pte import open_pte
-    from devcopy_lib.passes.pte_backend import executorch_pte
+    from devcopy_lib.pte.backend import executorch_pte
+    from devcopy_lib.pte.reader import open_pte
 
     inputs = (torch.randn(2, 3), torch.randn(2, 3))
     ours = emit(place_devices(export_and_lower(TwoCpuOps(), inputs, ["add.Tensor"])))

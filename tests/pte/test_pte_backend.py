@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from devcopy_lib.devices.device import Device, DeviceType
-from devcopy_lib.passes.pte import PteDelegate, PteKernel, open_pte
-from devcopy_lib.passes.pte_backend import BACKEND_ID, backend, executorch_manager, load_delegate, partitioner
+from devcopy_lib.pte.backend import BACKEND_ID, backend, executorch_manager, load_delegate, partitioner
+from devcopy_lib.pte.reader import PteDelegate, PteKernel, open_pte
 
 pytestmark = pytest.mark.reference
 
@@ -62,7 +62,7 @@ def test_the_delegate_reads_and_writes_device_values(sin_program):
 
 
 def test_cuda_1_reaches_the_program_and_no_target_device_means_no_copies():
-    from devcopy_lib.passes.pte_backend import executorch_pte
+    from devcopy_lib.pte.backend import executorch_pte
 
     class Add(torch.nn.Module):
         def forward(self, a, b):

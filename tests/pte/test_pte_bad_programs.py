@@ -1,4 +1,4 @@
-"""Bad programs past the parser (issue 25, item 7): a tensor on another device than its buffer, a constant whose
+"""Bad programs past the parser: a tensor on another device than its buffer, a constant whose
 bytes do not fit its sizes, a delegate blob torch.export cannot read, a device buffer with no allocator registered.
 Each is a devcopy error naming the value and the fix, raised before anything is half-loaded."""
 
@@ -8,8 +8,8 @@ import torch
 from devcopy_lib.devices import get_device_allocator
 from devcopy_lib.devices.device import Device, DeviceType
 from devcopy_lib.load import load_method
-from devcopy_lib.passes.pte import PteLoadError, open_pte
-from devcopy_lib.passes.pte_run import pte_program
+from devcopy_lib.pte.convert import pte_program
+from devcopy_lib.pte.reader import PteLoadError, open_pte
 from devcopy_lib.runtime.failures import LoadError
 from devcopy_lib.tensors.error import Error
 
@@ -43,7 +43,7 @@ def test_a_constant_that_does_not_fit_its_sizes(reduce_bytes):
 def test_a_delegate_blob_torch_export_cannot_read_is_a_load_error(sin_program):
     from dataclasses import replace
 
-    from devcopy_lib.passes.pte_backend import BLOB_MAGIC
+    from devcopy_lib.pte.backend import BLOB_MAGIC
 
     damaged = replace(sin_program.delegates[0], blob=BLOB_MAGIC + b"not a zip archive")
     program = replace(sin_program, delegates=[damaged])

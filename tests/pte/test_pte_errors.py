@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from devcopy_lib.names import ERROR_KINDS
-from devcopy_lib.passes.pte import (
+from devcopy_lib.pte.reader import (
     PteDelegate,
     PteKernel,
     PteList,

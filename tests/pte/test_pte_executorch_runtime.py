@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from devcopy_lib import load_method, open_pte, pte_inputs, pte_program, run_in_executorch
-from devcopy_lib.passes import pte_executorch
+from devcopy_lib.pte import executorch_runtime as pte_executorch
 
 pytestmark = pytest.mark.reference
 

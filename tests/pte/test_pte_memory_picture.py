@@ -1,4 +1,4 @@
-"""ExecuTorch's memory plan of a .pte as the picture's data (passes/memory_picture.py): a lane per non-constant
+"""ExecuTorch's memory plan of a .pte as the picture's data (memory_lanes.py): a lane per non-constant
 buffer with its device, each planned tensor at ExecuTorch's (mem_id, offset) for the instructions that use it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from devcopy_lib import memory_picture, pte_program
-from devcopy_lib.passes.memory_picture import pte_lifetimes
+from devcopy_lib.memory_lanes import pte_lifetimes
 
 pytestmark = pytest.mark.reference
 

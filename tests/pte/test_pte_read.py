@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from devcopy_lib.devices.device import CPU, Device, DeviceType
-from devcopy_lib.passes.pte import PteKernel, PteList, PteScalar, PteTensor, open_pte
+from devcopy_lib.pte.reader import PteKernel, PteList, PteScalar, PteTensor, open_pte
 
 pytestmark = pytest.mark.reference
 
@@ -69,7 +69,7 @@ def test_str_lists_every_instruction(sin_program):
 def test_a_0d_constant_in_its_padded_segment_opens_with_its_value(lifted_scalar_bytes):
     """ExecuTorch pads each constant to 16 bytes in the segment and keeps the padding when it reads it back
     (`_restore_constant_segment`): the 8-byte int64 scalar arrives as 16 bytes. Only a shorter one is refused."""
-    from devcopy_lib.passes.pte_run import pte_program
+    from devcopy_lib.pte.convert import pte_program
 
     p = open_pte(lifted_scalar_bytes)
     scalars = {v.dtype: i for i, v in enumerate(p.values) if isinstance(v, PteTensor) and v.constant and not v.sizes}

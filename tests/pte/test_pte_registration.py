@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from devcopy_lib.names import DEVICE_COPY_LIB
-from devcopy_lib.passes.pte import PteUsageError, pte_registration
+from devcopy_lib.pte.reader import PteUsageError
+from devcopy_lib.pte.registration import pte_registration
 from devcopy_lib.runtime.resolve import MissingOperatorError, resolve_operators
 
 pytestmark = pytest.mark.reference
@@ -93,11 +94,11 @@ def test_devcopys_portable_lib_against_executorchs_240():
 
 def test_a_program_with_a_dtype_cast_misses_a_dim_order_op_in_devcopys_portable_mode():
     """`x.to(float64)` becomes dim_order_ops::_to_dim_order_copy.out in the table: ExecuTorch's runtime has it,
-    devcopy's portable lib does not (issue 25: what running real programs still needs)."""
+    devcopy's portable lib does not (what running real programs still needs)."""
     from executorch.extension.pybindings import portable_lib
 
-    from devcopy_lib.passes.pte import open_pte
-    from devcopy_lib.passes.pte_backend import executorch_pte
+    from devcopy_lib.pte.backend import executorch_pte
+    from devcopy_lib.pte.reader import open_pte
 
     class Cast(torch.nn.Module):
         def forward(self, x):

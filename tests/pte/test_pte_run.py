@@ -1,4 +1,4 @@
-"""ExecuTorch's own .pte run by devcopy's runtime (issue 25, item 5, first slice): the Program pte_program builds
+"""ExecuTorch's own .pte run by devcopy's runtime: the Program pte_program builds
 keeps ExecuTorch's memory plan, loads through load_method in both modes on the simulated accelerator, and its
 outputs equal eager; what devcopy cannot run is refused by name."""
 
@@ -7,8 +7,8 @@ import torch
 
 from devcopy_lib.devices.device import CPU, Device, DeviceType
 from devcopy_lib.load import load_method
-from devcopy_lib.passes.pte import open_pte
-from devcopy_lib.passes.pte_run import PteUnsupportedError, pte_program
+from devcopy_lib.pte.convert import PteUnsupportedError, pte_program
+from devcopy_lib.pte.reader import open_pte
 from devcopy_lib.runtime.memory_plan import Allocation, Buffer
 from devcopy_lib.runtime.program import DelegateCall, KernelCall
 from devcopy_lib.runtime.resolve import MissingOperatorError
@@ -49,7 +49,7 @@ def test_constants_and_int_lists_run(reduce_bytes, mode, sim):
 
 def test_a_program_needing_a_dim_order_op_fails_at_load_as_in_executorch(sim):
     """`+ 1` casts a lifted constant with dim_order_ops::_to_dim_order_copy.out, which devcopy's libs lack."""
-    from devcopy_lib.passes.pte_backend import executorch_pte
+    from devcopy_lib.pte.backend import executorch_pte
 
     class AddOne(torch.nn.Module):
         def forward(self, x):
@@ -68,7 +68,7 @@ def test_another_backends_delegate_is_refused_by_name(pass_through_bytes):
 
 @pytest.fixture(scope="module")
 def linear_relu():
-    from devcopy_lib.passes.pte_backend import executorch_pte
+    from devcopy_lib.pte.backend import executorch_pte
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
@@ -100,7 +100,7 @@ def test_a_device_delegate_holding_host_tensors_is_refused_at_load(linear_relu, 
     itself would read them from host memory."""
     import dataclasses
 
-    from devcopy_lib.passes.pte_backend import load_delegate
+    from devcopy_lib.pte.backend import load_delegate
     from devcopy_lib.runtime.failures import LoadError
 
     _, _, p = linear_relu

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from devcopy_lib import executorch_pte, open_pte, pte_inputs
-from devcopy_lib.passes.pte import PteProgram, PteScalar, PteTensor
+from devcopy_lib.pte.reader import PteProgram, PteScalar, PteTensor
 
 pytestmark = pytest.mark.reference
 

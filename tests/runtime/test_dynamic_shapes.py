@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from torch import nn
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, load_method, place_devices
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.kernels.prim_ops import SymBox, SymList, current, prim_name
+from devcopy_lib.lowering.nodes import is_d2h, is_h2d
 from devcopy_lib.models.samples import transformer_block
-from devcopy_lib.passes.emit import emit
-from devcopy_lib.passes.executorch_reference import available
-from devcopy_lib.passes.nodes import is_d2h, is_h2d
+from devcopy_lib.pte.executorch_reference import available
 from devcopy_lib.runtime.failures import ExecutionError
 from devcopy_lib.runtime.program import SymListValue, SymValue
 from devcopy_lib.runtime.resolve import PRIM_LIB, resolve_operators
@@ -120,7 +120,7 @@ def test_no_copy_moves_a_symbolic_size(name):
     [*((n, "default", False) for n in MODELS), ("transformer", "default", True), ("transformer", "matrix", False)],
 )
 def test_placement_counts_equal_executorchs(name, ops, skip_d2h):
-    from devcopy_lib.passes.executorch_reference import executorch_counts
+    from devcopy_lib.pte.executorch_reference import executorch_counts
 
     module, lowered = _lowered(name, OP_SETS[ops])
     placed = place_devices(lowered, skip_d2h_for_method_outputs=skip_d2h)

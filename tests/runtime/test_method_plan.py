@@ -19,11 +19,11 @@ from devcopy_lib import models
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.devices.device import Device
 from devcopy_lib.devices.errors import DeviceCopyError
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
+from devcopy_lib.lowering.lower import export_and_lower
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
-from devcopy_lib.passes.emit import emit
-from devcopy_lib.passes.lower import export_and_lower
-from devcopy_lib.passes.placement import place_devices
+from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.failures import ExecutionError, LoadError
 from devcopy_lib.runtime.libs import aten_lib, libs_of_mode
 from devcopy_lib.runtime.method import Method

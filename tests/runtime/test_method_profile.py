@@ -15,8 +15,8 @@ from devcopy_lib.cli import main
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.devices.allocator import Capabilities, DeviceTimer
 from devcopy_lib.load import load_method
-from devcopy_lib.passes.lower import export_and_lower
-from devcopy_lib.passes.placement import place_devices
+from devcopy_lib.lowering.lower import export_and_lower
+from devcopy_lib.placement.place import place_devices
 
 
 class _PerByte:

@@ -18,12 +18,12 @@ from devcopy_lib import models
 from devcopy_lib.cli import common
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.devices.allocator import DeviceAllocator
+from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
+from devcopy_lib.lowering.lower import export_and_lower, lower
 from devcopy_lib.names import ErrorKind
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
-from devcopy_lib.passes.emit import emit
-from devcopy_lib.passes.lower import export_and_lower, lower
-from devcopy_lib.passes.placement import place_devices
+from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.eager import eager_program
 from devcopy_lib.runtime.failures import ConstantsChangedError, ExecutionError, LoadError
 from devcopy_lib.runtime.libs import aten_lib

@@ -12,9 +12,9 @@ from torch import nn
 
 from devcopy_lib.devices import DeviceAllocator, SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.load import load_method
+from devcopy_lib.lowering.lower import export_and_lower
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
-from devcopy_lib.passes.lower import export_and_lower
-from devcopy_lib.passes.placement import place_devices
+from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.failures import ConstantsChangedError, LoadError
 from devcopy_lib.runtime.libs import aten_lib
 from devcopy_lib.runtime.method import Method

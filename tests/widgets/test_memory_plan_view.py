@@ -13,7 +13,7 @@ pytest.importorskip("anywidget", reason="needs the lab extra (anywidget)")
 from devcopy_widgets import PlacementExplorer  # noqa: E402
 from devcopy_widgets.memory_plan_view import LANE_HEIGHT, MemoryPlanView, picture_svg  # noqa: E402
 
-from devcopy_lib.runtime.memory_picture import Block, Lane, MemoryPicture  # noqa: E402
+from devcopy_lib.memory_lanes import Block, Lane, MemoryPicture  # noqa: E402
 
 A = Block(0, "v0 float32[4] 16 B (input)", 0, 16, 0, 1, node="x")
 B = Block(1, "v1 float32[8] 32 B (#1 aten::add.out)", 16, 32, 1, 3, node="add")

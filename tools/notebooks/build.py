@@ -82,7 +82,7 @@ def build(name: str, out: Path = NOTEBOOKS, execute: bool = True) -> Path:
         if noisy:
             raise SystemExit(
                 f"{name}: cells wrote to stderr (a warning box under make lab); silence known third-party "
-                f"noise in devcopy_lib/passes/noise.py or fix the cause:\n"
+                f"noise in devcopy_lib/lowering/noise.py or fix the cause:\n"
                 + "\n".join(f"  {cell}: {text[:300]}" for cell, text in noisy.items())
             )
     scrub(nb)
