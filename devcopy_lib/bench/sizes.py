@@ -26,8 +26,7 @@ def parse_size(text: str) -> int:
         )
     if not match or int(match.group(1)) == 0:
         raise ValueError(
-            f"Bad size {shown}: expected a positive integer with an optional binary suffix K, M or G "
-            "(e.g. 4K, 64M, 1G)"
+            f"Bad size {shown}: expected a positive integer with an optional binary suffix K, M or G (e.g. 4K, 64M, 1G)"
         )
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
 

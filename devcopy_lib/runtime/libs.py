@@ -41,6 +41,7 @@ from ..ops.schema import (
     FUNCTIONS_YAML,
     NATIVE_FUNCTIONS_YAML,
     PEER_COPY_OPS_YAML,
+    entry_error,
     load_ops_yaml,
     native_functions,
     native_schema,
@@ -52,26 +53,47 @@ from .operator_registry import BoxedKernel, KernelLib
 Libs = KernelLib | str | Iterable["Libs"]
 
 
+def _valid_kernel_names() -> str:
+    """The kernel_names a YAML lib can build, for the message that refuses another one."""
+    copies = ",".join(device_copy.PORTABLE_KERNELS)
+    return f"devcopy::portable::aten_out, devcopy::portable::{{{copies}}}, devcopy::aten::{{{copies}}}"
+
+
+def _builds(kernel_name: str) -> bool:
+    """Whether `kernel_name` names a kernel devcopy can build."""
+    namespace, _, fn = kernel_name.rpartition("::")
+    if kernel_name == "devcopy::portable::aten_out":
+        return True
+    return namespace in ("devcopy::portable", "devcopy::aten") and fn in device_copy.PORTABLE_KERNELS
+
+
 def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, device_rule: str) -> BoxedKernel:
-    """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`."""
+    """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`
+    (a name `_builds` refuses never gets here: the lib's entries refuse it first)."""
     namespace, _, fn = kernel_name.rpartition("::")
     if kernel_name == "devcopy::portable::aten_out":
         boxed: BoxedKernel = portable_cpu.boxed_aten_kernel(name, schema, portable=True)
         return boxed
-    if namespace == "devcopy::portable" and fn in device_copy.PORTABLE_KERNELS:
+    if namespace == "devcopy::portable":
         return device_copy.portable_boxed_kernel(fn)
-    if namespace == "devcopy::aten" and fn in device_copy.PORTABLE_KERNELS:  # same kernel names in both modes
-        return device_copy.aten_boxed_kernel(name, device_rule)
-    raise LookupError(
-        f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
-        f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, "
-        f"devcopy::aten::{{{','.join(device_copy.PORTABLE_KERNELS)}}}"
-    )
+    return device_copy.aten_boxed_kernel(name, device_rule)  # same kernel names in both modes
 
 
 def _yaml_lib(name: str, mode: str, path: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
     def entries() -> dict[tuple[str, str], str]:
-        return {(e.name, k.key): k.kernel_name for e in load_ops_yaml(path) for k in e.kernels}
+        """Every (op, kernel key) of the file; a kernel_name devcopy cannot build is refused here, when the lib is
+        first used, as an OpYamlError naming the file, the line and the names that are valid."""
+        found = {}
+        for entry in load_ops_yaml(path):
+            for index, kernel in enumerate(entry.kernels):
+                if not _builds(kernel.kernel_name):
+                    raise entry_error(
+                        entry,
+                        f"kernels[{index}]: unknown kernel_name {kernel.kernel_name!r} for {entry.name}. Valid: "
+                        f"{_valid_kernel_names()}",
+                    )
+                found[(entry.name, kernel.key)] = kernel.kernel_name
+        return found
 
     def schema_of(op: str) -> FunctionSchema:
         return next(e.schema for e in load_ops_yaml(path) if e.name == op)
