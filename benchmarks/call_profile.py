@@ -149,12 +149,10 @@ def main(argv=None) -> int:
         print(f"{k}: {v['launches_per_call']:.0f} GPU launches per call, {v['device_us_per_call']:.1f} us of GPU time")
         for row in v["top"]:
             print(f"    {row['count']:4.1f} x {row['us']:7.1f} us  {row['name']}")
-    for row in result["host_profile"] if isinstance(result["host_profile"], list) else [result["host_profile"]]:
-        print(
-            f"  {row}"
-            if "error" in row
-            else f"  {row['own_us']:7.2f} us own  {row['cum_us']:7.2f} us cum  {row['function']}"
-        )
+    profile = result["host_profile"]
+    for row in profile if isinstance(profile, list) else [profile]:
+        own = f"{row['own_us']:7.2f} us own  {row['cum_us']:7.2f} us cum  {row['function']}" if "own_us" in row else row
+        print(f"  {own}")
     print(f"wrote {args.out}")
     return 0
 
