@@ -25,6 +25,7 @@ from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels import device_copy, portable_cpu
 from ..kernels.portable_cpu import boxed_aten_kernel
 from ..names import (
+    COPY_OP,
     DEFAULT_LIBS,
     DEVICE_COPY_LIB,
     DEVICE_RULES,
@@ -33,6 +34,7 @@ from ..names import (
     LINKABLE_LIBS,
     PEER_COPY_LIB,
     DeviceRule,
+    Direction,
     Lib,
     Mode,
 )
@@ -184,10 +186,22 @@ def as_libs(libs: Libs, device_rule: str = DeviceRule.SEED) -> list[KernelLib]:
     return [lib for item in libs for lib in as_libs(item, device_rule)]
 
 
-def libs_of_mode(mode: str, libs: Libs | None = None) -> list[KernelLib]:
-    """The libs a `mode` method links (KernelLibs or names; None -> the mode's default); ValueError when one is of
-    another mode, since a method resolves against one mode's kernels (docs/design.md §5)."""
+def default_libs(mode: str, operators: Iterable[str] = ()) -> tuple[str, ...]:
+    """The libs a `mode` method links when none are given: the mode's default (`names.DEFAULT_LIBS`), plus what the
+    program's `operators` need beyond it that the mode keeps in a lib of its own - in ATen mode
+    `peer_copy_ops_aten_lib` for the `_d2d_copy.out` that the `peer` strategy emits. So the default follows the
+    placement strategy, as the CLI's `--aten-libs` default does."""
     defaults = DEFAULT_LIBS[Mode(mode)]
+    if mode == Mode.ATEN and COPY_OP[Direction.D2D].name in set(operators):
+        return (*defaults, PEER_COPY_LIB)
+    return defaults
+
+
+def libs_of_mode(mode: str, libs: Libs | None = None, operators: Iterable[str] = ()) -> list[KernelLib]:
+    """The libs a `mode` method links (KernelLibs or names; None -> the mode's default for a program calling
+    `operators`, `default_libs`); ValueError when one is of another mode, since a method resolves against one
+    mode's kernels (docs/design.md §5)."""
+    defaults = default_libs(mode, operators)
     linked = as_libs(defaults if libs is None else libs)
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:
