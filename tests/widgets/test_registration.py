@@ -6,18 +6,19 @@ from devcopy_widgets import RegistrationPanel, RegistrationState
 
 def test_portable_mode_links_the_portable_lib_and_runs():
     panel = RegistrationPanel()
-    assert panel.state.linked() == ("portable",)
+    assert panel.state.linked() == ("portable", "quantized")
     panel.run()
     assert panel.error is None and panel.result.ok
     assert panel.result.copies_executed == {"h2d": 2, "d2h": 1}
     assert "matches eager: True" in panel.outcome.value
 
 
-def test_aten_mode_links_native_and_the_device_copy_lib_by_default():
+def test_aten_mode_links_native_the_device_copy_lib_and_the_quantized_lib_by_default():
     panel = RegistrationPanel()
     panel.mode.value = "aten"
-    assert panel.state.linked() == ("native", "device_copy_ops_aten_lib")
-    assert [box.description for box in panel.libs_row.children] == ["native", "device_copy_ops_aten_lib"]
+    aten_libs = ("native", "device_copy_ops_aten_lib", "quantized_ops_aten_lib")
+    assert panel.state.linked() == aten_libs
+    assert [box.description for box in panel.libs_row.children] == list(aten_libs)
     assert all(box.value for box in panel.libs_row.children)
     panel.run()
     assert panel.result.ok
@@ -27,7 +28,7 @@ def test_unlinking_the_device_copy_lib_shows_missing_operator_and_the_fix():
     panel = RegistrationPanel()
     panel.mode.value = "aten"
     panel.lib_boxes["device_copy_ops_aten_lib"].value = False
-    assert panel.state.linked() == ("native",)
+    assert panel.state.linked() == ("native", "quantized_ops_aten_lib")
     assert "MISSING" in panel.matrix.value
     panel.run()
     assert panel.result is None and panel.error is None
@@ -74,9 +75,10 @@ def test_switching_modes_never_links_again_a_lib_that_was_unticked():
     panel.mode.value = "aten"
     panel.lib_boxes["device_copy_ops_aten_lib"].value = False
     panel.mode.value = "portable"
-    assert panel.state.linked() == ("portable",)
+    assert panel.state.linked() == ("portable", "quantized")
     panel.mode.value = "aten"
-    assert panel.state.linked() == ("native",) and not panel.lib_boxes["device_copy_ops_aten_lib"].value
+    assert panel.state.linked() == ("native", "quantized_ops_aten_lib")
+    assert not panel.lib_boxes["device_copy_ops_aten_lib"].value
     assert "MISSING" in panel.matrix.value
 
 
@@ -107,7 +109,7 @@ def test_aten_mode_with_no_lib_names_only_aten_libs_to_tick():
     panel = RegistrationPanel()
     panel.model.value = "cpu_between"
     panel.mode.value = "aten"
-    for name in ("native", "device_copy_ops_aten_lib"):
+    for name in ("native", "device_copy_ops_aten_lib", "quantized_ops_aten_lib"):
         panel.lib_boxes[name].value = False
     assert panel.state.linked() == ()
     assert panel.state.advice() == (
