@@ -8,13 +8,14 @@ come back with a D2H first: a decode step moves its KV cache across the link onc
 
 - tags the buffer's constant node with the device of the delegates that read it (`meta["device"]`, `meta[RESIDENT]`):
   emit plans it in that device's arena for the whole program and loading copies its initial value there once;
-- moves every CPU op that reads the buffer (directly or through values computed from it) to that device, each as a
-  one-op delegate named `update_<op>`; an update that writes the buffer's new value over its old one
+- moves every CPU op that updates the buffer or views it (`index_put`, `index_copy`, `slice_scatter`, `expand`,
+  `view`, ...: roles.WRITES and roles.CARRIES), directly or through such values, to that device, each as a one-op
+  delegate named `update_<op>`; an update that writes the buffer's new value over its old one
   (`index_put`, `index_copy`, read by nothing else) runs in place on the buffer's own memory (`Delegate.in_place`),
   so the functionalised write-back `copy_(buffer, new)` has nothing left to copy; any other write-back runs on the
   device (emit: an on-device copy);
-- leaves a buffer where ExecuTorch puts it, with the reason, when an op that reads it must run on the CPU (not an
-  ATen operator, a random or data-dependent one, a size computation), when the program returns it, when its new
+- leaves a buffer where ExecuTorch puts it, with the reason, when a CPU op computes from it (an op the delegate set
+  leaves on the CPU: delegating it is the user's choice, not the placement's), when the program returns it, when its new
   value is computed on the CPU from other values, when no device delegate touches it, or when delegates on several
   devices read it.
 
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import torch
-from torch import Tag, fx
+from torch import fx
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from ..devices import Device
@@ -38,11 +39,10 @@ from ..lowering.edge_form import WRITE_BACK
 from ..lowering.nodes import call_device
 from ..lowering.ops import overload_name
 from .hoist import mutable
+from .roles import CARRIES, WRITES
 
 RESIDENT = "resident"  # node.meta key on a buffer's constant node: it lives on its device for the method's life
 UPDATE_PREFIX = "update_"  # the delegates resident_buffers makes of the ops that update a buffer
-# Tags of ops whose result on the device could differ from the CPU's, or whose output size depends on the data
-_HOST_ONLY_TAGS = (Tag.nondeterministic_seeded, Tag.dynamic_output_shape, Tag.data_dependent_output)
 
 
 @dataclass(frozen=True)
@@ -68,17 +68,20 @@ def _nbytes(node: fx.Node) -> int:
 
 
 def _why_host_only(node: fx.Node) -> str:
-    """Why a CPU op cannot run on a device; empty when it can (an ATen operator with one tensor result)."""
+    """Why a CPU op reading the buffer keeps it on the host; empty when the op moves with it: an update of the
+    buffer (`index_put`, `index_copy`, `slice_scatter`, ...) or a view or cast of it (roles.CARRIES), with one
+    tensor result. Computation stays where the delegate set puts it: delegating the op is the user's choice."""
     target = node.target
     if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
         return f"{node.name} ({target}) is not an ATen operator"
-    if target.namespace != "aten":  # names: the ATen op namespace
-        return f"{node.name} ({overload_name(target)}) is not an ATen operator"
+    if target.overloadpacket not in CARRIES | WRITES:
+        name = overload_name(target)
+        return (
+            f"{node.name} ({name}) computes from it on the CPU (resident_buffers moves only a buffer's updates and "
+            f"views; delegate {name} to run it on the device)"
+        )
     if not isinstance(node.meta.get("val"), torch.Tensor):
         return f"{node.name} ({overload_name(target)}) does not compute one tensor"
-    tags = [tag.name for tag in _HOST_ONLY_TAGS if tag in target.tags]
-    if tags:
-        return f"{node.name} ({overload_name(target)}) is {', '.join(tags)}: its device result could differ"
     return ""
 
 
@@ -119,7 +122,7 @@ def _plan_buffer(buffer: fx.Node) -> tuple[Device | None, list[fx.Node], str]:
         else:
             why = _why_host_only(node)
             if why:
-                return None, [], f"{why}, and it reads the buffer"
+                return None, [], why
             chain[node] = None
             stack.extend(node.users)
     for write in write_backs:
