@@ -175,12 +175,11 @@ def test_executorch_places_every_decode_step_as_devcopy_does(cache, delegate_set
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("cache", sorted(FORMS))
-def test_decode_steps_run_equal_to_eager_on_cuda_with_cupy(monkeypatch, cache):
+def test_decode_steps_run_equal_to_eager_on_cuda_with_cupy(exact_float32, cache):
     """Full size (128 positions, 16 prompt tokens) on the GPU, three steps per delegate set in both modes."""
     from devcopy_lib.devices import scoped_allocators
     from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
 
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     module, inputs = _build(cache, max_cache_len=128, prompt_len=16)
     exported = export_program(module, inputs)
     with scoped_allocators(CupyCudaAllocator()):

@@ -194,10 +194,9 @@ def test_threads_sharing_one_method_lose_no_update(run_concurrently, how):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["portable", "aten"])
-def test_consecutive_steps_equal_eager_on_cuda_with_cupy(monkeypatch, mode):
+def test_consecutive_steps_equal_eager_on_cuda_with_cupy(exact_float32, mode):
     from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
 
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     steps = [(seed, seed % ROWS) for seed in range(6)]
     for how in ("index_copy", "index_put", "add"):
         eager = Ring(how)
