@@ -52,9 +52,9 @@ SETTINGS = (
 )
 PTE_REASON = (
     "an ExecuTorch program (.pte): ExecuTorch placed it when it was written, so the model, delegated ops, target, "
-    "partition, strategy, skip, hoist and resident-buffer switches, the ExecuTorch comparison, the strategy diff and the report "
-    "(which describe a placement devcopy makes) do not apply and are off; the graph, the memory plan and "
-    "export trace (a profiled run of the program) do (docs/pte.md)"
+    "partition, strategy, skip, hoist and resident-buffer switches, the ExecuTorch comparison, the strategy diff "
+    "and the report (which describe a placement devcopy makes) do not apply and are off; the graph, the memory plan "
+    "and export trace (a profiled run of the program) do (docs/pte.md)"
 )
 
 
