@@ -275,7 +275,7 @@ GPU_CHECK = DOCS / "data/gpu_check.json"
 GPU_MISSES = {
     "this card's model": "1 MiB, the large-copy line's smallest size: the same copy measured 0.89x as long in the "
     "second process (repeatability table below), a spread no model fitted on one process can be closer than",
-    "predicted/measured (events) _h2d_copy.out 1 MiB": "as the row above: the card's own run-to-run spread at 1 MiB",
+    "predicted/measured (events) _h2d_copy.out 1 MiB": "the card's run-to-run spread at 1 MiB (repeatability below)",
     "public pinned": "the public call's own checks (pointer span, device index, the host buffer's owner), busy mark "
     "and "
     "statistics cost a constant 2.3-3.0 µs of Python per call over the raw copy (torch's C++ `copy_` costs 0.8-1.2 "
