@@ -177,6 +177,31 @@ def savings_text(
     return text
 
 
+def loaded_text(constant_bytes: int, buffers: Sequence[dict[str, Any]]) -> str:
+    """The one wording of what a method holds besides its copies: constants, loaded once, and mutable buffers,
+    program state the method reads and updates on every call (a KV cache), apart from the constants, since a buffer
+    the CPU updates is copied per call, not once: e.g. 'constants 873.3 KiB loaded once; mutable buffers 64 KiB
+    (program state, read and updated every call) on cpu'. `constant_bytes` counts the buffers' initial values too
+    (`PlacementReport.constant_bytes`: everything a load copies in)."""
+    buffer_bytes = sum(int(b["bytes"]) for b in buffers)
+    text = f"constants {format_bytes(max(constant_bytes - buffer_bytes, 0))} loaded once"
+    if buffers:
+        where = ", ".join(dict.fromkeys(str(b["device"]) + (" (resident)" if b["resident"] else "") for b in buffers))
+        text += (
+            f"; mutable buffers {format_bytes(buffer_bytes)} (program state, read and updated every call) on {where}"
+        )
+    return text
+
+
+def saving_text(before: int, after: int) -> str:
+    """`before -> after per call`, byte sizes rounded for reading; where the rounding makes both read the same, the
+    saving is given exactly, e.g. '6.3 MiB -> 6.3 MiB per call, 776 B less', so a real saving never reads as none."""
+    text = f"{format_bytes(before)} -> {format_bytes(after)} per call"
+    if before != after and format_bytes(before) == format_bytes(after):
+        text += f", {format_bytes(abs(before - after))} {'less' if after < before else 'more'}"
+    return text
+
+
 def roles_text(split: dict[str, dict[str, int]]) -> str:
     """The one wording of the per-call byte split by role, e.g. `llama_decode_step` with matrix ops: 'per call:
     cache 128 KiB H2D, 0 B D2H · weights 616.0 KiB H2D, 0 B D2H · activations 9.1 KiB H2D, 13.3 KiB D2H'."""
@@ -399,8 +424,7 @@ def build_report(
         else [
             f"{len(hoistable)} H2D copies ({format_bytes(derived_bytes)} per call) move values computed only from "
             f"parameters, buffers and constants: hoist_constants=True (devcopy place --hoist-constants) computes "
-            f"them once at load and keeps them on the device ({format_bytes(without)} -> "
-            f"{format_bytes(without - derived_bytes)} per call)."
+            f"them once at load and keeps them on the device ({saving_text(without, without - derived_bytes)})."
         ],
         pricing=_pricing(cost_model),
         copy_bytes_by_role=role_bytes(gm),

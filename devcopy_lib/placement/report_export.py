@@ -15,7 +15,7 @@ from typing import Any
 from ..names import DIRECTIONS, Direction, format_bytes
 from ..runtime.files import write_text
 from .diff import DIFF_COLUMNS, diff_lines, diff_rows
-from .report import PlacementReport, roles_text
+from .report import PlacementReport, loaded_text, roles_text
 
 REPORT_SUFFIXES = (".html", ".htm", ".json")
 PRICED_MEMORY = "pinned"  # the host memory kind a report prices its copies for (placement/report.py)
@@ -135,7 +135,7 @@ def _totals_html(data: Mapping[str, Any]) -> str:
             ("delegates", data["delegates"]),
             *per_direction,
             ("predicted copy time per call", _us(data["predicted_copy_s"]) or "not priced"),
-            ("constants (loaded once)", format_bytes(data["constant_bytes"])),
+            ("constants and mutable buffers", loaded_text(data["constant_bytes"], data.get("buffers", ()))),
             ("device memory at peak", format_bytes(data["device_peak_bytes"])),
             *[(f"bytes per call {k.replace('_', ' ')}", format_bytes(v)) for k, v in data["per_call_bytes"].items()],
             ("bytes by role (KV cache, weights-derived, activations)", roles_text(data["copy_bytes_by_role"])),

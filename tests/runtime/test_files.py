@@ -10,7 +10,10 @@ from devcopy_lib.runtime.files import write_bytes, write_text
 def test_every_output_file_is_written_whole_and_0644(tmp_path):
     old = os.umask(0o022)
     try:
-        for name, write in (("r.html", lambda p: write_text(p, "<p>x</p>")), ("a.pte", lambda p: write_bytes(p, b"\0x"))):
+        for name, write in (
+            ("r.html", lambda p: write_text(p, "<p>x</p>")),
+            ("a.pte", lambda p: write_bytes(p, b"\0x")),
+        ):
             path = tmp_path / name
             assert write(str(path)) == str(path)
             assert path.stat().st_mode & 0o777 == 0o644
