@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy, format_bytes
-from . import model_spec
 from ..runtime.files import write_bytes
+from . import model_spec
 from .common import Outcome, UsageError, capture_option, check_output_path, linked_libs, method_fields
 
 if TYPE_CHECKING:
