@@ -145,6 +145,27 @@ class PlacementReport:
         """`bytes_by_role` in `roles_text`'s words (the explorer, `devcopy place` and the HTML report show it)."""
         return roles_text(self.copy_bytes_by_role)
 
+    def strategy_counts(self) -> dict[str, tuple[dict[str, int], dict[str, int], int]]:
+        """strategy -> (copies, copy bytes, device peak bytes) for this report's strategy and every other one that
+        placed the program (a refusing one is left out)."""
+        table = {self.strategy: (self.copies, self.copy_bytes, self.device_peak_bytes)}
+        for other in self.comparison:
+            if "error" not in other:
+                peak = self.device_peak_bytes - other["extra_device_bytes"]
+                table[other["strategy"]] = (other["copies"], other["copy_bytes"], peak)
+        return table
+
+    def savings(self, strategy: str, against: str) -> str | None:
+        """What `strategy` saves per call against `against`, in `savings_text`'s words; None when either did not
+        place the program."""
+        table = self.strategy_counts()
+        if strategy not in table or against not in table:
+            return None
+        (copies, nbytes, peak), (their_copies, their_bytes, their_peak) = table[strategy], table[against]
+        return savings_text(
+            strategy, against, _saved(their_copies, copies), _saved(their_bytes, nbytes), peak - their_peak
+        )
+
     def placements_table(self) -> list[dict[str, Any]]:
         """`bytes_by_placement` as rows for people (`placements_rows`)."""
         return placements_rows(self.bytes_by_placement)
