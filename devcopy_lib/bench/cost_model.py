@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ..names import BACKENDS, basis_text, format_bytes, format_seconds, price_text
+from ..names import BACKENDS, format_bytes, format_seconds
+from ..names import basis_text as basis_text  # re-exported: the wording every surface imports from here
+from ..names import price_text as price_text
 from .harness import SweepResult
 from .measurement import ONE_WAY
 

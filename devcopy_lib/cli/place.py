@@ -333,7 +333,7 @@ def _render(result: dict[str, Any]) -> str:
     lines.extend(placements_text(result["bytes_by_placement"]))
     lines.extend(f"buffer {b['name']} ({format_bytes(b['bytes'])}): {b['reason']}" for b in result["buffers"])
     if result["pricing"]:
-        from ..bench.cost_model import basis_text
+        from ..names import basis_text
 
         lines.append(basis_text(result["pricing"]))
     for pair in result["cross_device"]:

@@ -169,8 +169,8 @@ def _render(result: dict[str, Any]) -> str:
     copies, arenas = result["copies_executed"], result["arena_bytes"]
     profile = []
     if "profile" in result:
-        from ..bench.cost_model import basis_text
         from ..bench.profile_view import markdown_table
+        from ..names import basis_text
 
         profile = [
             f"  profile (median of the profiled calls; {basis_text(result['pricing'])}):",
