@@ -9,9 +9,10 @@ these vocabularies anywhere else in the library. docs/design.md §7 lists them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class Name(str, Enum):
@@ -221,3 +222,19 @@ def price_text(seconds: float | None, basis: Mapping[str, str] | None, error: fl
         f"{basis['measured_on']} model, {basis['backend']} backend, {basis['memory']} host memory, "
         f"{basis['clock']} clock: {time}"
     )
+
+
+def loaded_text(constant_bytes: int, buffers: Sequence[Mapping[str, Any]]) -> str:
+    """The one wording of what a method holds besides its copies: constants, loaded once, and mutable buffers,
+    program state the method reads and updates on every call (a KV cache), apart from the constants, since a buffer
+    the CPU updates is copied per call, not once: e.g. 'constants 873.3 KiB loaded once; mutable buffers 64 KiB
+    (program state, read and updated every call) on cpu'. `constant_bytes` counts the buffers' initial values too
+    (`PlacementReport.constant_bytes`: everything a load copies in)."""
+    buffer_bytes = sum(int(b["bytes"]) for b in buffers)
+    text = f"constants {format_bytes(max(constant_bytes - buffer_bytes, 0))} loaded once"
+    if buffers:
+        where = ", ".join(dict.fromkeys(str(b["device"]) + (" (resident)" if b["resident"] else "") for b in buffers))
+        text += (
+            f"; mutable buffers {format_bytes(buffer_bytes)} (program state, read and updated every call) on {where}"
+        )
+    return text

@@ -22,6 +22,7 @@ from ..lowering.delegate import delegate_of
 from ..lowering.nodes import device_of, node_arg, node_kind
 from ..lowering.ops import overload_name
 from ..names import DIRECTIONS, CopyRole, Direction, format_bytes
+from ..names import loaded_text as loaded_text  # re-exported: the report's wording of constants and buffers
 from .hoist import HOISTED, hoistable_copies
 from .pricing import CostModel, predict_error, predict_seconds
 from .roles import copy_roles
@@ -195,22 +196,6 @@ def savings_text(
     if extra_device_bytes:
         more = "more" if extra_device_bytes > 0 else "less"
         text += f"; holds {format_bytes(abs(extra_device_bytes))} {more} device memory at peak"
-    return text
-
-
-def loaded_text(constant_bytes: int, buffers: Sequence[dict[str, Any]]) -> str:
-    """The one wording of what a method holds besides its copies: constants, loaded once, and mutable buffers,
-    program state the method reads and updates on every call (a KV cache), apart from the constants, since a buffer
-    the CPU updates is copied per call, not once: e.g. 'constants 873.3 KiB loaded once; mutable buffers 64 KiB
-    (program state, read and updated every call) on cpu'. `constant_bytes` counts the buffers' initial values too
-    (`PlacementReport.constant_bytes`: everything a load copies in)."""
-    buffer_bytes = sum(int(b["bytes"]) for b in buffers)
-    text = f"constants {format_bytes(max(constant_bytes - buffer_bytes, 0))} loaded once"
-    if buffers:
-        where = ", ".join(dict.fromkeys(str(b["device"]) + (" (resident)" if b["resident"] else "") for b in buffers))
-        text += (
-            f"; mutable buffers {format_bytes(buffer_bytes)} (program state, read and updated every call) on {where}"
-        )
     return text
 
 
