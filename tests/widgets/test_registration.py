@@ -153,3 +153,30 @@ def test_a_model_that_cannot_be_placed_leaves_the_dropdown_on_the_model_shown():
     panel.model.value = "branchy"
     assert panel.error is not None and "devcopy-error" in panel.error_html.value
     assert panel.model.value == panel.state.placement.model == "add" and panel.matrix.value == matrix
+
+
+def test_a_quantized_program_resolves_in_the_quantized_lib_and_unticking_it_names_it():
+    import torch
+    from devcopy_widgets import PlacementState
+
+    q = torch.ops.quantized_decomposed
+
+    class RoundTrip(torch.nn.Module):
+        def forward(self, x):
+            quantized = q.quantize_per_tensor.default(x, 0.05, 2, -128, 127, torch.int8)
+            return torch.sin(q.dequantize_per_tensor.default(quantized, 0.05, 2, -128, 127, torch.int8))
+
+    placement = PlacementState()
+    placement.add_model("round_trip", RoundTrip(), (torch.randn(3, 5),))
+    panel = RegistrationPanel(placement=placement)
+    rows = {row["op"]: row for row in panel.state.matrix()}
+    quantize = rows["quantized_decomposed::quantize_per_tensor.out"]
+    assert (quantize["portable"], quantize["quantized"], quantize["resolved by"]) == ("✗", "✓", "quantized")
+    assert quantize["quantized_ops_aten_lib"] == "n/a"
+    panel.run()
+    assert panel.result.ok
+    panel.lib_boxes["quantized"].value = False
+    assert "MISSING: tick quantized" in panel.matrix.value
+    panel.run()
+    assert "Missing operator: [0] quantized_decomposed::quantize_per_tensor.out" in panel.outcome.value
+    assert "To fix: link quantized" in panel.outcome.value
