@@ -127,7 +127,7 @@ def test_without_the_quantized_lib_the_load_names_it_in_each_mode():
     with pytest.raises(MissingOperatorError) as aten:
         load_method(placed, "aten", ["native", "device_copy_ops_aten_lib"])
     assert "To fix: link quantized_ops_aten_lib" in str(aten.value)
-    assert "--aten-libs native,device_copy_ops_aten_lib,quantized_ops_aten_lib" in str(aten.value)
+    assert "(--libs native,device_copy_ops_aten_lib,quantized_ops_aten_lib)" in str(aten.value)
 
 
 def test_without_executorch_devcopy_defines_the_out_variants_itself(tmp_path):
