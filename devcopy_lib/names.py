@@ -54,12 +54,16 @@ class Mode(Name):
 
 
 class Lib(Name):
-    """The kernel libs a method may link: ExecuTorch's three, and devcopy's peer-copy lib."""
+    """The kernel libs a method may link: ExecuTorch's portable, native and device-copy libs, its quantized kernels in
+    each mode (`quantized`: kernels/quantized's generated_lib, `quantized_ops_aten_lib`: generated_lib_aten), and
+    devcopy's peer-copy lib."""
 
     PORTABLE = "portable"
     NATIVE = "native"
     DEVICE_COPY = "device_copy_ops_aten_lib"
     PEER_COPY = "peer_copy_ops_aten_lib"
+    QUANTIZED = "quantized"
+    QUANTIZED_ATEN = "quantized_ops_aten_lib"
 
 
 class DeviceRule(Name):
@@ -149,9 +153,16 @@ DIRECTIONS = tuple(member.value for member in Direction)
 COPY_ROLES = tuple(member.value for member in CopyRole)
 
 PORTABLE_LIB, NATIVE_LIB, DEVICE_COPY_LIB, PEER_COPY_LIB = Lib.PORTABLE, Lib.NATIVE, Lib.DEVICE_COPY, Lib.PEER_COPY
+QUANTIZED_LIB, QUANTIZED_ATEN_LIB = Lib.QUANTIZED, Lib.QUANTIZED_ATEN
+QUANTIZED_LIBS = {Mode.PORTABLE: Lib.QUANTIZED, Mode.ATEN: Lib.QUANTIZED_ATEN}  # the quantized lib of each mode
 LINKABLE_LIBS = tuple(member.value for member in Lib)
 LIB_NAMES = tuple(lib.value for lib in Lib if lib is not Lib.PEER_COPY)  # ExecuTorch's: what registration_status lists
-DEFAULT_LIBS = {Mode.PORTABLE: (Lib.PORTABLE,), Mode.ATEN: (Lib.NATIVE, Lib.DEVICE_COPY)}
+# Each mode's default: its ops, the device-copy ops and the quantized kernels, as ExecuTorch's runners link
+# quantized_ops_lib beside the portable ops (and its Python runtime once executorch.kernels.quantized is imported)
+DEFAULT_LIBS = {
+    Mode.PORTABLE: (Lib.PORTABLE, Lib.QUANTIZED),
+    Mode.ATEN: (Lib.NATIVE, Lib.DEVICE_COPY, Lib.QUANTIZED_ATEN),
+}
 
 COPY_OPS = {direction: op.name for direction, op in COPY_OP.items()}
 COPY_DIRECTIONS = {op.name: direction for direction, op in COPY_OP.items()}

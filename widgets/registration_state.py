@@ -75,7 +75,8 @@ class RegistrationState:
 
     @staticmethod
     def libs_of(mode: str) -> tuple[str, ...]:
-        """The libs a method of `mode` can link (portable: portable; aten: native, device_copy_ops_aten_lib)."""
+        """The libs a method of `mode` can link (portable: portable, quantized; aten: native, device_copy_ops_aten_lib,
+        quantized_ops_aten_lib)."""
         if mode not in MODES:
             raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
         return tuple(DEFAULT_LIBS[mode])

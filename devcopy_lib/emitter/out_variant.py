@@ -11,6 +11,8 @@ import functools
 import torch
 from torchgen.model import FunctionSchema, SchemaKind
 
+from ..ops import quantized as _quantized_ops  # noqa: F401 - the quantized out variants the emitter pairs with
+
 
 def operator_name(op: torch._ops.OpOverload) -> str:
     """The runtime operator name: `aten::add.out`, `et_copy::_h2d_copy.out`."""
@@ -41,6 +43,13 @@ def _copy_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
     return variant
 
 
+def _overload_names(packet: torch._ops.OpOverloadPacket) -> list[str]:
+    """Every overload of `packet` torch knows now: a packet lists those defined when it was first used, and an out
+    variant defined later (the quantized ones, ops/quantized.py) is found only in the dispatcher's own list."""
+    schemas = torch._C._jit_get_schemas_for_operator(packet._qualified_op_name)
+    return list(dict.fromkeys([*packet.overloads(), *(s.overload_name or "default" for s in schemas)]))  # type: ignore[no-untyped-call]
+
+
 @functools.cache
 def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
     """The out overload a runtime calls for functional `op` (views through their `_copy` variant)."""
@@ -50,7 +59,7 @@ def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
     if functional is not None and functional.kind() is SchemaKind.out:
         return op
     packet = op.overloadpacket
-    for name in packet.overloads():
+    for name in _overload_names(packet):
         candidate = getattr(packet, name)
         schema = _parse(candidate)
         if (
@@ -62,6 +71,6 @@ def out_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
         ):
             return candidate
     raise NotImplementedError(
-        f"{op} has no out variant: none of {packet}'s overloads {sorted(packet.overloads())} takes the same "
+        f"{op} has no out variant: none of {packet}'s overloads {sorted(_overload_names(packet))} takes the same "
         "arguments plus `out`. The runtime calls only out variants; decompose the op or delegate it."
     )

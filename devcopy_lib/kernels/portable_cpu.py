@@ -12,7 +12,8 @@ change) once; a loaded method runs the bound call.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -176,9 +177,12 @@ def _aten_prepare(schema: FunctionSchema, overload: Any, n_out: int) -> Prepare:
     return prepare
 
 
-def boxed_aten_kernel(name: str, schema: FunctionSchema, *, portable: bool) -> PreparedKernel:
-    """A boxed kernel `(ctx, args) -> out` running ATen op `name` through torch.ops.aten, with its prepare step."""
-    overload = aten_overload(name)
+def boxed_aten_kernel(
+    name: str, schema: FunctionSchema, *, portable: bool, call: Callable[..., Any] | None = None
+) -> PreparedKernel:
+    """A boxed kernel `(ctx, args) -> out` running ATen op `name` through torch.ops.aten, with its prepare step;
+    `call`, when given, is what runs instead of the op's own torch callable (the same arguments, outs by name)."""
+    overload = aten_overload(name) if call is None else SimpleNamespace(_op=call)
     n_out = len(schema.arguments.out)
     prepare = _portable_prepare(name, schema, overload, n_out) if portable else _aten_prepare(schema, overload, n_out)
     return PreparedKernel(prepare, portable=portable, n_out=n_out, name=name)

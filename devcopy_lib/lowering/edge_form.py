@@ -3,6 +3,8 @@ done on a copy of its graph (docs/differences.md lists what devcopy leaves out):
 
 - assertions removed (`_assert_tensor_metadata` from `.to(dtype)`, `_assert_scalar`, ...) and what only they read;
 - no-op `slice` (whole dimension) and `_to_copy` (same dtype and layout) removed;
+- empty inputs of `cat` dropped, and what only they read (a `(1, h, 7, 0)` rotary pass-through slice): no copy
+  moves an empty tensor (`PruneEmptyTensorsPass`);
 - a Python scalar where the schema wants a Tensor lifted into a 0-d tensor constant (`torch.tensor(1)`: int64 for an
   int), then, for the ops whose type promotion ExecuTorch fixes (add, sub, mul, div, minimum), every Tensor
   argument of another dtype cast with a `_to_copy` node right before the op: `x + 1` reads a cast of a constant,
@@ -21,6 +23,7 @@ from torch import fx
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx.experimental.symbolic_shapes import guard_or_true
 
 aten = torch.ops.aten
 ASSERTIONS = frozenset(
@@ -71,6 +74,7 @@ def edge_form(exported: ExportedProgram) -> EdgeForm:
     _remove_assertions(gm.graph)
     _lift_scalars(gm.graph, constants)
     _remove_noops(gm.graph)
+    _prune_empty_cat_inputs(gm.graph)
     _cast_mixed_types(gm.graph)
     return EdgeForm(gm, constants, user_inputs, frozenset(mutable), tuple(written_back))
 
@@ -179,6 +183,38 @@ def _remove_noops(graph: fx.Graph) -> None:
         if same:
             node.replace_all_uses_with(node.args[0])
             graph.erase_node(node)
+
+
+def _prune_empty_cat_inputs(graph: fx.Graph) -> None:
+    """PruneEmptyTensorsPass: an input of `cat` with no elements adds nothing, so it is dropped from the list (a
+    dynamic size counts as empty only when it is known to be 0), and what computed it goes too when nothing else
+    reads it - no copy moves an empty tensor to a delegate. A `cat` of empty inputs only becomes a `full` of zeros
+    of its shape and dtype."""
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.cat.default:
+            continue
+        kept = [item for item in node.args[0] if not _known_empty(item)]
+        if len(kept) == len(node.args[0]):
+            continue
+        changed = True
+        node.args = (kept, *node.args[1:])
+        if kept:
+            continue
+        result = node.meta["val"]
+        with graph.inserting_after(node):
+            full = graph.call_function(aten.full.default, (tuple(result.shape), 0), {"dtype": result.dtype})
+        full.meta = dict(node.meta)
+        node.replace_all_uses_with(full)
+        graph.erase_node(node)
+    if changed:
+        graph.eliminate_dead_code()
+
+
+def _known_empty(item: object) -> bool:
+    """Whether a `cat` input is a tensor known to have no elements (to_edge's `guard_or_true(numel != 0)`)."""
+    value = item.meta.get("val") if isinstance(item, fx.Node) else None
+    return isinstance(value, torch.Tensor) and not guard_or_true(value.numel() != 0)
 
 
 def _cast_mixed_types(graph: fx.Graph) -> None:

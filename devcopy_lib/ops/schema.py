@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ET_COPY_OPS_YAML = os.path.join(HERE, "et_copy_ops.yaml")
 FUNCTIONS_YAML = os.path.join(HERE, "functions.yaml")
 PEER_COPY_OPS_YAML = os.path.join(HERE, "peer_copy_ops.yaml")  # devcopy's et_copy::_d2d_copy.out for ATen mode
+QUANTIZED_YAML = os.path.join(HERE, "quantized.yaml")  # ExecuTorch's quantized out variants devcopy implements
 NATIVE_FUNCTIONS_YAML = os.path.join(
     os.path.dirname(torchgen.__file__),
     "packaged",
@@ -29,7 +30,7 @@ NATIVE_FUNCTIONS_YAML = os.path.join(
 )
 ATEN_NAMESPACE = "aten"  # names: the namespace of ATen's ops (`aten::add.out`), not the runtime mode
 
-ENTRY_KEYS = ("func", "op", "kernels", "type_alias", "dim_order_alias")
+ENTRY_KEYS = ("func", "op", "kernels", "type_alias", "dim_order_alias", "variants")
 # An op YAML is a short list (functions.yaml is 21 KiB): anything far larger is refused before it is read.
 MAX_OP_YAML_BYTES = 1 << 20
 KERNEL_KEYS = ("arg_meta", "kernel_name")

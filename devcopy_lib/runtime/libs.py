@@ -7,6 +7,8 @@
   kernels; link it next to `native` or the et_copy ops are missing (ExecuTorch's ATen-mode bug).
 - `peer_copy_ops_aten_lib` (ATen mode, devcopy's addition): ops/peer_copy_ops.yaml, the `_d2d_copy.out` kernel the
   `peer` placement strategy needs; link it too for programs placed with `strategy="peer"`.
+- `quantized` (portable mode) and `quantized_ops_aten_lib` (ATen mode): ops/quantized.yaml, ExecuTorch's quantized
+  out variants (quantize/dequantize per tensor, channel and token, choose_qparams); a PT2E-quantized program needs one.
 Libs are cached and lazy: kernels are built on first lookup.
 """
 
@@ -22,7 +24,7 @@ from typing import Any
 from torchgen.model import FunctionSchema
 
 from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
-from ..kernels import device_copy, portable_cpu
+from ..kernels import device_copy, portable_cpu, quantized
 from ..kernels.portable_cpu import boxed_aten_kernel
 from ..names import (
     COPY_OP,
@@ -32,7 +34,11 @@ from ..names import (
     FALLBACK_KEY,
     LIB_NAMES,
     LINKABLE_LIBS,
+    MODES,
     PEER_COPY_LIB,
+    QUANTIZED_ATEN_LIB,
+    QUANTIZED_LIB,
+    QUANTIZED_LIBS,
     DeviceRule,
     Direction,
     Lib,
@@ -43,6 +49,7 @@ from ..ops.schema import (
     FUNCTIONS_YAML,
     NATIVE_FUNCTIONS_YAML,
     PEER_COPY_OPS_YAML,
+    QUANTIZED_YAML,
     entry_error,
     load_ops_yaml,
     native_functions,
@@ -55,26 +62,38 @@ from .operator_registry import BoxedKernel, KernelLib
 Libs = KernelLib | str | Iterable["Libs"]
 
 
+QUANTIZED_KERNELS = "devcopy::quantized"  # the namespace of ops/quantized.yaml's kernel names
+
+
 def _valid_kernel_names() -> str:
     """The kernel_names a YAML lib can build, for the message that refuses another one."""
     copies = ",".join(device_copy.PORTABLE_KERNELS)
-    return f"devcopy::portable::aten_out, devcopy::portable::{{{copies}}}, devcopy::aten::{{{copies}}}"
+    return (
+        f"devcopy::portable::aten_out, devcopy::portable::{{{copies}}}, devcopy::aten::{{{copies}}}, "
+        f"{QUANTIZED_KERNELS}::{{{','.join(quantized.KERNELS)}}}"
+    )
 
 
-def _builds(kernel_name: str) -> bool:
-    """Whether `kernel_name` names a kernel devcopy can build."""
+def _builds(kernel_name: str, op: str) -> bool:
+    """Whether `kernel_name` names a kernel devcopy can build for `op` (a quantized kernel only for its own op)."""
     namespace, _, fn = kernel_name.rpartition("::")
     if kernel_name == "devcopy::portable::aten_out":
         return True
+    if namespace == QUANTIZED_KERNELS:
+        return quantized.KERNELS.get(fn) == op
     return namespace in ("devcopy::portable", "devcopy::aten") and fn in device_copy.PORTABLE_KERNELS
 
 
-def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, device_rule: str) -> BoxedKernel:
-    """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`
-    (a name `_builds` refuses never gets here: the lib's entries refuse it first)."""
+def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, mode: str, device_rule: str) -> BoxedKernel:
+    """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`,
+    `devcopy::quantized::<fn>` in `mode` (a name `_builds` refuses never gets here: the lib's entries refuse it)."""
     namespace, _, fn = kernel_name.rpartition("::")
+    boxed: BoxedKernel
     if kernel_name == "devcopy::portable::aten_out":
-        boxed: BoxedKernel = portable_cpu.boxed_aten_kernel(name, schema, portable=True)
+        boxed = portable_cpu.boxed_aten_kernel(name, schema, portable=True)
+        return boxed
+    if namespace == QUANTIZED_KERNELS:
+        boxed = quantized.quantized_kernel(name, schema, portable=mode == Mode.PORTABLE)
         return boxed
     if namespace == "devcopy::portable":
         return device_copy.portable_boxed_kernel(fn)
@@ -88,7 +107,7 @@ def _yaml_lib(name: str, mode: str, path: str, device_rule: str = DeviceRule.SEE
         found = {}
         for entry in load_ops_yaml(path):
             for index, kernel in enumerate(entry.kernels):
-                if not _builds(kernel.kernel_name):
+                if not _builds(kernel.kernel_name, entry.name):
                     raise entry_error(
                         entry,
                         f"kernels[{index}]: unknown kernel_name {kernel.kernel_name!r} for {entry.name}. Valid: "
@@ -106,7 +125,7 @@ def _yaml_lib(name: str, mode: str, path: str, device_rule: str = DeviceRule.SEE
         path,
         entries,
         schema_of,
-        lambda op, kernel_name, schema: _make_kernel(kernel_name, op, schema, device_rule),
+        lambda op, kernel_name, schema: _make_kernel(kernel_name, op, schema, mode, device_rule),
     )
 
 
@@ -114,6 +133,20 @@ def _yaml_lib(name: str, mode: str, path: str, device_rule: str = DeviceRule.SEE
 def portable_lib() -> KernelLib:
     """The portable-mode lib generated from ops/functions.yaml."""
     return _yaml_lib(Lib.PORTABLE, Mode.PORTABLE, FUNCTIONS_YAML)
+
+
+def quantized_lib(mode: str = Mode.PORTABLE) -> KernelLib:
+    """ExecuTorch's quantized kernels (ops/quantized.yaml) in `mode`: `quantized` (portable) or
+    `quantized_ops_aten_lib` (ATen), both from one YAML as ExecuTorch's kernels/quantized generates generated_lib and
+    generated_lib_aten from quantized.yaml. One lib per mode, however the mode is spelt (`Mode.ATEN` or "aten")."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
+    return _quantized_lib(Mode(mode).value)
+
+
+@functools.cache
+def _quantized_lib(mode: str) -> KernelLib:
+    return _yaml_lib(QUANTIZED_LIBS[Mode(mode)], mode, QUANTIZED_YAML)
 
 
 @functools.cache
@@ -161,7 +194,7 @@ def aten_lib(custom_ops: Sequence[str] = (), device_rule: str = DeviceRule.SEED)
 
 
 def lib_by_name(name: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
-    """`portable`, `native`, `device_copy_ops_aten_lib` or `peer_copy_ops_aten_lib`."""
+    """A lib by its name: one of `names.LINKABLE_LIBS`."""
     if name == Lib.PORTABLE:
         return portable_lib()
     if name == Lib.NATIVE:
@@ -170,6 +203,10 @@ def lib_by_name(name: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
         return custom_ops_lib(ET_COPY_OPS_YAML, device_rule)
     if name == PEER_COPY_LIB:
         return custom_ops_lib(PEER_COPY_OPS_YAML, device_rule)
+    if name == QUANTIZED_LIB:
+        return quantized_lib(Mode.PORTABLE)
+    if name == QUANTIZED_ATEN_LIB:
+        return quantized_lib(Mode.ATEN)
     raise InvalidArgumentError(f"Unknown lib {name!r}. Valid libs: {', '.join(LINKABLE_LIBS)}")
 
 

@@ -250,6 +250,8 @@ def _output_getter(slot: Slot | None, value: Any, tensors: Any, memory: Any) -> 
         sizes = sizes_of(tensor)
         nbytes = math.prod(sizes) * spec.dtype.itemsize
         planned(nbytes)
+        if not nbytes:  # an empty output: no bytes to reinterpret (numpy's empty view has stride 0)
+            return torch.empty(sizes, dtype=spec.dtype)
         return torch.from_numpy(planned.host[:nbytes].copy()).view(spec.dtype).view(sizes)
 
     return read

@@ -14,6 +14,8 @@ from ..names import (
     LINKABLE_LIBS,
     NATIVE_LIB,
     PEER_COPY_LIB,
+    QUANTIZED_ATEN_LIB,
+    QUANTIZED_LIB,
     DeviceRule,
     ErrorKind,
     Mode,
@@ -55,6 +57,9 @@ _WHY_LINK: dict[str, str] = {
     DEVICE_COPY_LIB: f" next to {NATIVE_LIB} (aten_lib(custom_ops=[ET_COPY_OPS_YAML])): ATen-mode codegen does not "
     "see functions.yaml",
     PEER_COPY_LIB: " too (devcopy's peer copy), or place with another strategy",
+    QUANTIZED_LIB: " (ExecuTorch's quantized kernels: a PT2E-quantized program's quantize and dequantize ops)",
+    QUANTIZED_ATEN_LIB: " (ExecuTorch's quantized kernels in ATen mode: a PT2E-quantized program's quantize and "
+    "dequantize ops)",
 }
 
 

@@ -23,6 +23,17 @@ for row in registration_status(ops=["et_copy::_h2d_copy.out", "et_copy::_d2h_cop
           f"{row.kernel_name or ''}")
 
 # %% [markdown]
+# ## The quantized kernels
+# A model quantized with PT2E (`models.pt2e_quantize`) calls `quantized_decomposed` quantize and dequantize ops
+# on the CPU. ExecuTorch keeps their kernels in a lib of their own, generated from `quantized.yaml` in both modes;
+# devcopy links it by default (`quantized`, `quantized_ops_aten_lib`). Leave it out and the load says
+# `Missing operator` and which lib to link.
+
+# %%
+for row in registration_status(ops=["quantized_decomposed::dequantize_per_tensor.out"]):
+    print(f"{row.lib:26} {row.mode:8} {'registered' if row.registered else 'missing':10} {row.kernel_name or ''}")
+
+# %% [markdown]
 # ## Loading one program three ways
 # `cpu_between` placed on `cuda:0`: `sin(a + b)` is delegated, `cumsum` runs on the CPU, then `* b` is delegated
 # again. Its operator table holds the copies (in and out of each delegate) and the CPU op between them, so every

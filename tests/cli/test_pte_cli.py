@@ -114,11 +114,12 @@ def test_registry_gives_each_mode_and_lib_set(capsys, sin_path):
     assert code == 0 and result["ok"] and result["plan"] == "forward"
     sets = {(s["mode"], tuple(s["libs"])): s for s in result["sets"]}
     assert list(sets) == [
-        ("portable", ("portable",)),
-        ("aten", ("native", "device_copy_ops_aten_lib")),
+        ("portable", ("portable", "quantized")),
+        ("aten", ("native", "device_copy_ops_aten_lib", "quantized_ops_aten_lib")),
         ("aten", ("native",)),
     ]
-    assert sets["portable", ("portable",)]["ok"] and sets["aten", ("native", "device_copy_ops_aten_lib")]["ok"]
+    aten = ("native", "device_copy_ops_aten_lib", "quantized_ops_aten_lib")
+    assert sets["portable", ("portable", "quantized")]["ok"] and sets["aten", aten]["ok"]
     seed = sets["aten", ("native",)]
     assert not seed["ok"] and seed["resolved"] == ["aten::sin.out", "aten::mul.out"]
     assert seed["message"].splitlines()[:2] == [
@@ -126,12 +127,16 @@ def test_registry_gives_each_mode_and_lib_set(capsys, sin_path):
         "Missing operator: [1] et_copy::_d2h_copy.out",
     ]
     assert "To fix: link device_copy_ops_aten_lib" in seed["message"]
-    assert result["executorch"] == {"available": True, "registered": 240, "missing": []}
+    # portable_lib's 240 and the 19 of the quantized lib devcopy loads (ops/quantized.py)
+    assert result["executorch"] == {"available": True, "registered": 240 + 19, "missing": []}
 
 
 def test_registry_with_a_mode_or_libs_gives_that_set(capsys, sin_path):
     _, result = run_json(capsys, "registry", sin_path, "--mode", "aten")
-    assert [s["libs"] for s in result["sets"]] == [["native", "device_copy_ops_aten_lib"], ["native"]]
+    assert [s["libs"] for s in result["sets"]] == [
+        ["native", "device_copy_ops_aten_lib", "quantized_ops_aten_lib"],
+        ["native"],
+    ]
     _, result = run_json(capsys, "registry", sin_path, "--mode", "aten", "--libs", "native")
     assert [s["libs"] for s in result["sets"]] == [["native"]]
     assert main(["registry", sin_path, "--mode", "aten", "--libs", "native"]) == 0

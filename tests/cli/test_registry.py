@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from devcopy_lib.cli import main
 
 
@@ -18,12 +20,15 @@ def test_portable_registers_the_et_copy_ops(capsys):
     assert {(r["op"], r["lib"], r["registered"]) for r in result["rows"]} == {
         ("et_copy::_h2d_copy.out", "portable", True),
         ("et_copy::_d2h_copy.out", "portable", True),
+        ("et_copy::_h2d_copy.out", "quantized", False),
+        ("et_copy::_d2h_copy.out", "quantized", False),
     }
 
 
-def test_aten_defaults_to_native_and_device_copy_lib(capsys):
+def test_aten_defaults_to_native_device_copy_and_quantized_libs(capsys):
     code, result = run_json(capsys, "--mode", "aten")
-    assert code == 0 and [lib["name"] for lib in result["libs"]] == ["native", "device_copy_ops_aten_lib"]
+    names = ["native", "device_copy_ops_aten_lib", "quantized_ops_aten_lib"]
+    assert code == 0 and [lib["name"] for lib in result["libs"]] == names
     by_lib = {(r["op"], r["lib"]): r["registered"] for r in result["rows"]}
     assert by_lib[("et_copy::_h2d_copy.out", "native")] is False
     assert by_lib[("et_copy::_h2d_copy.out", "device_copy_ops_aten_lib")] is True
@@ -68,3 +73,27 @@ def test_an_op_no_linked_lib_registers_names_the_lib_of_this_mode_that_does(caps
 def test_nothing_to_fix_when_the_linked_libs_register_every_op(capsys):
     code, result = run_json(capsys, "--mode", "aten")
     assert code == 0 and result["fixes"] == []
+
+
+@pytest.mark.parametrize("mode, lib", [("portable", "quantized"), ("aten", "quantized_ops_aten_lib")])
+def test_the_quantized_lib_registers_executorchs_quantized_out_variants(capsys, mode, lib):
+    code, result = run_json(capsys, "--mode", mode, "--ops", "quantized_decomposed::*")
+    registered = {r["op"]: r["kernel_name"] for r in result["rows"] if r["registered"]}
+    assert code == 0 and {r["lib"] for r in result["rows"] if r["registered"]} == {lib}
+    assert {
+        "quantized_decomposed::quantize_per_tensor.out",
+        "quantized_decomposed::dequantize_per_tensor.out",
+        "quantized_decomposed::quantize_per_channel.out",
+        "quantized_decomposed::dequantize_per_channel.out",
+        "quantized_decomposed::choose_qparams.Tensor_out",
+    } <= set(registered)
+    assert registered["quantized_decomposed::dequantize_per_tensor.out"] == (
+        "devcopy::quantized::dequantize_per_tensor_out"
+    )
+
+
+def test_without_the_quantized_lib_the_fix_names_it(capsys):
+    code, result = run_json(capsys, "--libs", "portable", "--ops", "quantized_decomposed::dequantize_per_tensor.out")
+    assert code == 0 and result["fixes"] == [
+        {"op": "quantized_decomposed::dequantize_per_tensor.out", "libs": ["quantized"]}
+    ]

@@ -18,7 +18,9 @@ def test_each_modes_default_libs_resolve_the_whole_table(sin_program, mode):
     r = pte_registration(sin_program, mode)
     assert r.ok and r.missing == [] and r.message == ""
     assert r.resolved == sin_program.operators
-    assert r.libs == (("portable",) if mode == "portable" else ("native", DEVICE_COPY_LIB))
+    assert r.libs == (
+        ("portable", "quantized") if mode == "portable" else ("native", DEVICE_COPY_LIB, "quantized_ops_aten_lib")
+    )
     assert {row.op for row in r.rows if row.registered} == set(sin_program.operators)
 
 
@@ -81,15 +83,25 @@ PORTABLE_GAP_SAMPLE = {
 }
 
 
-def test_devcopys_portable_lib_against_executorchs_240():
+def test_devcopys_portable_and_quantized_libs_against_executorchs_runtime():
+    """ExecuTorch's Python runtime holds portable_lib's 240 operators, and the 19 of its quantized lib once
+    `executorch.kernels.quantized` is imported - which devcopy does (ops/quantized.py) so that a quantized program
+    lowers. devcopy's quantized lib implements 10 of the 19: not quantized add, embedding_*bit, mixed_mm/linear."""
     from executorch.extension.pybindings import portable_lib
 
     from devcopy_lib.runtime.libs import portable_lib as devcopy_portable
+    from devcopy_lib.runtime.libs import quantized_lib
 
-    theirs, ours = set(portable_lib._get_operator_names()), set(devcopy_portable().ops)
-    assert len(theirs) == 240
-    assert ours - theirs == {"et_copy::_d2d_copy.out"}
-    assert PORTABLE_GAP_SAMPLE <= theirs - ours and len(theirs - ours) == 36
+    theirs = set(portable_lib._get_operator_names())
+    quantized = {op for op in theirs if op.startswith("quantized_decomposed::")}
+    portable, ours = theirs - quantized, set(devcopy_portable().ops)
+    assert (len(portable), len(quantized)) == (240, 19)
+    assert ours - portable == {"et_copy::_d2d_copy.out"}
+    assert PORTABLE_GAP_SAMPLE <= portable - ours and len(portable - ours) == 36
+    assert set(quantized_lib().ops) <= quantized and len(quantized - set(quantized_lib().ops)) == 9
+    assert {"quantized_decomposed::add.out", "quantized_decomposed::mixed_linear.out"} <= quantized - set(
+        quantized_lib().ops
+    )
 
 
 def test_a_program_with_a_dtype_cast_misses_a_dim_order_op_in_devcopys_portable_mode():

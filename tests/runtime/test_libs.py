@@ -42,6 +42,8 @@ def test_status_rows_say_registered_or_not():
         ("portable", "portable", True),
         ("native", "aten", False),
         ("device_copy_ops_aten_lib", "aten", True),
+        ("quantized", "portable", False),
+        ("quantized_ops_aten_lib", "aten", False),
     }
     assert all(r.kernel_key == "" for r in rows if r.registered)
 

@@ -6,18 +6,19 @@ from devcopy_widgets import RegistrationPanel, RegistrationState
 
 def test_portable_mode_links_the_portable_lib_and_runs():
     panel = RegistrationPanel()
-    assert panel.state.linked() == ("portable",)
+    assert panel.state.linked() == ("portable", "quantized")
     panel.run()
     assert panel.error is None and panel.result.ok
     assert panel.result.copies_executed == {"h2d": 2, "d2h": 1}
     assert "matches eager: True" in panel.outcome.value
 
 
-def test_aten_mode_links_native_and_the_device_copy_lib_by_default():
+def test_aten_mode_links_native_the_device_copy_lib_and_the_quantized_lib_by_default():
     panel = RegistrationPanel()
     panel.mode.value = "aten"
-    assert panel.state.linked() == ("native", "device_copy_ops_aten_lib")
-    assert [box.description for box in panel.libs_row.children] == ["native", "device_copy_ops_aten_lib"]
+    aten_libs = ("native", "device_copy_ops_aten_lib", "quantized_ops_aten_lib")
+    assert panel.state.linked() == aten_libs
+    assert [box.description for box in panel.libs_row.children] == list(aten_libs)
     assert all(box.value for box in panel.libs_row.children)
     panel.run()
     assert panel.result.ok
@@ -27,7 +28,7 @@ def test_unlinking_the_device_copy_lib_shows_missing_operator_and_the_fix():
     panel = RegistrationPanel()
     panel.mode.value = "aten"
     panel.lib_boxes["device_copy_ops_aten_lib"].value = False
-    assert panel.state.linked() == ("native",)
+    assert panel.state.linked() == ("native", "quantized_ops_aten_lib")
     assert "MISSING" in panel.matrix.value
     panel.run()
     assert panel.result is None and panel.error is None
@@ -74,9 +75,10 @@ def test_switching_modes_never_links_again_a_lib_that_was_unticked():
     panel.mode.value = "aten"
     panel.lib_boxes["device_copy_ops_aten_lib"].value = False
     panel.mode.value = "portable"
-    assert panel.state.linked() == ("portable",)
+    assert panel.state.linked() == ("portable", "quantized")
     panel.mode.value = "aten"
-    assert panel.state.linked() == ("native",) and not panel.lib_boxes["device_copy_ops_aten_lib"].value
+    assert panel.state.linked() == ("native", "quantized_ops_aten_lib")
+    assert not panel.lib_boxes["device_copy_ops_aten_lib"].value
     assert "MISSING" in panel.matrix.value
 
 
@@ -107,7 +109,7 @@ def test_aten_mode_with_no_lib_names_only_aten_libs_to_tick():
     panel = RegistrationPanel()
     panel.model.value = "cpu_between"
     panel.mode.value = "aten"
-    for name in ("native", "device_copy_ops_aten_lib"):
+    for name in ("native", "device_copy_ops_aten_lib", "quantized_ops_aten_lib"):
         panel.lib_boxes[name].value = False
     assert panel.state.linked() == ()
     assert panel.state.advice() == (
@@ -151,3 +153,30 @@ def test_a_model_that_cannot_be_placed_leaves_the_dropdown_on_the_model_shown():
     panel.model.value = "branchy"
     assert panel.error is not None and "devcopy-error" in panel.error_html.value
     assert panel.model.value == panel.state.placement.model == "add" and panel.matrix.value == matrix
+
+
+def test_a_quantized_program_resolves_in_the_quantized_lib_and_unticking_it_names_it():
+    import torch
+    from devcopy_widgets import PlacementState
+
+    q = torch.ops.quantized_decomposed
+
+    class RoundTrip(torch.nn.Module):
+        def forward(self, x):
+            quantized = q.quantize_per_tensor.default(x, 0.05, 2, -128, 127, torch.int8)
+            return torch.sin(q.dequantize_per_tensor.default(quantized, 0.05, 2, -128, 127, torch.int8))
+
+    placement = PlacementState()
+    placement.add_model("round_trip", RoundTrip(), (torch.randn(3, 5),))
+    panel = RegistrationPanel(placement=placement)
+    rows = {row["op"]: row for row in panel.state.matrix()}
+    quantize = rows["quantized_decomposed::quantize_per_tensor.out"]
+    assert (quantize["portable"], quantize["quantized"], quantize["resolved by"]) == ("✗", "✓", "quantized")
+    assert quantize["quantized_ops_aten_lib"] == "n/a"
+    panel.run()
+    assert panel.result.ok
+    panel.lib_boxes["quantized"].value = False
+    assert "MISSING: tick quantized" in panel.matrix.value
+    panel.run()
+    assert "Missing operator: [0] quantized_decomposed::quantize_per_tensor.out" in panel.outcome.value
+    assert "To fix: link quantized" in panel.outcome.value
