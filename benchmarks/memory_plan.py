@@ -4,7 +4,7 @@ A *chain* reads the previous value (two tensors live at a time); a *window* also
 64 (a residual network's bounded live set); a *wide* DAG reads one random earlier value from anywhere, so the live
 set grows with the program and every request overlaps hundreds of placed ones. Each time is the fastest of several
 runs, wall clock; *before* is the planner at a commit that scanned everything placed for every request (the
-quadratic one issue 26 measured), loaded from git and timed once on the same programs. Writes
+quadratic planner, kept as the baseline), loaded from git and timed once on the same programs. Writes
 docs/data/memory_plan.json and renders docs/memory_plan.md from it (tests/runtime/test_memory_plan_page.py checks
 the page is that render). Run: `.venv/bin/python benchmarks/memory_plan.py`.
 """
