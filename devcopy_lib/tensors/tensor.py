@@ -241,10 +241,6 @@ class PortableTensor:
         )
 
     # ---- host access ----------------------------------------------------------------------------------------
-    def host_buffer(self) -> np.ndarray:
-        """The bytes of this CPU tensor's elements (a uint8 view), e.g. for an allocator copy."""
-        return self._host_storage("host_buffer")[: self.nbytes]
-
     def host_view(self) -> torch.Tensor:
         """A zero-copy torch view of this CPU tensor (over the whole capacity, so PyTorch may resize it in place)."""
         storage = self._host_storage("host_view")
