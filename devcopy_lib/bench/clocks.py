@@ -1,6 +1,6 @@
 """The clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees) and `CpuClock`
-(this process's CPU time: host-only work on a shared machine). Both share one protocol, so the harness also runs on
-fake clocks; device time comes from the allocator's `event_timer()` (docs/design.md §4)."""
+(this process's CPU time: host-only work on a shared machine). Device time comes from a backend's `event_timer()`
+(bench/methods_cuda.py). All share one protocol, so the harness also runs on fake clocks."""
 
 from __future__ import annotations
 
