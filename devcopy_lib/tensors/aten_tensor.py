@@ -22,6 +22,7 @@ from torch.utils.dlpack import from_dlpack
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.errors import DeviceMemoryAccessError
+from ..names import device_string
 from .tensor import contiguous_strides
 
 _PTR_ATTR = "_devcopy_ptr"  # the DevicePtr attached to a real CUDA tensor made by `cuda_tensor`
@@ -100,7 +101,7 @@ class SimulatedDeviceTensor(torch.Tensor):
 def describe(tensor: torch.Tensor) -> str:
     """Where a device tensor's memory lives and what it holds, without reading it (for messages)."""
     ptr = getattr(tensor, "ptr", None) or getattr(tensor, _PTR_ATTR, None)
-    where = f"cuda:{ptr.index}" if ptr is not None else str(tensor.device)
+    where = device_string(ptr.index) if ptr is not None else str(tensor.device)
     return f"{where}, {tensor.dtype}, {list(tensor.shape)}, labelled {tensor.device}"
 
 
@@ -129,7 +130,7 @@ def cuda_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], alloca
         flat = from_dlpack(allocator.device_array(ptr, np.uint8, (nbytes,)))
         tensor = flat[: math.prod(sizes) * dtype.itemsize].view(dtype).view(tuple(sizes))
     else:
-        tensor = torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
+        tensor = torch.empty(tuple(sizes), dtype=dtype, device=device_string(ptr.index))
     setattr(tensor, _PTR_ATTR, ptr)
     return tensor
 
