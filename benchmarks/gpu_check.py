@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devcopy_lib.names import MODES  # torch-free: the supervisor stays light
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data"
 PTE_MODELS = ("mlp", "transformer_block")
-MODES = ("portable", "aten")
 CALL_MODELS = "mlp16x16,transformer_block,gpt2_2l,resnet18,llama_tiny"
 SWEEP_SIZES = "4K,64K,1M,16M,64M,256M,1G"
 CHECK_SIZES = "4K..256M"

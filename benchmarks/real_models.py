@@ -31,13 +31,12 @@ import torch.utils._pytree as pytree
 from devcopy_lib import compare_outputs, load_method, lower, make_allocator, models, place_devices, scoped_allocators
 from devcopy_lib.bench.harness import repeat, timed
 from devcopy_lib.emitter.emit import emit
-from devcopy_lib.names import COPY_ROLES, format_bytes
+from devcopy_lib.names import COPY_ROLES, MODES, format_bytes
 from devcopy_lib.pte import executorch_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs/real_models.md"
 DATA = {"simulated": ROOT / "docs/data/real_models.json", "cupy": ROOT / "docs/data/real_models_cupy.json"}
-MODES = ("portable", "aten")
 CALLS = 3  # timed calls after one warm-up; the median is reported
 
 

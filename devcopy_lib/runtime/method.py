@@ -23,7 +23,7 @@ from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
 from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels.prim_ops import SymBox, SymList
-from ..names import COPY_OP, Direction, Mode
+from ..names import COPY_OP, MODES, Direction, Mode
 from ..tensors.error import Error
 from .capture import AUTO, Capture, CaptureOption, check_option
 from .constants import ConstantSnapshot, check_still_shared, shared_copies
@@ -31,7 +31,7 @@ from .failures import ExecutionError, LoadError
 from .libs import libs_of_mode
 from .memory import OwnedMemory, allocator_for
 from .memory_plan import plan_program
-from .mode_tensors import MODES, ModeTensors
+from .mode_tensors import TENSORS_BY_MODE, ModeTensors
 from .plan import OnStep, Step, build_plan, host_bytes, iter_allocators
 from .profile import StepProfiler
 from .program import Program, ScalarValue, SymListValue, SymValue, TensorListValue, TensorSpec, TensorValue
@@ -65,7 +65,7 @@ class Method:
         directions = [Direction.H2D, Direction.D2H]
         if COPY_OP[Direction.D2D].name in program.operators:  # devcopy's peer copies, counted when a program has them
             directions.append(Direction.D2D)
-        self._tensors: ModeTensors = MODES[mode]()
+        self._tensors: ModeTensors = TENSORS_BY_MODE[mode]()
         self._memory = OwnedMemory()
         self._release = weakref.finalize(self, self._memory.free)  # a dropped method frees its device memory
         self._release.atexit = False  # at exit the process returns it; allocators may already be closed by then
