@@ -18,7 +18,6 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -42,6 +41,7 @@ from devcopy_lib import (
 from devcopy_lib.bench.clocks import WallClock
 from devcopy_lib.bench.cost_model import default_model
 from devcopy_lib.bench.harness import interleaved, timed
+from devcopy_lib.bench.measurement import mean_of, median_of
 from devcopy_lib.bench.sizes import parse_sizes
 from devcopy_lib.bench.targets import call_overhead_targets, profiled_copies
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
@@ -235,7 +235,7 @@ def _by_kind(profile: list[dict]) -> dict:
     kinds: dict[str, list[float]] = {}
     for row in profile:
         kinds.setdefault(row["kind"], []).append(row["wall_s"])
-    return {kind: {"count": len(v), "mean_s": statistics.fmean(v)} for kind, v in kinds.items()}
+    return {kind: {"count": len(v), "mean_s": mean_of(v)} for kind, v in kinds.items()}
 
 
 def _torch_copy(dst: torch.Tensor, src: torch.Tensor, synchronize: Callable[[], None]) -> None:
@@ -367,7 +367,7 @@ def render_section(runs: list[dict], model) -> list[str]:
         lines += [
             "",
             "Mean time of one instruction, by kind, over every model above (`Method.profile`): "
-            + ", ".join(f"{k} {statistics.median(v) * 1e6:.1f} µs" for k, v in sorted(kinds.items()))
+            + ", ".join(f"{k} {median_of(v) * 1e6:.1f} µs" for k, v in sorted(kinds.items()))
             + ".",
             "",
         ]

@@ -14,7 +14,6 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 from functools import partial
 from unittest import mock
@@ -23,6 +22,7 @@ import torch
 
 from devcopy_lib import models
 from devcopy_lib.bench.harness import timed
+from devcopy_lib.bench.measurement import median_of
 from devcopy_lib.bench.targets import explorer_targets
 
 DEFAULT_MODELS = ("gpt2_12l", "transformer_block")
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     name = args.model or next(n for n in DEFAULT_MODELS if n in models.MODELS or hasattr(models, n))
     result = measure(name, args.repeats)
-    result["median_op_toggle_s"] = statistics.median(result["op_toggle_new_delegate_set_s"])
+    result["median_op_toggle_s"] = median_of(result["op_toggle_new_delegate_set_s"])
     result.update(
         machine=f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'cpu'}",
         load_average_1min=os.getloadavg()[0],  # a shared machine: other work slows every number
@@ -128,7 +128,7 @@ def render(r: dict) -> str:
         f"| op toggle, new delegate set (median of {len(r['op_toggle_new_delegate_set_s'])}) | "
         f"{against_goal('median_op_toggle_s')} |\n"
         f"| op toggle back (cached lowering, median) | "
-        f"{statistics.median(r['op_toggle_cached_s']):.3f} | | |\n"
+        f"{median_of(r['op_toggle_cached_s']):.3f} | | |\n"
         f"| strategy switch (slowest) | {max(r['strategy_switch_s']):.3f} | | |\n\n"
         f"Every toggle: {', '.join(f'{s:.2f}' for s in r['op_toggle_new_delegate_set_s'])} s. A toggle lowers "
         f"the exported program again (partitioning, delegate subgraphs) and places it; toggling back reuses the "

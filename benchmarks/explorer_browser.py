@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import runpy
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))  # the browser test's server, browser and page helpers
 from graph_page import run_all_cells, write_notebook  # noqa: E402
 from lab_server import LabServer, open_browser  # noqa: E402
+
+from devcopy_lib.bench.measurement import median_of  # noqa: E402
 
 NOTEBOOK_ENV = runpy.run_path(str(ROOT / "tools" / "notebooks" / "nbenv.py"))["NOTEBOOK_ENV"]
 DATA, PAGE = ROOT / "docs" / "data" / "explorer_browser.json", ROOT / "docs" / "explorer.md"
@@ -140,7 +141,7 @@ def summary(model, repeats, opening, times, loads, version) -> dict:
         ms = [round(r["ms"]) for r in runs]
         per_action[name] = {
             "ms": ms,
-            "median_ms": round(statistics.median(ms)),
+            "median_ms": round(median_of(ms)),
             "slowest_ms": max(ms),
             "busy_shown": sum(r["busy"] for r in runs),
             "full_layouts": runs[-1]["full"] - prior,

@@ -196,11 +196,13 @@ def _repeatability(first: dict[str, Any], second: dict[str, Any]) -> list[dict[s
     """The same planned copy measured by two processes of one check (the call-overhead stage's size sweep and the
     cost-model stage's): how far apart the card itself is from run to run, the floor under any model's error."""
 
+    from devcopy_lib.bench.measurement import median_of
+
     def medians(data: dict[str, Any]) -> dict[tuple[str, int], float]:
         times: dict[tuple[str, int], list[float]] = {}
         for copy in data.get("copy_sizes", []):
             times.setdefault((copy["op"].split("::")[-1], copy["bytes"]), []).append(copy["measured_s"])
-        return {key: sorted(v)[len(v) // 2] for key, v in times.items()}
+        return {key: median_of(v) for key, v in times.items()}
 
     a, b = medians(first), medians(second)
     return [

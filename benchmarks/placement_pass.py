@@ -18,7 +18,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 
@@ -27,6 +26,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from devcopy_lib.bench.clocks import CpuClock, WallClock
 from devcopy_lib.bench.harness import repeat
+from devcopy_lib.bench.measurement import median_of
 from devcopy_lib.lowering.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_and_lower, lower
 from devcopy_lib.lowering.partition import propose_partitions
 from devcopy_lib.placement.place import PlaceDevicesPass, copy_graph_module, place_devices
@@ -198,7 +198,7 @@ def _gpt2_in_fresh_process(layers: int, with_fx: bool) -> dict:
 
 
 def _median(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
+    return median_of(xs) if xs else None
 
 
 def _ms(seconds: float | None) -> str:
@@ -364,9 +364,7 @@ def main() -> int:
         data["rows"].append(row)
         save()
         print(
-            json.dumps(
-                {"nodes": row["devcopy"]["graph_nodes"], "devcopy_pass_s": statistics.median(row["devcopy"]["pass_s"])}
-            ),
+            json.dumps({"nodes": row["devcopy"]["graph_nodes"], "devcopy_pass_s": median_of(row["devcopy"]["pass_s"])}),
             flush=True,
         )
     return 0

@@ -413,14 +413,16 @@ def main() -> int:
         unknown = sorted(set(names) - set(models.REAL_MODELS))
         if unknown:
             parser.error(f"unknown models {unknown}; choose from {', '.join(models.REAL_MODELS)}")
-        if args.backend == "cupy":  # the device computes float32 as eager does on the CPU
+        with make_allocator(args.backend) as probe:  # what the backend is, asked of it, never of its name
+            real_device = probe.capabilities.real_device
+        if real_device:  # the device computes float32 as eager does on the CPU
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
         warnings.filterwarnings("ignore", message="torchvision's compiled ops did not load")  # said in the page
         versions = {p: _version(p) for p in ("torch", "torchvision", "transformers", "cupy", "executorch", "devcopy")}
         versions = {p: v for p, v in versions.items() if v is not None}
         data = {
             "machine": f"{platform.machine()} {os.cpu_count()} cores, "
-            f"{torch.cuda.get_device_name() if args.backend == 'cupy' else 'no GPU'}",
+            f"{torch.cuda.get_device_name() if real_device else 'no GPU'}",
             "date": datetime.date.today().isoformat(),
             "backend": args.backend,
             "command": "python " + " ".join(["benchmarks/real_models.py", *sys.argv[1:]]),
@@ -430,7 +432,7 @@ def main() -> int:
         }
         kept = _kept(data, names) if DATA[args.backend].exists() else None
         for name in names:
-            data["rows"] += model_rows(name, args.backend, args.backend != "cupy" and not args.no_executorch)
+            data["rows"] += model_rows(name, args.backend, not real_device and not args.no_executorch)
             DATA[args.backend].parent.mkdir(parents=True, exist_ok=True)
             DATA[args.backend].write_text(json.dumps(data if kept is None else _merge(kept, data), indent=1))
             PAGE.write_text(render())  # after every model: a crash keeps the rest

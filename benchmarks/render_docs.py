@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 from devcopy_lib.bench.cost_model import DEFAULT_FILE, SMALL_COPY_BYTES, CostModel, copy_pricer, error_bands
 from devcopy_lib.bench.harness import SweepResult
+from devcopy_lib.bench.measurement import median_of
 from devcopy_lib.bench.sizes import format_size
 from devcopy_lib.bench.targets import evaluate, profiled_copies
 from devcopy_lib.names import format_bytes
@@ -226,7 +226,7 @@ def out_of_sample_section(model: CostModel) -> list[str]:
             "| size band | copies | median predicted / measured | range | within 15% |",
             "|---|---:|---:|---:|---:|",
             *[
-                f"| {band} | {len(ratios)} | {statistics.median(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f} | "
+                f"| {band} | {len(ratios)} | {median_of(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f} | "
                 f"{sum(abs(r - 1) <= 0.15 for r in ratios)}/{len(ratios)} |"
                 for band, ratios in bands.items()
             ],

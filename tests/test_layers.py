@@ -344,6 +344,17 @@ def test_nothing_above_devices_names_a_backend():
     assert offenders == {}
 
 
+def test_benchmarks_tell_backends_apart_by_capabilities():
+    """A benchmark asks `allocator.capabilities` what a backend can do, never compares its name (it may still name one
+    to make it, import cupy for the raw baseline, or synchronize torch's own CUDA work around an eager baseline)."""
+    offenders = {
+        path.name: compares
+        for path in sorted((PACKAGE.parent / "benchmarks").glob("*.py"))
+        if (compares := [hit for hit in _names_a_backend(ast.parse(path.read_text())) if "compares with" in hit])
+    }
+    assert offenders == {}
+
+
 def test_the_pte_reader_only_reads():
     """pte/reader.py turns bytes into a PteProgram; resolving its operators through the runtime is
     pte/registration.py's job. Of the runtime, the reader takes its error class only."""
