@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
+import torch.utils._pytree as pytree
 from torch import nn
 
 from devcopy_lib import (
@@ -86,7 +87,7 @@ def module_eager(module, cuda: bool):
     moved = copy.deepcopy(
         module
     ).cuda()  # a copy: .cuda() moves parameters in place, and the lowered program shares them
-    return lambda *xs: [t.cpu() for t in torch.utils._pytree.tree_leaves(moved(*(x.cuda() for x in xs)))]
+    return lambda *xs: [t.cpu() for t in pytree.tree_leaves(moved(*(x.cuda() for x in xs)))]
 
 
 def module_graphed(module, inputs):
@@ -103,7 +104,7 @@ def module_graphed(module, inputs):
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        static_out = torch.utils._pytree.tree_leaves(moved(*static_in))
+        static_out = pytree.tree_leaves(moved(*static_in))
     pinned_out = [torch.empty(o.shape, dtype=o.dtype).pin_memory() for o in static_out]
 
     def call(*xs):

@@ -30,11 +30,11 @@ _PTR_ATTR = "_devcopy_ptr"  # the DevicePtr attached to a real CUDA tensor made 
 # Metadata queries a wrapper answers itself (everything else would read device memory from the host).
 _aten = torch.ops.aten
 _METADATA: dict[Any, Callable[[SimulatedDeviceTensor], object]] = {
-    _aten.sym_size.default: lambda t: t._sizes,
-    _aten.sym_stride.default: lambda t: contiguous_strides(t._sizes, range(len(t._sizes))),
-    _aten.sym_numel.default: lambda t: math.prod(t._sizes),
+    _aten.sym_size.default: lambda t: t.held_sizes,
+    _aten.sym_stride.default: lambda t: contiguous_strides(t.held_sizes, range(len(t.held_sizes))),
+    _aten.sym_numel.default: lambda t: math.prod(t.held_sizes),
     _aten.sym_storage_offset.default: lambda t: 0,
-    _aten.dim.default: lambda t: len(t._sizes),
+    _aten.dim.default: lambda t: len(t.held_sizes),
     _aten.is_contiguous.default: lambda t: True,
     _aten.is_contiguous.memory_format: lambda t: True,
 }
@@ -54,7 +54,7 @@ class SimulatedDeviceTensor(torch.Tensor):
     """A torch.Tensor over simulated device memory: `ptr` (a DevicePtr) holds its bytes; host reads raise."""
 
     ptr: DevicePtr
-    _sizes: tuple[int, ...]
+    held_sizes: tuple[int, ...]  # the sizes torch is told (sym_size and the other metadata queries)
 
     @staticmethod
     def __new__(
@@ -68,7 +68,7 @@ class SimulatedDeviceTensor(torch.Tensor):
         tensor = torch.Tensor._make_wrapper_subclass(
             cls, tuple(sizes), dtype=dtype, device=device, dispatch_sizes_strides_policy="sizes"
         )
-        tensor._sizes = tuple(int(s) for s in sizes)
+        tensor.held_sizes = tuple(int(s) for s in sizes)
         tensor.ptr = ptr
         return tensor
 
@@ -169,6 +169,6 @@ def writable_nbytes(tensor: torch.Tensor) -> int:
 def resize_metadata(tensor: torch.Tensor, sizes: Sequence[int]) -> None:
     """Resize without growing storage (the caller checked the bytes fit): sizes/strides only."""
     if isinstance(tensor, SimulatedDeviceTensor):
-        tensor._sizes = tuple(int(s) for s in sizes)
+        tensor.held_sizes = tuple(int(s) for s in sizes)
     elif tuple(tensor.shape) != tuple(sizes):
         tensor.resize_(tuple(sizes))
