@@ -16,6 +16,7 @@ import os
 import platform
 import sys
 from functools import partial
+from typing import Any
 from unittest import mock
 
 import torch
@@ -33,7 +34,7 @@ DATA, PAGE = os.path.join(ROOT, "docs/data/explorer.json"), os.path.join(ROOT, "
 KEEP_FROM = "<!-- kept by benchmarks/explorer.py: the sections below are written by hand -->"
 
 
-def factory(name: str):
+def factory(name: str) -> Any:
     """A model factory of devcopy_lib.models by name: a sample (MODELS) or a module-level factory function."""
     found = models.MODELS.get(name) or getattr(models, name, None)
     if not callable(found):
@@ -43,7 +44,7 @@ def factory(name: str):
     return found
 
 
-def measure(name: str, repeats: int) -> dict:
+def measure(name: str, repeats: int) -> dict[str, Any]:
     """Seconds for export, build, op toggles (miss, hit) and strategy switches; the export calls they made."""
     from devcopy_widgets import PlacementExplorer, PlacementState
 
@@ -80,7 +81,7 @@ def measure(name: str, repeats: int) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help=f"a devcopy_lib.models factory (default: first of {DEFAULT_MODELS} found)")
     parser.add_argument("--repeats", type=int, default=5, help="op boxes toggled (each on, then back)")
@@ -107,12 +108,12 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
-def render(r: dict) -> str:
+def render(r: dict[str, Any]) -> str:
     """docs/explorer.md from one result."""
 
     targets = explorer_targets(r)
 
-    def against_goal(key):
+    def against_goal(key: Any) -> Any:
         t = targets[key]
         return f"{t['value']:.2f} | < {t['goal']:g} | {'yes' if t['met'] else '**no**'}"
 

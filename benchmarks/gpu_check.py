@@ -83,7 +83,9 @@ def _test_counts(work: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
     path = work / "tests.xml"
     if not path.exists():
         return {"passed": 0, "failed": 1, "skipped": 0, "failures": ["pytest wrote no report (see the log)"]}
-    failures, skips, total = [], {}, 0
+    failures: list[str] = []
+    skips: dict[str, int] = {}
+    total = 0
     for case in ET.parse(path).getroot().iter("testcase"):
         total += 1
         name = f"{case.get('classname')}::{case.get('name')}"
@@ -159,7 +161,7 @@ def _cost_model_check(work: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
     cost-model stage, which it never saw: predicted / measured within 15% from 1 MiB up. The shipped model's
     predictions count only on the card it was fitted on; elsewhere they are kept as information."""
     from devcopy_lib.bench.cost_model import CostModel, default_model
-    from devcopy_lib.bench.sweep import SweepResult
+    from devcopy_lib.bench.harness import SweepResult
     from devcopy_lib.bench.targets import profiled_copies
 
     paths = {name: work / f"{name}.json" for name in ("copy_bandwidth", "call_overhead_cupy", "cost_check")}
@@ -171,7 +173,8 @@ def _cost_model_check(work: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
     )
     shipped = default_model()
     same_card = str(shipped.source.get("device", "?")) in str(check["meta"].get("machine", ""))
-    targets, other_card = [], []
+    targets: list[dict[str, Any]] = []
+    other_card: list[dict[str, Any]] = []
     for copy in profiled_copies(check):
         direction = "h2d" if "_h2d_copy" in copy["op"] else "d2h"
         label = f"{direction} {copy['bytes'] >> 20} MiB ({copy['memory']}, {copy['clock']})"
@@ -231,7 +234,7 @@ def _targets_of(name: str) -> Callable[[Path, list[dict[str, Any]]], dict[str, A
         data = json.loads(path.read_text())
         rows = data.get("targets")
         if rows is None:  # the copy sweep: its targets are evaluated from the samples
-            from devcopy_lib.bench.sweep import SweepResult
+            from devcopy_lib.bench.harness import SweepResult
             from devcopy_lib.bench.targets import evaluate
 
             rows = evaluate(SweepResult.from_dict(data))
@@ -322,14 +325,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         log, deadline = work / f"{stage.name}.log", time.perf_counter() + stage.limit_s
         log.write_text("")
-        runs = []
+        runs: list[dict[str, Any]] = []
         for command in stage.run(work):
             left = deadline - time.perf_counter()
             if left <= 0:
                 runs.append({"command": " ".join(command[0]), "rc": None, "timed_out": True, "seconds": 0.0})
                 continue
             runs.append(_run(command, left, log))
-        record = {
+        record: dict[str, Any] = {
             "seconds": round(sum(r["seconds"] for r in runs), 1),
             "limit_s": stage.limit_s,
             "ok": all(r["rc"] == 0 for r in runs),

@@ -38,7 +38,9 @@ def main() -> None:
     rows_s = [timed(partial(data.graph_elements, explorer.placed))[1] for _ in range(5)]
     nodes, _ = data.graph_elements(explorer.placed)
     copies = [n for n in nodes if n["what_if"]]
-    first, again, seen = [], [], set()
+    first: list[float] = []
+    again: list[float] = []
+    seen: set[str] = set()
     for node in copies:
         causes = {json.dumps(change, sort_keys=True) for change in node["what_if"]}
         (again if causes <= seen else first).append(timed(partial(_select, explorer, node["id"]))[1])

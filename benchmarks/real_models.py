@@ -47,11 +47,11 @@ def _median_call(fn: Callable[[], Any]) -> tuple[Any, float]:
     return result, timings["wall"].median
 
 
-def _emit_and_load(placed, mode: str):
+def _emit_and_load(placed: Any, mode: str) -> Any:
     return load_method(emit(placed), mode)
 
 
-def _copies(report) -> dict[str, Any]:
+def _copies(report: Any) -> dict[str, Any]:
     return {
         "copies": dict(report.copies),
         "bytes": dict(report.copy_bytes),
@@ -60,7 +60,7 @@ def _copies(report) -> dict[str, Any]:
     }
 
 
-def _runs(placed, inputs, expected) -> dict[str, Any]:
+def _runs(placed: Any, inputs: Any, expected: Any) -> dict[str, Any]:
     """Load and call in both modes: equal to eager (compare_outputs), max error, load and call seconds."""
     result = {}
     for mode in MODES:
@@ -72,7 +72,7 @@ def _runs(placed, inputs, expected) -> dict[str, Any]:
     return result
 
 
-def _executorch(module, inputs, ops, ours: dict[str, int], enabled: bool) -> dict[str, Any]:
+def _executorch(module: Any, inputs: Any, ops: Any, ours: dict[str, int], enabled: bool) -> dict[str, Any]:
     """ExecuTorch 1.5.1's counts for the same model and ops, whether they equal devcopy's, or why there are none."""
     if not enabled:
         return {"status": "not run", "why": "ExecuTorch is not run on this machine (--no-executorch / CUDA machine)"}
@@ -386,7 +386,7 @@ def _kept(data: dict[str, Any], names: list[str]) -> dict[str, Any] | None:
     header stays, and a run of some models is recorded in its `updates` beside it."""
     if set(names) >= set(models.REAL_MODELS):
         return None
-    kept = json.loads(DATA[data["backend"]].read_text())
+    kept: dict[str, Any] = json.loads(DATA[data["backend"]].read_text())
     kept["rows"] = [row for row in kept["rows"] if row["model"] not in names]
     updates = [{**u, "models": [m for m in u["models"] if m not in names]} for u in kept.get("updates", [])]
     kept["updates"] = [u for u in updates if u["models"]]
