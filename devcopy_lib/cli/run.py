@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import (
@@ -30,17 +31,14 @@ from .common import (
     capture_option,
     count_type,
     linked_libs,
-    method_fields,
     split_list,
 )
 from .place import add_placement_args, lower_and_place
 
 if TYPE_CHECKING:
-    import torch
-
     from ..devices import DeviceAllocator
+    from ..load import TrialCall
     from ..placement.place import PlacedProgram
-    from ..runtime.method import Method
     from ..runtime.operator_registry import KernelLib
 
 DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS[Mode.ATEN])
@@ -69,12 +67,12 @@ def _libs(args: argparse.Namespace) -> list[KernelLib] | None:
     return linked_libs(names, LINKABLE_LIBS, Mode.ATEN, "--aten-libs", args.aten_device_rule or DeviceRule.SEED)
 
 
-def _on_existing_devices(placed: PlacedProgram, allocator: DeviceAllocator) -> PlacedProgram:
-    """`placed`, once every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a
-    UsageError, found before loading)."""
+def _check_devices_exist(placed: PlacedProgram, allocator: DeviceAllocator) -> None:
+    """Every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a UsageError, found
+    before loading)."""
     count = allocator.device_count()
     if count is None:  # any index exists (the simulated accelerator)
-        return placed
+        return
     missing = sorted(
         {
             str(d.target_device)
@@ -87,7 +85,32 @@ def _on_existing_devices(placed: PlacedProgram, allocator: DeviceAllocator) -> P
             f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
             f"({device_string(0)}..{device_string(count - 1)}); target one of those"
         )
-    return placed
+
+
+def trial(
+    args: argparse.Namespace,
+    placed: Any,
+    inputs: Sequence[Any],
+    libs: list[KernelLib] | None,
+    backend: str,
+    before_load: Callable[[DeviceAllocator], None] | None = None,
+    trace: bool = True,
+) -> tuple[TrialCall, dict[str, Any]]:
+    """`load.trial_call` with the command's options, and the fields `devcopy run` reports of it: the method's
+    counts, then with --profile the rows with each copy's measured time beside its price by the one pricer
+    (bench.cost_model.copy_pricer) for the backend that runs it, then with --trace (where `trace`) the file
+    written."""
+    from ..bench.cost_model import copy_pricer
+    from ..load import trial_call
+
+    pricer = copy_pricer(backend) if args.profile else None
+    call = trial_call(placed, inputs, args.mode, libs, backend, capture_option(args), args.profile, pricer, before_load)
+    fields = dict(call.summary)
+    if pricer is not None:
+        fields.update(profile=call.profile, cost_model=pricer.source, pricing=pricer.basis())
+    if trace and args.trace is not None:
+        fields["trace_file"] = exports.write_trace(args, call.program, fields, call.backend)
+    return call, fields
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
@@ -96,50 +119,24 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     import torch.utils._pytree as pytree
 
     from ..compare import compare_outputs
-    from ..devices.backend import make_allocator
-    from ..devices.registry import scoped_allocators
-    from ..load import load_method
 
     libs = _libs(args)
     backend = backend_name(args)
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
-        return pte.run(args, libs, backend, _profile)
+        return pte.run(args, libs, backend, trial)
     module, inputs, placed = lower_and_place(args, backend)
-    with (
-        make_allocator(backend) as allocator,
-        scoped_allocators(allocator),
-        load_method(_on_existing_devices(placed, allocator), args.mode, libs, capture=capture_option(args)) as method,
-    ):
-        outputs = method(*inputs)
-        result = method_fields(method)
-        if args.profile:
-            result.update(_profile(method, inputs, args.profile, allocator.backend))
-        if args.trace is not None:
-            result["trace_file"] = exports.write_trace(args, method, result, allocator.backend)
+    call, result = trial(args, placed, inputs, libs, backend, lambda allocator: _check_devices_exist(placed, allocator))
     with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
         expected = pytree.tree_leaves(module(*inputs))
-    ok, max_abs_err = compare_outputs(outputs, expected)
+    ok, max_abs_err = compare_outputs(call.outputs, expected)
     return {
         "ok": ok,
         "model": args.model,
         "mode": args.mode,
-        "backend": allocator.backend,
+        "backend": call.backend,
         "strategy": args.strategy,
         "max_abs_err": max_abs_err,
         **result,
-    }
-
-
-def _profile(method: Method, inputs: tuple[torch.Tensor, ...], repeat: int, backend: str) -> dict[str, Any]:
-    """Per-instruction times of `repeat` profiled calls, each copy's measured time beside its price by the one
-    pricer (bench.cost_model.copy_pricer) for the backend that ran it and the copy's own host memory kind."""
-    from ..bench.cost_model import copy_pricer
-
-    pricer = copy_pricer(backend)
-    return {
-        "profile": method.profile(*inputs, repeat=repeat, cost_model=pricer),
-        "cost_model": pricer.source,
-        "pricing": pricer.basis(),
     }
 
 
