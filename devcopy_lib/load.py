@@ -69,16 +69,26 @@ def trial_call(
     profile_calls: int = 0,
     cost_model: Any = None,
     before_load: Callable[[DeviceAllocator], None] | None = None,
+    steps: int = 1,
+    after_step: Callable[[int, Sequence[Any], Any], Sequence[Any]] | None = None,
 ) -> TrialCall:
     """Load `placed` (as `load_method` takes it) on a new allocator of `backend`, registered for this call only, and
-    call it once on `inputs`; with `profile_calls`, that many profiled calls follow (`Method.profile`, copies priced
-    by `cost_model`). `before_load(allocator)` may refuse the program first (a delegate on a device the backend
-    lacks). The allocator and the method are closed on return; the outputs are the caller's."""
+    call it `steps` times, first on `inputs`: `after_step(step, inputs, outputs)` runs after each call with the
+    method still loaded (a caller compares with eager there) and returns the next call's inputs (the same by
+    default: the method's state still evolves). With `profile_calls`, that many profiled calls on `inputs` follow
+    (`Method.profile`, copies priced by `cost_model`). `before_load(allocator)` may refuse the program first (a
+    delegate on a device the backend lacks). The allocator and the method are closed on return; the outputs (of
+    the last call) are the caller's."""
     with device_backends.make_allocator(backend) as allocator, scoped_allocators(allocator):
         if before_load is not None:
             before_load(allocator)
         with load_method(placed, mode, libs, capture=capture) as method:
-            outputs = method(*inputs)
+            step_inputs: Sequence[Any] = inputs
+            outputs: Any = None
+            for step in range(steps):
+                outputs = method(*step_inputs)
+                if after_step is not None:
+                    step_inputs = after_step(step, step_inputs, outputs)
             summary = {
                 "copies_executed": dict(method.copies_executed),
                 "caller_copies": method.caller_copies,

@@ -95,6 +95,8 @@ def trial(
     backend: str,
     before_load: Callable[[DeviceAllocator], None] | None = None,
     trace: bool = True,
+    steps: int = 1,
+    after_step: Callable[[int, Sequence[Any], Any], Sequence[Any]] | None = None,
 ) -> tuple[TrialCall, dict[str, Any]]:
     """`load.trial_call` with the command's options, and the fields `devcopy run` reports of it: the method's
     counts, then with --profile the rows with each copy's measured time beside its price by the one pricer
@@ -104,7 +106,19 @@ def trial(
     from ..load import trial_call
 
     pricer = copy_pricer(backend) if args.profile else None
-    call = trial_call(placed, inputs, args.mode, libs, backend, capture_option(args), args.profile, pricer, before_load)
+    call = trial_call(
+        placed,
+        inputs,
+        args.mode,
+        libs,
+        backend,
+        capture_option(args),
+        args.profile,
+        pricer,
+        before_load,
+        steps,
+        after_step,
+    )
     fields = dict(call.summary)
     if pricer is not None:
         fields.update(profile=call.profile, cost_model=pricer.source, pricing=pricer.basis())
@@ -125,19 +139,51 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
         return pte.run(args, libs, backend, trial)
     module, inputs, placed = lower_and_place(args, backend)
-    call, result = trial(args, placed, inputs, libs, backend, lambda allocator: _check_devices_exist(placed, allocator))
-    with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
-        expected = pytree.tree_leaves(module(*inputs))
-    ok, max_abs_err = compare_outputs(call.outputs, expected)
+    errors: list[float | None] = []
+    oks: list[bool] = []
+
+    def check_step(step: int, step_inputs: Sequence[Any], outputs: Any) -> Sequence[Any]:
+        """After each call: the eager module (which keeps its own state) on the same inputs, compared; the next
+        step's inputs."""
+        next_inputs = step_inputs
+        with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
+            expected = pytree.tree_leaves(module(*step_inputs))
+            if step + 1 < args.steps:
+                next_inputs = _next_inputs(module, tuple(step_inputs), expected)
+        ok, max_abs_err = compare_outputs(outputs, expected)
+        oks.append(ok)
+        errors.append(max_abs_err)
+        return next_inputs
+
+    call, result = trial(
+        args,
+        placed,
+        inputs,
+        libs,
+        backend,
+        lambda allocator: _check_devices_exist(placed, allocator),
+        steps=args.steps,
+        after_step=check_step,
+    )
     return {
-        "ok": ok,
+        "ok": all(oks),
         "model": args.model,
         "mode": args.mode,
         "backend": call.backend,
         "strategy": args.strategy,
-        "max_abs_err": max_abs_err,
+        "resident_buffers": args.resident_buffers,
+        "max_abs_err": None if None in errors else max(e for e in errors if e is not None),
+        "steps": args.steps,
+        "step_errors": errors,
         **result,
     }
+
+
+def _next_inputs(module: Any, inputs: tuple[Any, ...], outputs: list[Any]) -> tuple[Any, ...]:
+    """The next step's inputs: the model's own `next_inputs(inputs, outputs)` where it has one (a decode step: the
+    most likely token and the next position), else the same inputs again (the state still evolves)."""
+    step = getattr(module, "next_inputs", None)
+    return tuple(step(inputs, outputs)) if callable(step) else inputs
 
 
 def _render(result: dict[str, Any]) -> str:
@@ -154,8 +200,9 @@ def _render(result: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"{result['model']}: {'ok' if result['ok'] else 'MISMATCH'} ({result['mode']} mode, {result['backend']} "
-            f"backend, {result['strategy']} placement)",
+            f"backend, {result['strategy']} placement{', resident buffers' if result['resident_buffers'] else ''})",
             f"  max |devcopy - eager| = {result['max_abs_err']:.3g}"
+            + (f" over {result['steps']} consecutive calls" if result["steps"] > 1 else "")
             if result["max_abs_err"] is not None
             else "  max |devcopy - eager|: not a number (NaN where eager has none)",
             f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
@@ -201,6 +248,15 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
         metavar="N",
         help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
         "and (copies) cost-model predicted seconds",
+    )
+    parser.add_argument(
+        "--steps",
+        type=count_type(1, 1000),
+        default=1,
+        metavar="N",
+        help="run N consecutive calls of one method beside the eager module, comparing each (default 1): state "
+        "such as a KV cache carries over; a model with next_inputs(inputs, outputs) (a decode step) is fed its "
+        "next token and position, any other its inputs again",
     )
     exports.add_run_exports(parser)
     add_capture(parser)
