@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "threads": torch.get_num_threads(),
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
-    if data["backend"] == "cupy":
+    if data["eager"]["where"] == "cuda":  # a real device (the allocator's capabilities said so in measure)
         data["meta"]["card"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     out = args.out or DATA / f"decode_step_{data['backend']}.json"
     out.write_text(json.dumps(data, indent=1) + "\n")
