@@ -15,9 +15,9 @@ from torch import fx
 
 from .devices import backend as device_backends
 from .devices.allocator import DeviceAllocator
-from .devices.errors import InvalidArgumentTypeError
 from .devices.registry import scoped_allocators
 from .emitter.emit import emit
+from .errors import InvalidArgumentTypeError
 from .lowering.lower import LoweredProgram
 from .names import Mode
 from .runtime.capture import AUTO, CaptureOption

@@ -58,7 +58,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..devices import CPU, Device
-from ..devices.errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..names import PARTITIONS, Partition
 from ..runtime.constants import storage_view
 from .arguments import expect, expect_inputs, expect_ops

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ..devices.errors import InvalidArgumentTypeError
+from ..errors import InvalidArgumentTypeError
 from ..kernels.portable_cpu import aten_overload, split_arguments
 from ..kernels.prim_ops import PRIM_FUNCTIONS, SymBox, SymList, current, is_symbolic, prim_kernel
 from .libs import native_lib

@@ -21,7 +21,7 @@ import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
-from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels.prim_ops import SymBox, SymList
 from ..names import COPY_OP, MODES, Direction, Mode
 from ..tensors.error import Error

@@ -19,8 +19,9 @@ import torch
 
 from ..devices.allocator import DevicePtr
 from ..devices.device import CPU, Device
-from ..devices.errors import DeviceMemoryAccessError, InvalidArgumentError, InvalidArgumentTypeError
+from ..devices.errors import DeviceMemoryAccessError
 from ..devices.registry import get_device_allocator
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from .error import Error
 
 Storage = np.ndarray | DevicePtr

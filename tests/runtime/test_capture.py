@@ -12,8 +12,8 @@ import torch
 
 from devcopy_lib import models
 from devcopy_lib.devices import scoped_allocators
-from devcopy_lib.devices.errors import InvalidArgumentError
 from devcopy_lib.emitter.emit import emit
+from devcopy_lib.errors import InvalidArgumentError
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower
 from devcopy_lib.names import MODES
