@@ -188,7 +188,11 @@ def test_non_finite_numbers_become_null_with_a_note(capsys, monkeypatch):
     monkeypatch.setattr(devcopy_lib.compare, "compare_outputs", lambda outputs, expected: (False, float("inf")))
     code, result, _ = _json(capsys, "run", "add", "--backend", "simulated")
     assert code == 1 and result["max_abs_err"] is None
-    assert result["notes"] == ["max_abs_err is inf (not representable in JSON: written as null)"]
+    assert result["step_errors"] == [None]  # each step's error too (--steps; one step here)
+    assert result["notes"] == [
+        "max_abs_err is inf (not representable in JSON: written as null)",
+        "step_errors[0] is inf (not representable in JSON: written as null)",
+    ]
 
 
 def test_to_json_is_strict_json():
