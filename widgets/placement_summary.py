@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from devcopy_lib.names import Direction, Strategy, format_bytes, format_seconds
+from devcopy_lib.names import COPY_ROLES, CopyRole, Direction, Strategy, format_bytes, format_seconds
 
 H2D, D2H = Direction.H2D, Direction.D2H
 TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
@@ -23,7 +23,7 @@ def table_rows(report: Any) -> list[dict[str, Any]]:
     ]
 
 
-PLACEMENT_COLUMNS = ("placement", "cache", "weights", "activations", "total")
+PLACEMENT_COLUMNS = ("placement", *COPY_ROLES, "total")
 
 
 def placement_rows(report: Any) -> list[dict[str, Any]]:
@@ -32,7 +32,15 @@ def placement_rows(report: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for name, entry in report.bytes_by_placement.items():
         if "error" in entry:
-            rows.append({"placement": name, "cache": "refused", "weights": "", "activations": "", "total": ""})
+            rows.append(
+                {
+                    "placement": name,
+                    CopyRole.CACHE: "refused",
+                    CopyRole.WEIGHTS: "",
+                    CopyRole.ACTIVATIONS: "",
+                    "total": "",
+                }
+            )
             continue
         both = {**entry["copy_bytes_by_role"], "total": entry["copy_bytes"]}
         rows.append(
