@@ -70,11 +70,13 @@ def trial_call(
     cost_model: Any = None,
     before_load: Callable[[DeviceAllocator], None] | None = None,
     steps: int = 1,
+    before_step: Callable[[int, Sequence[Any]], None] | None = None,
     after_step: Callable[[int, Sequence[Any], Any], Sequence[Any]] | None = None,
 ) -> TrialCall:
     """Load `placed` (as `load_method` takes it) on a new allocator of `backend`, registered for this call only, and
-    call it `steps` times, first on `inputs`: `after_step(step, inputs, outputs)` runs after each call with the
-    method still loaded (a caller compares with eager there) and returns the next call's inputs (the same by
+    call it `steps` times, first on `inputs`: `before_step(step, inputs)` runs before each call (a caller copies
+    the inputs there, since the method may write them in place), `after_step(step, inputs, outputs)` after it with
+    the method still loaded (a caller compares with eager there) and returns the next call's inputs (the same by
     default: the method's state still evolves). With `profile_calls`, that many profiled calls on `inputs` follow
     (`Method.profile`, copies priced by `cost_model`). `before_load(allocator)` may refuse the program first (a
     delegate on a device the backend lacks). The allocator and the method are closed on return; the outputs (of
@@ -86,6 +88,8 @@ def trial_call(
             step_inputs: Sequence[Any] = inputs
             outputs: Any = None
             for step in range(steps):
+                if before_step is not None:
+                    before_step(step, step_inputs)
                 outputs = method(*step_inputs)
                 if after_step is not None:
                     step_inputs = after_step(step, step_inputs, outputs)

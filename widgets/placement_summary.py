@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from devcopy_lib.names import COPY_ROLES, CopyRole, Direction, Strategy, format_bytes, format_seconds
+from devcopy_lib.names import CopyRole, Direction, Strategy, format_bytes, format_seconds, loaded_text
 
 H2D, D2H = Direction.H2D, Direction.D2H
 TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
@@ -23,7 +23,8 @@ def table_rows(report: Any) -> list[dict[str, Any]]:
     ]
 
 
-PLACEMENT_COLUMNS = ("placement", *COPY_ROLES, "total")
+ROLES = (CopyRole.CACHE, CopyRole.WEIGHTS, CopyRole.ACTIVATIONS)
+PLACEMENT_COLUMNS = ("placement", *ROLES, "total")
 
 
 def placement_rows(report: Any) -> list[dict[str, Any]]:
@@ -32,15 +33,8 @@ def placement_rows(report: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for name, entry in report.bytes_by_placement.items():
         if "error" in entry:
-            rows.append(
-                {
-                    "placement": name,
-                    CopyRole.CACHE: "refused",
-                    CopyRole.WEIGHTS: "",
-                    CopyRole.ACTIVATIONS: "",
-                    "total": "",
-                }
-            )
+            blank: dict[str, str] = dict.fromkeys(ROLES, "")
+            rows.append({"placement": name, **blank, CopyRole.CACHE: "refused", "total": ""})
             continue
         both = {**entry["copy_bytes_by_role"], "total": entry["copy_bytes"]}
         rows.append(
@@ -58,7 +52,7 @@ def totals_line(report: Any) -> str:
         f"strategy {report.strategy} · delegates {report.delegates} · "
         f"H2D {report.copies[H2D]} ({format_bytes(report.copy_bytes[H2D])}) · "
         f"D2H {report.copies[D2H]} ({format_bytes(report.copy_bytes[D2H])}) · "
-        f"constants {format_bytes(report.constant_bytes)}"
+        f"{loaded_text(report.constant_bytes, report.buffers)}"
     )
     if report.predicted_copy_s is not None:
         line += f" · predicted copy time {format_seconds(report.predicted_copy_s)}"
