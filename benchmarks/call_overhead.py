@@ -18,13 +18,14 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch import nn
 
 from devcopy_lib import (
@@ -42,6 +43,7 @@ from devcopy_lib import (
 from devcopy_lib.bench.clocks import WallClock
 from devcopy_lib.bench.cost_model import default_model
 from devcopy_lib.bench.harness import interleaved, timed
+from devcopy_lib.bench.measurement import mean_of, median_of
 from devcopy_lib.bench.sizes import parse_sizes
 from devcopy_lib.bench.targets import call_overhead_targets, profiled_copies
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
@@ -59,16 +61,16 @@ class _Mlp(nn.Module):
         super().__init__()
         self.fc1, self.fc2 = nn.Linear(width, width), nn.Linear(width, width)
 
-    def forward(self, x):
+    def forward(self, x: Any) -> Any:
         return self.fc2(torch.relu(self.fc1(x)))
 
 
-def _mlp(width: int):
+def _mlp(width: int) -> Any:
     torch.manual_seed(0)
     return _Mlp(width), (torch.randn(width, width),)
 
 
-def model_cases() -> dict:
+def model_cases() -> dict[str, Any]:
     """name -> factory: the sample models, the two MLPs, and the real models when devcopy_lib.models has them."""
     cases = dict(models.MODELS)
     cases.update({"mlp16x16": lambda: _mlp(16), "mlp256x256": lambda: _mlp(256)})
@@ -79,23 +81,34 @@ def model_cases() -> dict:
     return cases
 
 
-def module_eager(module, cuda: bool):
+def module_eager(module: Any, cuda: bool) -> Any:
     """Eager PyTorch on the module itself: on CUDA moving inputs with .cuda() and outputs with .cpu()."""
     if not cuda:
         return lambda *xs: module(*xs)
     moved = copy.deepcopy(
         module
     ).cuda()  # a copy: .cuda() moves parameters in place, and the lowered program shares them
-    return lambda *xs: [t.cpu() for t in torch.utils._pytree.tree_leaves(moved(*(x.cuda() for x in xs)))]
+    return lambda *xs: [t.cpu() for t in pytree.tree_leaves(moved(*(x.cuda() for x in xs)))]
 
 
-def module_graphed(module, inputs):
+class GraphedModule:
+    """A call of the module captured in one CUDA graph, and that graph (its replay alone, for
+    benchmarks/call_profile.py)."""
+
+    def __init__(self, call: Callable[..., list[torch.Tensor]], graph: torch.cuda.CUDAGraph) -> None:
+        self.call, self.graph = call, graph
+
+    def __call__(self, *xs: Any) -> list[torch.Tensor]:
+        return self.call(*xs)
+
+
+def module_graphed(module: Any, inputs: Any) -> GraphedModule:
     """The best hand-written PyTorch for one call from CPU tensors: the module captured in one CUDA graph, inputs
     staged through pinned buffers into its static inputs, outputs back through pinned buffers, one synchronize."""
     moved = copy.deepcopy(module).cuda()
     pinned_in = [torch.empty_like(x).pin_memory() for x in inputs]
     static_in = [x.cuda() for x in inputs]
-    stream = torch.cuda.Stream()
+    stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]  # torch leaves Stream.__new__ unannotated
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm-up off the default stream, as torch.cuda.graphs advises
         for _ in range(3):
@@ -103,10 +116,10 @@ def module_graphed(module, inputs):
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        static_out = torch.utils._pytree.tree_leaves(moved(*static_in))
+        static_out = pytree.tree_leaves(moved(*static_in))
     pinned_out = [torch.empty(o.shape, dtype=o.dtype).pin_memory() for o in static_out]
 
-    def call(*xs):
+    def call(*xs: Any) -> list[torch.Tensor]:
         for pinned, x in zip(pinned_in, xs, strict=True):
             pinned.copy_(x)
         for static, pinned in zip(static_in, pinned_in, strict=True):
@@ -117,20 +130,19 @@ def module_graphed(module, inputs):
         torch.cuda.synchronize()
         return [pinned.clone() for pinned in pinned_out]
 
-    call.graph = graph  # the replay alone, for benchmarks/call_profile.py
-    return call
+    return GraphedModule(call, graph)
 
 
 # ---- measurements ---------------------------------------------------------------------------------------------
 def _fastest_per_call(
-    fns: dict[str, Callable[[], object]], rounds: int, calls: int, clock: WallClock
+    fns: Mapping[str, Callable[[], object]], rounds: int, calls: int, clock: WallClock
 ) -> dict[str, float]:
     """The fastest round's time per call of each function, rounds interleaved (`bench.harness.interleaved`): on a
     shared machine other processes only ever add time, so the fastest round is the closest to the code's own cost."""
     return {name: t.fastest for name, t in interleaved(fns, rounds, calls, clock).items()}
 
 
-def measure_models(allocator: DeviceAllocator, rounds: int, names: list[str]) -> list[dict]:
+def measure_models(allocator: DeviceAllocator, rounds: int, names: list[str]) -> list[dict[str, Any]]:
     """Each model's Method call (graph replay where the backend has graphs, and the same program uncaptured)
     against eager PyTorch, in interleaved rounds."""
     cuda, graphs = allocator.capabilities.real_device, allocator.capabilities.graphs
@@ -221,7 +233,7 @@ def measure_models(allocator: DeviceAllocator, rounds: int, names: list[str]) ->
     return rows
 
 
-def _capture_fields(summary: dict) -> dict:
+def _capture_fields(summary: dict[str, Any]) -> dict[str, Any]:
     """What a row keeps of `Method.capture`: the graphs, the steps they cover, and why the others run uncaptured."""
     return {
         "graphs": summary["graphs"],
@@ -231,11 +243,11 @@ def _capture_fields(summary: dict) -> dict:
     }
 
 
-def _by_kind(profile: list[dict]) -> dict:
+def _by_kind(profile: list[dict[str, Any]]) -> dict[str, Any]:
     kinds: dict[str, list[float]] = {}
     for row in profile:
         kinds.setdefault(row["kind"], []).append(row["wall_s"])
-    return {kind: {"count": len(v), "mean_s": statistics.fmean(v)} for kind, v in kinds.items()}
+    return {kind: {"count": len(v), "mean_s": mean_of(v)} for kind, v in kinds.items()}
 
 
 def _torch_copy(dst: torch.Tensor, src: torch.Tensor, synchronize: Callable[[], None]) -> None:
@@ -243,7 +255,7 @@ def _torch_copy(dst: torch.Tensor, src: torch.Tensor, synchronize: Callable[[], 
     synchronize()
 
 
-def measure_small_copies(allocator: DeviceAllocator, rounds: int) -> list[dict]:
+def measure_small_copies(allocator: DeviceAllocator, rounds: int) -> list[dict[str, Any]]:
     """4 KiB H2D and D2H: the resolved et_copy kernel as a loaded method runs it (its prepared plan step) against
     torch `copy_` between pinned host and device memory plus a synchronize, both timed in the same rounds."""
     cuda = allocator.capabilities.real_device
@@ -279,7 +291,7 @@ def measure_small_copies(allocator: DeviceAllocator, rounds: int) -> list[dict]:
     return rows
 
 
-def measure_copy_sizes(repeat: int, sizes=(1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)) -> list[dict]:
+def measure_copy_sizes(repeat: int, sizes: Any = (1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)) -> list[dict[str, Any]]:
     """Planned copies of `sizes` bytes (the `add` model at those input sizes: two H2D and a D2H each), profiled
     against the default model."""
     rows = []
@@ -309,7 +321,7 @@ def measure_copy_sizes(repeat: int, sizes=(1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)
 
 
 # ---- targets (bench.targets.call_overhead_targets) ----------------------------------------------------------------
-def repriced(data: dict, model) -> dict:
+def repriced(data: dict[str, Any], model: Any) -> dict[str, Any]:
     """`data` with every profiled copy priced by `model` and the targets evaluated again: the page shows the
     model it publishes, not the one the run happened to have."""
     direction = {"et_copy::_h2d_copy.out": "h2d", "et_copy::_d2h_copy.out": "d2h"}
@@ -319,7 +331,7 @@ def repriced(data: dict, model) -> dict:
     return {**data, "targets": call_overhead_targets(data)}
 
 
-def render_section(runs: list[dict], model) -> list[str]:
+def render_section(runs: list[dict[str, Any]], model: Any) -> list[str]:
     """The "Call overhead" section of docs/benchmarks.md from the committed call_overhead_*.json runs, copies priced
     by `model`."""
     lines = [SECTION, ""]
@@ -360,14 +372,14 @@ def render_section(runs: list[dict], model) -> list[str]:
         reasons = sorted({why for r in data["models"] for why in (r.get("capture") or {}).get("uncaptured", [])})
         if reasons:
             lines += ["", "Steps run uncaptured, and why: " + "; ".join(reasons) + "."]
-        kinds = {}
+        kinds: dict[str, list[float]] = {}
         for r in data["models"]:
             for kind, v in r["by_kind_s"].items():
                 kinds.setdefault(kind, []).append(v["mean_s"])
         lines += [
             "",
             "Mean time of one instruction, by kind, over every model above (`Method.profile`): "
-            + ", ".join(f"{k} {statistics.median(v) * 1e6:.1f} µs" for k, v in sorted(kinds.items()))
+            + ", ".join(f"{k} {median_of(v) * 1e6:.1f} µs" for k, v in sorted(kinds.items()))
             + ".",
             "",
         ]
@@ -411,11 +423,11 @@ def render_section(runs: list[dict], model) -> list[str]:
     return lines
 
 
-def load_runs() -> list[dict]:
+def load_runs() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(DATA.glob("call_overhead_*.json"))]
 
 
-def main(argv=None) -> int:
+def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="simulated", choices=["simulated", "cupy"])
     parser.add_argument("--rounds", type=int, default=30, help="interleaved timing rounds (default 30)")

@@ -14,7 +14,9 @@ import datetime
 import json
 import pstats
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -28,30 +30,30 @@ from call_overhead import model_cases, module_eager, module_graphed  # noqa: E40
 DATA = Path(__file__).resolve().parents[1] / "docs" / "data"
 
 
-def _kernels(fn, calls: int = 3) -> dict:
+def _kernels(fn: Any, calls: int = 3) -> dict[str, Any]:
     """GPU kernels and memcpys one call of `fn` launches (torch.profiler, median call of `calls`), with their time."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import DeviceType, ProfilerActivity, profile
 
     fn()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             fn()
         torch.cuda.synchronize()
-    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
     by_name: dict[str, list[float]] = {}
     for e in events:
         by_name.setdefault(e.name, []).append(e.device_time_total)
+    top: list[dict[str, Any]] = [
+        {"name": n[:80], "count": len(v) / calls, "us": sum(v) / calls} for n, v in by_name.items()
+    ]
     return {
         "launches_per_call": len(events) / calls,
         "device_us_per_call": sum(e.device_time_total for e in events) / calls,
-        "top": sorted(
-            ({"name": n[:80], "count": len(v) / calls, "us": sum(v) / calls} for n, v in by_name.items()),
-            key=lambda r: -r["us"],
-        )[:12],
+        "top": sorted(top, key=lambda r: -r["us"])[:12],
     }
 
 
-def _host_profile(fn, calls: int) -> list[dict]:
+def _host_profile(fn: Any, calls: int) -> list[dict[str, Any]]:
     """The host functions one call spends most in (cProfile's own time, per call, top 15)."""
     profiler = cProfile.Profile()
     profiler.enable()
@@ -72,7 +74,7 @@ def _host_profile(fn, calls: int) -> list[dict]:
     return sorted(rows, key=lambda r: -r["own_us"])[:15]
 
 
-def _safely(fn):
+def _safely(fn: Callable[[], Any]) -> Any:
     """`fn()`, or what went wrong: one failed measurement must not lose the others of a lent machine's run."""
     try:
         return fn()
@@ -80,7 +82,7 @@ def _safely(fn):
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
-def main(argv=None) -> int:
+def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="transformer_block")
     parser.add_argument("--calls", type=int, default=2000)

@@ -18,6 +18,7 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from devcopy_lib.bench.sweep import sweep
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def versions() -> dict:
+def versions() -> dict[str, Any]:
     out = {"python": platform.python_version()}
     for name in ("devcopy", "torch", "cupy-cuda13x", "numpy"):
         try:
@@ -55,7 +56,7 @@ def gpu_info() -> str:
         return "unknown"
 
 
-def tune(sizes=(16 << 20, 64 << 20, 256 << 20)) -> list[dict]:
+def tune(sizes: Any = (16 << 20, 64 << 20, 256 << 20)) -> list[dict[str, Any]]:
     """Median wall time of staged pageable copies for a few pipeline shapes."""
     import cupy
 
@@ -96,7 +97,7 @@ def tune(sizes=(16 << 20, 64 << 20, 256 << 20)) -> list[dict]:
     return rows
 
 
-def main(argv=None) -> int:
+def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="default: docs/data/copy_bandwidth.json (copy_simulated.json)")
     parser.add_argument("--simulated", action="store_true", help="sweep the simulated backend (no GPU)")

@@ -29,6 +29,7 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -44,6 +45,7 @@ from devcopy_lib import (
 )
 from devcopy_lib.bench.clocks import WallClock
 from devcopy_lib.bench.harness import interleaved
+from devcopy_lib.models.extras import require
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs/data"
@@ -69,14 +71,13 @@ VARIANTS = {
 }
 
 
-def decode_step(small: bool) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], dict]:
+def decode_step(small: bool) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], dict[str, Any]]:
     """(step, (token, position), config): the tiny decode step (`models.llama_decode_step`), or the Llama-shaped one
     with random weights and an empty cache (a decode step reads all positions of its static cache either way)."""
     if small:
         step, inputs = models.llama_decode_step(max_cache_len=SMALL_CACHE, prompt_len=SMALL_PROMPT)
         return step, inputs, {"model": "llama_decode_step", "max_cache_len": SMALL_CACHE}
-    import transformers
-
+    transformers = require("transformers", "the decode-step benchmark")  # offline, with the extra's install hint
     torch.manual_seed(0)
     config = transformers.LlamaConfig(use_cache=True, attn_implementation="eager", **FULL)
     model = transformers.LlamaForCausalLM(config).eval()
@@ -85,7 +86,7 @@ def decode_step(small: bool) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...],
     return step, inputs, {"model": "llama-shaped decode step", "max_cache_len": FULL_CACHE, **FULL}
 
 
-def eager_on_device(module: torch.nn.Module, cuda: bool):
+def eager_on_device(module: torch.nn.Module, cuda: bool) -> Any:
     """Eager PyTorch: on CUDA the module (weights and cache) on the GPU, inputs `.cuda()`, logits `.cpu()`."""
     if not cuda:
         return lambda *xs: [module(*xs)]
@@ -93,12 +94,12 @@ def eager_on_device(module: torch.nn.Module, cuda: bool):
     return lambda *xs: [moved(*(x.cuda() for x in xs)).cpu()]
 
 
-def _moved(allocator) -> tuple[int, int]:
+def _moved(allocator: Any) -> tuple[int, int]:
     stats = allocator.stats
     return stats.h2d_bytes, stats.d2h_bytes
 
 
-def measure(backend: str, small: bool, rounds: int, calls: int) -> dict:
+def measure(backend: str, small: bool, rounds: int, calls: int) -> dict[str, Any]:
     started = time.perf_counter()
     module, inputs, config = decode_step(small)
     built = time.perf_counter()
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "threads": torch.get_num_threads(),
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
-    if data["backend"] == "cupy":
+    if data["eager"]["where"] == "cuda":  # a real device (the allocator's capabilities said so in measure)
         data["meta"]["card"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     out = args.out or DATA / f"decode_step_{data['backend']}.json"
     out.write_text(json.dumps(data, indent=1) + "\n")

@@ -14,15 +14,16 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 from functools import partial
+from typing import Any
 from unittest import mock
 
 import torch
 
 from devcopy_lib import models
 from devcopy_lib.bench.harness import timed
+from devcopy_lib.bench.measurement import median_of
 from devcopy_lib.bench.targets import explorer_targets
 
 DEFAULT_MODELS = ("gpt2_12l", "transformer_block")
@@ -33,7 +34,7 @@ DATA, PAGE = os.path.join(ROOT, "docs/data/explorer.json"), os.path.join(ROOT, "
 KEEP_FROM = "<!-- kept by benchmarks/explorer.py: the sections below are written by hand -->"
 
 
-def factory(name: str):
+def factory(name: str) -> Any:
     """A model factory of devcopy_lib.models by name: a sample (MODELS) or a module-level factory function."""
     found = models.MODELS.get(name) or getattr(models, name, None)
     if not callable(found):
@@ -43,7 +44,7 @@ def factory(name: str):
     return found
 
 
-def measure(name: str, repeats: int) -> dict:
+def measure(name: str, repeats: int) -> dict[str, Any]:
     """Seconds for export, build, op toggles (miss, hit) and strategy switches; the export calls they made."""
     from devcopy_widgets import PlacementExplorer, PlacementState
 
@@ -80,7 +81,7 @@ def measure(name: str, repeats: int) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help=f"a devcopy_lib.models factory (default: first of {DEFAULT_MODELS} found)")
     parser.add_argument("--repeats", type=int, default=5, help="op boxes toggled (each on, then back)")
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     name = args.model or next(n for n in DEFAULT_MODELS if n in models.MODELS or hasattr(models, n))
     result = measure(name, args.repeats)
-    result["median_op_toggle_s"] = statistics.median(result["op_toggle_new_delegate_set_s"])
+    result["median_op_toggle_s"] = median_of(result["op_toggle_new_delegate_set_s"])
     result.update(
         machine=f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'cpu'}",
         load_average_1min=os.getloadavg()[0],  # a shared machine: other work slows every number
@@ -107,12 +108,12 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
-def render(r: dict) -> str:
+def render(r: dict[str, Any]) -> str:
     """docs/explorer.md from one result."""
 
     targets = explorer_targets(r)
 
-    def against_goal(key):
+    def against_goal(key: Any) -> Any:
         t = targets[key]
         return f"{t['value']:.2f} | < {t['goal']:g} | {'yes' if t['met'] else '**no**'}"
 
@@ -128,7 +129,7 @@ def render(r: dict) -> str:
         f"| op toggle, new delegate set (median of {len(r['op_toggle_new_delegate_set_s'])}) | "
         f"{against_goal('median_op_toggle_s')} |\n"
         f"| op toggle back (cached lowering, median) | "
-        f"{statistics.median(r['op_toggle_cached_s']):.3f} | | |\n"
+        f"{median_of(r['op_toggle_cached_s']):.3f} | | |\n"
         f"| strategy switch (slowest) | {max(r['strategy_switch_s']):.3f} | | |\n\n"
         f"Every toggle: {', '.join(f'{s:.2f}' for s in r['op_toggle_new_delegate_set_s'])} s. A toggle lowers "
         f"the exported program again (partitioning, delegate subgraphs) and places it; toggling back reuses the "

@@ -17,15 +17,17 @@ import json
 import os
 import platform
 import runpy
-import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))  # the browser test's server, browser and page helpers
 from graph_page import run_all_cells, write_notebook  # noqa: E402
 from lab_server import LabServer, open_browser  # noqa: E402
+
+from devcopy_lib.bench.measurement import median_of  # noqa: E402
 
 NOTEBOOK_ENV = runpy.run_path(str(ROOT / "tools" / "notebooks" / "nbenv.py"))["NOTEBOOK_ENV"]
 DATA, PAGE = ROOT / "docs" / "data" / "explorer_browser.json", ROOT / "docs" / "explorer.md"
@@ -79,7 +81,7 @@ PICK = (
 )
 
 
-def actions(page, repeats: int) -> list[tuple[str, str, str]]:
+def actions(page: Any, repeats: int) -> list[tuple[str, str, str]]:
     """(name, action, argument) in the order they run: each action `repeats` times, back and forth."""
     picked = page.evaluate(PICK)
     op = next((o for o in picked["ops"] if o.startswith("addmm")), picked["ops"][0])
@@ -93,7 +95,7 @@ def actions(page, repeats: int) -> list[tuple[str, str, str]]:
     return steps
 
 
-def measure(model: str, repeats: int) -> dict:
+def measure(model: str, repeats: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,7 +122,7 @@ def measure(model: str, repeats: int) -> dict:
                 page.wait_for_timeout(1000)
                 opening = page.evaluate("() => ({...document.querySelector('.devcopy-graph-view').dataset})")
                 load = os.getloadavg()
-                times: dict[str, list] = {}
+                times: dict[str, list[Any]] = {}
                 steps = actions(page, repeats)
                 for name, action, arg in steps:
                     times.setdefault(name, []).append(page.evaluate(TIME_ACTION, [action, arg]))
@@ -132,7 +134,7 @@ def measure(model: str, repeats: int) -> dict:
     return summary(model, repeats, opening, times, [*load, *os.getloadavg()], version)
 
 
-def summary(model, repeats, opening, times, loads, version) -> dict:
+def summary(model: Any, repeats: Any, opening: Any, times: Any, loads: Any, version: Any) -> dict[str, Any]:
     """The figures: per action every time, the median and the slowest (ms), and whether the busy state showed."""
     per_action = {}
     prior = int(opening["fullLayouts"])  # dagre over everything: the first drawing, then (ideally) never again
@@ -140,7 +142,7 @@ def summary(model, repeats, opening, times, loads, version) -> dict:
         ms = [round(r["ms"]) for r in runs]
         per_action[name] = {
             "ms": ms,
-            "median_ms": round(statistics.median(ms)),
+            "median_ms": round(median_of(ms)),
             "slowest_ms": max(ms),
             "busy_shown": sum(r["busy"] for r in runs),
             "full_layouts": runs[-1]["full"] - prior,
@@ -148,7 +150,7 @@ def summary(model, repeats, opening, times, loads, version) -> dict:
         prior = runs[-1]["full"]
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()}-core CPU",
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(["benchmarks/explorer_browser.py", *sys.argv[1:]]),
         "browser": f"Chromium {version} headless, 1600x1000",
         "load_average_1min_before_after": [round(loads[0], 2), round(loads[3], 2)],
@@ -161,7 +163,7 @@ def summary(model, repeats, opening, times, loads, version) -> dict:
     }
 
 
-def render(result: dict) -> str:
+def render(result: dict[str, Any]) -> str:
     """The browser section of docs/explorer.md."""
     load = result["load_average_1min_before_after"]
     rows = [
@@ -197,7 +199,7 @@ def render(result: dict) -> str:
     )
 
 
-def write(result: dict) -> None:
+def write(result: dict[str, Any]) -> None:
     DATA.parent.mkdir(exist_ok=True)
     DATA.write_text(json.dumps(result, indent=1) + "\n")
     text = PAGE.read_text()

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devcopy_lib.names import MODES  # torch-free: the supervisor stays light
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data"
 PTE_MODELS = ("mlp", "transformer_block")
-MODES = ("portable", "aten")
 CALL_MODELS = "mlp16x16,transformer_block,gpt2_2l,resnet18,llama_tiny"
 SWEEP_SIZES = "4K,64K,1M,16M,64M,256M,1G"
 CHECK_SIZES = "4K..256M"
@@ -82,7 +83,9 @@ def _test_counts(work: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
     path = work / "tests.xml"
     if not path.exists():
         return {"passed": 0, "failed": 1, "skipped": 0, "failures": ["pytest wrote no report (see the log)"]}
-    failures, skips, total = [], {}, 0
+    failures: list[str] = []
+    skips: dict[str, int] = {}
+    total = 0
     for case in ET.parse(path).getroot().iter("testcase"):
         total += 1
         name = f"{case.get('classname')}::{case.get('name')}"
@@ -158,7 +161,7 @@ def _cost_model_check(work: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
     cost-model stage, which it never saw: predicted / measured within 15% from 1 MiB up. The shipped model's
     predictions count only on the card it was fitted on; elsewhere they are kept as information."""
     from devcopy_lib.bench.cost_model import CostModel, default_model
-    from devcopy_lib.bench.sweep import SweepResult
+    from devcopy_lib.bench.harness import SweepResult
     from devcopy_lib.bench.targets import profiled_copies
 
     paths = {name: work / f"{name}.json" for name in ("copy_bandwidth", "call_overhead_cupy", "cost_check")}
@@ -170,7 +173,8 @@ def _cost_model_check(work: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
     )
     shipped = default_model()
     same_card = str(shipped.source.get("device", "?")) in str(check["meta"].get("machine", ""))
-    targets, other_card = [], []
+    targets: list[dict[str, Any]] = []
+    other_card: list[dict[str, Any]] = []
     for copy in profiled_copies(check):
         direction = "h2d" if "_h2d_copy" in copy["op"] else "d2h"
         label = f"{direction} {copy['bytes'] >> 20} MiB ({copy['memory']}, {copy['clock']})"
@@ -195,11 +199,13 @@ def _repeatability(first: dict[str, Any], second: dict[str, Any]) -> list[dict[s
     """The same planned copy measured by two processes of one check (the call-overhead stage's size sweep and the
     cost-model stage's): how far apart the card itself is from run to run, the floor under any model's error."""
 
+    from devcopy_lib.bench.measurement import median_of
+
     def medians(data: dict[str, Any]) -> dict[tuple[str, int], float]:
         times: dict[tuple[str, int], list[float]] = {}
         for copy in data.get("copy_sizes", []):
             times.setdefault((copy["op"].split("::")[-1], copy["bytes"]), []).append(copy["measured_s"])
-        return {key: sorted(v)[len(v) // 2] for key, v in times.items()}
+        return {key: median_of(v) for key, v in times.items()}
 
     a, b = medians(first), medians(second)
     return [
@@ -228,7 +234,7 @@ def _targets_of(name: str) -> Callable[[Path, list[dict[str, Any]]], dict[str, A
         data = json.loads(path.read_text())
         rows = data.get("targets")
         if rows is None:  # the copy sweep: its targets are evaluated from the samples
-            from devcopy_lib.bench.sweep import SweepResult
+            from devcopy_lib.bench.harness import SweepResult
             from devcopy_lib.bench.targets import evaluate
 
             rows = evaluate(SweepResult.from_dict(data))
@@ -344,14 +350,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         log, deadline = work / f"{stage.name}.log", time.perf_counter() + stage.limit_s
         log.write_text("")
-        runs = []
+        runs: list[dict[str, Any]] = []
         for command in stage.run(work):
             left = deadline - time.perf_counter()
             if left <= 0:
                 runs.append({"command": " ".join(command[0]), "rc": None, "timed_out": True, "seconds": 0.0})
                 continue
             runs.append(_run(command, left, log))
-        record = {
+        record: dict[str, Any] = {
             "seconds": round(sum(r["seconds"] for r in runs), 1),
             "limit_s": stage.limit_s,
             "ok": all(r["rc"] == 0 for r in runs),

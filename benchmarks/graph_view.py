@@ -19,6 +19,7 @@ import sys
 import tempfile
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from devcopy_widgets import PlacementState
 from devcopy_widgets import graph_view_data as data
@@ -30,7 +31,7 @@ from devcopy_lib.bench.harness import timed
 JS = Path(__file__).resolve().parents[1] / "widgets" / "js"
 
 
-def layout_ms(element_lists: dict[str, list]) -> dict[str, int]:
+def layout_ms(element_lists: dict[str, list[Any]]) -> dict[str, int]:
     """Milliseconds of the dagre layout of each element list (headless cytoscape in node), and of reaching each
     later list from the first one by the view's incremental update (`patch:<name>`)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,7 +50,7 @@ def layout_ms(element_lists: dict[str, list]) -> dict[str, int]:
     }
 
 
-def _build(placed):
+def _build(placed: Any) -> Any:
     """The graph's elements and the view over them: what opening the graph view costs."""
     nodes, edges = data.graph_elements(placed)
     return nodes, edges, GraphView(nodes, edges)

@@ -13,7 +13,6 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 from functools import partial
 
@@ -22,6 +21,7 @@ from devcopy_widgets import graph_view_data as data
 
 from devcopy_lib import models
 from devcopy_lib.bench.harness import timed
+from devcopy_lib.bench.measurement import median_of
 
 
 def _select(explorer: PlacementExplorer, node_id: str) -> None:
@@ -38,7 +38,9 @@ def main() -> None:
     rows_s = [timed(partial(data.graph_elements, explorer.placed))[1] for _ in range(5)]
     nodes, _ = data.graph_elements(explorer.placed)
     copies = [n for n in nodes if n["what_if"]]
-    first, again, seen = [], [], set()
+    first: list[float] = []
+    again: list[float] = []
+    seen: set[str] = set()
     for node in copies:
         causes = {json.dumps(change, sort_keys=True) for change in node["what_if"]}
         (again if causes <= seen else first).append(timed(partial(_select, explorer, node["id"]))[1])
@@ -52,9 +54,9 @@ def main() -> None:
         "nodes": len(nodes),
         "copies_with_a_what_if": len(copies),
         "distinct_causes": len(seen),
-        "rows_for_every_node_s_median": statistics.median(rows_s),
-        "what_if_first_time_s": {"median": statistics.median(first), "slowest": max(first)},
-        "what_if_cached_s": {"median": statistics.median(again), "slowest": max(again)} if again else None,
+        "rows_for_every_node_s_median": median_of(rows_s),
+        "what_if_first_time_s": {"median": median_of(first), "slowest": max(first)},
+        "what_if_cached_s": {"median": median_of(again), "slowest": max(again)} if again else None,
         "every_what_if_up_front_s": sum(first),
     }
     print(json.dumps(result, indent=1))

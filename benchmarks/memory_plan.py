@@ -4,7 +4,7 @@ A *chain* reads the previous value (two tensors live at a time); a *window* also
 64 (a residual network's bounded live set); a *wide* DAG reads one random earlier value from anywhere, so the live
 set grows with the program and every request overlaps hundreds of placed ones. Each time is the fastest of several
 runs, wall clock; *before* is the planner at a commit that scanned everything placed for every request (the
-quadratic one issue 26 measured), loaded from git and timed once on the same programs. Writes
+quadratic planner, kept as the baseline), loaded from git and timed once on the same programs. Writes
 docs/data/memory_plan.json and renders docs/memory_plan.md from it (tests/runtime/test_memory_plan_page.py checks
 the page is that render). Run: `.venv/bin/python benchmarks/memory_plan.py`.
 """
@@ -19,12 +19,13 @@ import subprocess
 import sys
 import types
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from devcopy_lib.bench.harness import publish, repeat, run_record
 from devcopy_lib.runtime.memory_plan import plan_program
-from devcopy_lib.runtime.program import KernelCall, Program, TensorSpec, TensorValue
+from devcopy_lib.runtime.program import Instruction, KernelCall, Program, TensorSpec, TensorValue, Value
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA, PAGE = os.path.join(ROOT, "docs/data/memory_plan.json"), os.path.join(ROOT, "docs/memory_plan.md")
@@ -37,8 +38,8 @@ def program(nodes: int, shape: str, seed: int = 0) -> Program:
     """`nodes` kernel calls, each writing a new float tensor of 1-4096 elements from the previous value and (window,
     wide) one random earlier value."""
     rng = random.Random(seed)
-    values = [TensorValue(TensorSpec(torch.float32, (rng.randint(1, 4096),))) for _ in range(nodes + 1)]
-    instructions = []
+    values: list[Value] = [TensorValue(TensorSpec(torch.float32, (rng.randint(1, 4096),))) for _ in range(nodes + 1)]
+    instructions: list[Instruction] = []
     for i in range(nodes):
         reads: tuple[int, ...] = (i,)
         if shape == "window":
@@ -62,13 +63,13 @@ def planner_at(commit: str) -> Callable[[Program], object]:
     return module.plan_program  # type: ignore[no-any-return]
 
 
-def _placed(memory: object) -> tuple[list[int], dict]:
+def _placed(memory: object) -> tuple[list[int], dict[str, Any]]:
     """A plan's buffer sizes and (buffer, offset) per key, comparable across the two planners' classes."""
     buffers = [b.nbytes for b in memory.buffers]  # type: ignore[attr-defined]
     return buffers, {k: (a.buffer, a.offset) for k, a in memory.allocations.items()}  # type: ignore[attr-defined]
 
 
-def measure(nodes: int, shape: str, repeats: int, before: Callable[[Program], object] | None) -> dict:
+def measure(nodes: int, shape: str, repeats: int, before: Callable[[Program], object] | None) -> dict[str, Any]:
     """One program: its size, the peak number of tensors live together, the planner's time (fastest of `repeats`)
     and before's (one run), and whether both made the same plan."""
     prog = program(nodes, shape)
@@ -90,7 +91,7 @@ def measure(nodes: int, shape: str, repeats: int, before: Callable[[Program], ob
     return row
 
 
-def exponent(rows: list[dict], shape: str, key: str) -> float | None:
+def exponent(rows: list[dict[str, Any]], shape: str, key: str) -> float | None:
     """The slope of log time against log nodes between the smallest and largest program of `shape`."""
     own = sorted((r for r in rows if r["shape"] == shape and r[key]), key=lambda r: r["nodes"])
     if len(own) < 2:
@@ -103,7 +104,7 @@ def _s(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def render(data: dict) -> str:
+def render(data: dict[str, Any]) -> str:
     """The page, deterministic in the data."""
     rows = data["rows"]
     lines = [

@@ -16,6 +16,7 @@ import os
 import platform
 import sys
 from functools import partial
+from typing import Any
 
 from devcopy_lib.bench.clocks import WallClock
 from devcopy_lib.bench.harness import repeat
@@ -25,18 +26,18 @@ DATA = os.path.join(ROOT, "docs/data/peer_copy.json")
 SIZES = [1 << p for p in range(12, 29, 2)]  # 4 KiB .. 256 MiB
 
 
-def _host_hop(allocator, dst, staging, src, nbytes: int) -> None:
+def _host_hop(allocator: Any, dst: Any, staging: Any, src: Any, nbytes: int) -> None:
     """cuda:0 -> cuda:1 through the host: D2H into pinned staging, then H2D."""
     allocator.copy_device_to_host(staging, src, nbytes, 0)
     allocator.copy_host_to_device(dst, staging, nbytes, 1)
 
 
-def _timed_calls(allocator, fn, repeats: int):
+def _timed_calls(allocator: Any, fn: Any, repeats: int) -> Any:
     """`bench.harness.repeat` on the wall clock with a device synchronize either side, after one warm-up call."""
     return repeat(fn, repeats, (WallClock(allocator.synchronize),), warmup=1)
 
 
-def copy_rows(allocator, sizes, repeats: int) -> list[dict]:
+def copy_rows(allocator: Any, sizes: Any, repeats: int) -> list[dict[str, Any]]:
     """One row per size and method: `peer` (direct) and `host_hop` (D2H + H2D through pinned staging)."""
     rows = []
     for nbytes in sizes:
@@ -61,14 +62,14 @@ def copy_rows(allocator, sizes, repeats: int) -> list[dict]:
     return rows
 
 
-def program_rows(allocator, repeats: int, size: int) -> list[dict]:
+def program_rows(allocator: Any, repeats: int, size: int) -> list[dict[str, Any]]:
     """`(a + b) + c`, delegates on cuda:0 and cuda:1, per strategy: run time and the copies the allocator saw."""
     import torch
 
     from devcopy_lib import export_and_lower, load_method, place_devices, scoped_allocators
 
     class AddAdd(torch.nn.Module):
-        def forward(self, a, b, c):
+        def forward(self, a: Any, b: Any, c: Any) -> Any:
             return (a + b) + c
 
     inputs = tuple(torch.randn(size, size) for _ in range(3))
@@ -102,7 +103,7 @@ def program_rows(allocator, repeats: int, size: int) -> list[dict]:
     return rows
 
 
-def main(argv=None) -> dict:
+def main(argv: Any = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="cupy", choices=("cupy", "simulated"))
     parser.add_argument("--sizes", type=int, nargs="*", default=SIZES, help="bytes per copy")

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 from devcopy_lib import models
 from devcopy_lib.bench.harness import publish, repeat, run_record
@@ -24,12 +25,12 @@ DATA, PAGE = os.path.join(ROOT, "docs/data/place_devices_cost.json"), os.path.jo
 TIMINGS = ("lower_place_s", "place_s", "place_comparison_s", "pass_s")
 
 
-def fastest(work, repeats: int) -> float:
+def fastest(work: Any, repeats: int) -> float:
     """The fastest of `repeats` wall-clock runs of `work`, in seconds (other processes only ever add time)."""
     return repeat(work, repeats)[1]["wall"].fastest
 
 
-def measure(name: str, strategy: str, repeats: int) -> dict:
+def measure(name: str, strategy: str, repeats: int) -> dict[str, Any]:
     """One model under one strategy: its lowered graph's size and each timing."""
     module, example = getattr(models, name)()
     exported = export_program(module, example)
@@ -40,7 +41,7 @@ def measure(name: str, strategy: str, repeats: int) -> dict:
         "place_comparison_s": lambda: place_devices(lowered, strategy).report.comparison,  # type: ignore[union-attr]
         "pass_s": lambda: PlaceDevicesPass(strategy)(copy_graph_module(lowered.graph_module)),
     }
-    row: dict = {"model": name, "strategy": strategy, "graph_nodes": len(lowered.graph_module.graph.nodes)}
+    row: dict[str, Any] = {"model": name, "strategy": strategy, "graph_nodes": len(lowered.graph_module.graph.nodes)}
     row.update({key: fastest(work[key], repeats) for key in TIMINGS})
     return row
 
@@ -49,7 +50,7 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.1f} ms"
 
 
-def render(data: dict) -> str:
+def render(data: dict[str, Any]) -> str:
     """The page, deterministic in the data."""
     before = data.get("before", {})
     baseline = {(r["model"], r["strategy"]): r["place_comparison_s"] for r in before.get("rows", [])}

@@ -18,15 +18,16 @@ import importlib.metadata
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
+from typing import Any
 
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from devcopy_lib.bench.clocks import CpuClock, WallClock
 from devcopy_lib.bench.harness import repeat
+from devcopy_lib.bench.measurement import median_of
 from devcopy_lib.lowering.lower import DEFAULT_DELEGATE_OPS, OverloadSupport, export_and_lower, lower
 from devcopy_lib.lowering.partition import propose_partitions
 from devcopy_lib.placement.place import PlaceDevicesPass, copy_graph_module, place_devices
@@ -43,7 +44,7 @@ class Alternating(torch.nn.Module):
         super().__init__()
         self.pairs = pairs
 
-    def forward(self, x, b):
+    def forward(self, x: Any, b: Any) -> Any:
         for _ in range(self.pairs):
             x = torch.cos(x + b)
         return x
@@ -51,6 +52,8 @@ class Alternating(torch.nn.Module):
 
 class _Gpt2Block(torch.nn.Module):
     """GPT-2's block as transformers writes it: pre-norm causal attention (fused qkv, split, heads), tanh-GELU MLP."""
+
+    bias: torch.Tensor  # the causal mask, a registered buffer
 
     def __init__(self, dim: int, heads: int, seq: int):
         super().__init__()
@@ -60,7 +63,7 @@ class _Gpt2Block(torch.nn.Module):
         self.c_fc, self.mlp_proj = torch.nn.Linear(dim, 4 * dim), torch.nn.Linear(4 * dim, dim)
         self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
 
-    def forward(self, x):
+    def forward(self, x: Any) -> Any:
         batch, seq, dim = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(dim, dim=2)
         q, k, v = (t.view(batch, seq, self.heads, dim // self.heads).permute(0, 2, 1, 3) for t in (q, k, v))
@@ -83,25 +86,25 @@ class Gpt2Shaped(torch.nn.Module):
         self.blocks = torch.nn.ModuleList(_Gpt2Block(dim, heads, seq) for _ in range(layers))
         self.ln_f = torch.nn.LayerNorm(dim)
 
-    def forward(self, ids):
+    def forward(self, ids: Any) -> Any:
         x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1]))
         for block in self.blocks:
             x = block(x)
         return self.ln_f(x) @ self.wte.weight.t()
 
 
-def gpt2_shaped(layers: int) -> tuple[torch.nn.Module, tuple]:
+def gpt2_shaped(layers: int) -> tuple[torch.nn.Module, tuple[Any, ...]]:
     """(model, example inputs) for a GPT-2-shaped graph of `layers` blocks, seeded."""
     torch.manual_seed(0)
     return Gpt2Shaped(layers).eval(), (torch.randint(0, 32, (1, 8)),)
 
 
-def _time(fn, repeats: int) -> list[float]:
+def _time(fn: Any, repeats: int) -> list[float]:
     """Wall seconds of `repeats` calls (`bench.harness.repeat`), raw: the page takes medians of the JSON's samples."""
     return list(repeat(fn, repeats)[1]["wall"].samples)
 
 
-def devcopy_case(pairs: int, repeats: int) -> dict:
+def devcopy_case(pairs: int, repeats: int) -> dict[str, Any]:
     model, inputs = Alternating(pairs), (torch.randn(4, 4), torch.randn(4, 4))
     lowered = export_and_lower(model, inputs, OPS)
     graphs = [copy_graph_module(lowered.graph_module) for _ in range(repeats)]  # copied untimed, as for ExecuTorch
@@ -123,7 +126,7 @@ def _copies(gm: torch.fx.GraphModule) -> int:
     return sum(node.op == "call_function" and "et_copy" in str(node.target) for node in gm.graph.nodes)
 
 
-def executorch_case(pairs: int, repeats: int) -> dict:
+def executorch_case(pairs: int, repeats: int) -> dict[str, Any]:
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
     from executorch.exir.passes.propagate_device_pass import PropagateDevicePass
     from executorch.exir.passes.spec_prop_pass import SpecPropPass
@@ -132,11 +135,11 @@ def executorch_case(pairs: int, repeats: int) -> dict:
 
     model, inputs = Alternating(pairs), (torch.randn(4, 4), torch.randn(4, 4))
 
-    def lower():
+    def lower() -> Any:
         edge = to_edge(torch.export.export(model, inputs), compile_config=EdgeCompileConfig(_check_ir_validity=False))
         return edge.to_backend(reference.partitioner(OPS, "cuda:0", "capability"))
 
-    def end_to_end():
+    def end_to_end() -> None:
         lower().to_executorch(ExecutorchBackendConfig(emit_stacktrace=False, enable_non_cpu_memory_planning=True))
 
     # SpecPropPass returns a new module with the tensor specs the device pass reads; the old one has none, and the
@@ -149,10 +152,10 @@ def executorch_case(pairs: int, repeats: int) -> dict:
     return {"pass_s": pass_alone, "end_to_end_s": _time(end_to_end, 1), "copies": _copies(placed)}
 
 
-def gpt2_case(layers: int, with_fx: bool, repeats: int = 5) -> dict:
+def gpt2_case(layers: int, with_fx: bool, repeats: int = 5) -> dict[str, Any]:
     """Per-phase seconds for one GPT-2-shaped size, delegating DEFAULT_DELEGATE_OPS (run in a fresh process)."""
     model, inputs = gpt2_shaped(layers)
-    row = {"layers": layers}
+    row: dict[str, Any] = {"layers": layers}
     exported = _measured(row, "export", lambda: torch.export.export(model, inputs))
     program = _measured(row, "decompositions", exported.run_decompositions)
     support = OverloadSupport(DEFAULT_DELEGATE_OPS)
@@ -175,7 +178,7 @@ def gpt2_case(layers: int, with_fx: bool, repeats: int = 5) -> dict:
     return row
 
 
-def _measured(row: dict, phase: str, fn, repeats: int = 1):
+def _measured(row: dict[str, Any], phase: str, fn: Any, repeats: int = 1) -> Any:
     """Run fn `repeats` times; record CPU seconds of this process (`<phase>_s`) and wall seconds (`<phase>_wall_s`),
     each run after a full garbage collection and with the collector paused, as Python's timeit runs: a collection
     scans the whole heap (the exported program included), so whether one lands in a run is luck. CPU time is what
@@ -185,20 +188,21 @@ def _measured(row: dict, phase: str, fn, repeats: int = 1):
     return result
 
 
-def _collector_on(fn, repeats: int) -> list[float]:
+def _collector_on(fn: Any, repeats: int) -> list[float]:
     """CPU seconds of `fn` with the garbage collector left as it is (collections land in some runs)."""
     return list(repeat(fn, repeats, (CpuClock(),))[1]["cpu"].samples)
 
 
-def _gpt2_in_fresh_process(layers: int, with_fx: bool) -> dict:
+def _gpt2_in_fresh_process(layers: int, with_fx: bool) -> dict[str, Any]:
     """One size per process: earlier sizes' objects would make every garbage collection of this one slower."""
     command = [sys.executable, os.path.abspath(__file__), "--gpt2-case", str(layers)] + (["--fx"] if with_fx else [])
     done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    case: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return case
 
 
 def _median(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
+    return median_of(xs) if xs else None
 
 
 def _ms(seconds: float | None) -> str:
@@ -209,7 +213,7 @@ def _ratio(theirs: float | None, ours: float | None) -> str:
     return "-" if theirs is None or not ours else f"{theirs / ours:.1f}x"
 
 
-def render(data: dict) -> str:
+def render(data: dict[str, Any]) -> str:
     """docs/placement_pass.md from the JSON data (medians, ratios, time per graph node; raw samples stay in JSON)."""
     lines = [
         "# Placement pass: devcopy vs ExecuTorch 1.5.1",
@@ -259,11 +263,11 @@ def _seconds(xs: list[float] | float | None) -> str:
     """A median (or a value) as `12.3 ms` below a second, `2.27 s` from one; `-` when there is none."""
     if xs is None or xs == []:
         return "-"
-    value = _median(xs) if isinstance(xs, list) else xs
+    value = median_of(xs) if isinstance(xs, list) else xs
     return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
 
 
-def _render_gpt2(rows: list[dict]) -> list[str]:
+def _render_gpt2(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "",
         "## Lowering phase by phase: GPT-2-shaped graphs",
@@ -284,17 +288,18 @@ def _render_gpt2(rows: list[dict]) -> list[str]:
         "placement | lowering + placement | vs export | collector on |",
         "|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|---:|---:|---:|",
     ]
-    totals = {}
+    totals: dict[int, float] = {}
     for row in rows:
-        lowering, placement = _median(row["lower_s"]), _median(row["placement_s"])
+        lowering, placement = median_of(row["lower_s"]), median_of(row["placement_s"])
         totals[row["graph_nodes"]] = total = lowering + placement
-        export = _median(row["export_s"])
-        same = {True: "yes", False: "no"}.get(row.get("fx_agrees"), "-")
+        export = median_of(row["export_s"])
+        agrees = row.get("fx_agrees")
+        same = "-" if agrees is None else "yes" if agrees else "no"
         lines.append(
             f"| {row['layers']} | {row['graph_nodes']} | {row['partitions']} | {_seconds(export)} | "
             f"{_seconds(row['decompositions_s'])} | {_seconds(row['partition_s'])} | "
             f"{_seconds(row.get('partition_fx_s'))} | {same} | "
-            f"{_seconds(lowering - _median(row['partition_s']))} | {_seconds(placement)} | "
+            f"{_seconds(lowering - median_of(row['partition_s']))} | {_seconds(placement)} | "
             f"{_seconds(total)} | {total / export:.2f}x | "
             f"{_seconds(row['lower_and_placement_collector_on_s'])} |"
         )
@@ -340,7 +345,7 @@ def main() -> int:
     }
     os.makedirs(os.path.dirname(DATA), exist_ok=True)
 
-    def save():  # after every size, so a long last size never loses the finished ones
+    def save() -> None:  # after every size, so a long last size never loses the finished ones
         data["load_average"] = os.getloadavg()[0]
         with open(DATA, "w") as f:
             json.dump(data, f, indent=1)
@@ -353,7 +358,7 @@ def main() -> int:
         print(json.dumps({k: v for k, v in data["gpt2_rows"][-1].items() if not k.endswith("_s")}), flush=True)
     for nodes in both + alone:
         pairs = max(1, nodes // 3)
-        row = {"ops": 2 * pairs, "devcopy": devcopy_case(pairs, 5)}
+        row: dict[str, Any] = {"ops": 2 * pairs, "devcopy": devcopy_case(pairs, 5)}
         if nodes in both:
             row["executorch"] = executorch_case(pairs, 3)
             if row["executorch"]["copies"] != row["devcopy"]["copies"]:
@@ -364,9 +369,7 @@ def main() -> int:
         data["rows"].append(row)
         save()
         print(
-            json.dumps(
-                {"nodes": row["devcopy"]["graph_nodes"], "devcopy_pass_s": statistics.median(row["devcopy"]["pass_s"])}
-            ),
+            json.dumps({"nodes": row["devcopy"]["graph_nodes"], "devcopy_pass_s": median_of(row["devcopy"]["pass_s"])}),
             flush=True,
         )
     return 0

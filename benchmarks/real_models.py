@@ -31,13 +31,12 @@ import torch.utils._pytree as pytree
 from devcopy_lib import compare_outputs, load_method, lower, make_allocator, models, place_devices, scoped_allocators
 from devcopy_lib.bench.harness import repeat, timed
 from devcopy_lib.emitter.emit import emit
-from devcopy_lib.names import COPY_ROLES, format_bytes
+from devcopy_lib.names import COPY_ROLES, MODES, format_bytes
 from devcopy_lib.pte import executorch_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs/real_models.md"
 DATA = {"simulated": ROOT / "docs/data/real_models.json", "cupy": ROOT / "docs/data/real_models_cupy.json"}
-MODES = ("portable", "aten")
 CALLS = 3  # timed calls after one warm-up; the median is reported
 
 
@@ -48,11 +47,11 @@ def _median_call(fn: Callable[[], Any]) -> tuple[Any, float]:
     return result, timings["wall"].median
 
 
-def _emit_and_load(placed, mode: str):
+def _emit_and_load(placed: Any, mode: str) -> Any:
     return load_method(emit(placed), mode)
 
 
-def _copies(report) -> dict[str, Any]:
+def _copies(report: Any) -> dict[str, Any]:
     return {
         "copies": dict(report.copies),
         "bytes": dict(report.copy_bytes),
@@ -61,7 +60,7 @@ def _copies(report) -> dict[str, Any]:
     }
 
 
-def _runs(placed, inputs, expected) -> dict[str, Any]:
+def _runs(placed: Any, inputs: Any, expected: Any) -> dict[str, Any]:
     """Load and call in both modes: equal to eager (compare_outputs), max error, load and call seconds."""
     result = {}
     for mode in MODES:
@@ -73,7 +72,7 @@ def _runs(placed, inputs, expected) -> dict[str, Any]:
     return result
 
 
-def _executorch(module, inputs, ops, ours: dict[str, int], enabled: bool) -> dict[str, Any]:
+def _executorch(module: Any, inputs: Any, ops: Any, ours: dict[str, int], enabled: bool) -> dict[str, Any]:
     """ExecuTorch 1.5.1's counts for the same model and ops, whether they equal devcopy's, or why there are none."""
     if not enabled:
         return {"status": "not run", "why": "ExecuTorch is not run on this machine (--no-executorch / CUDA machine)"}
@@ -478,7 +477,7 @@ def _kept(data: dict[str, Any], names: list[str]) -> dict[str, Any] | None:
     header stays, and a run of some models is recorded in its `updates` beside it."""
     if set(names) >= set(models.REAL_MODELS):
         return None
-    kept = json.loads(DATA[data["backend"]].read_text())
+    kept: dict[str, Any] = json.loads(DATA[data["backend"]].read_text())
     kept["rows"] = [row for row in kept["rows"] if row["model"] not in names]
     updates = [{**u, "models": [m for m in u["models"] if m not in names]} for u in kept.get("updates", [])]
     kept["updates"] = [u for u in updates if u["models"]]
@@ -505,14 +504,16 @@ def main() -> int:
         unknown = sorted(set(names) - set(models.REAL_MODELS))
         if unknown:
             parser.error(f"unknown models {unknown}; choose from {', '.join(models.REAL_MODELS)}")
-        if args.backend == "cupy":  # the device computes float32 as eager does on the CPU
+        with make_allocator(args.backend) as probe:  # what the backend is, asked of it, never of its name
+            real_device = probe.capabilities.real_device
+        if real_device:  # the device computes float32 as eager does on the CPU
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
         warnings.filterwarnings("ignore", message="torchvision's compiled ops did not load")  # said in the page
         versions = {p: _version(p) for p in ("torch", "torchvision", "transformers", "cupy", "executorch", "devcopy")}
         versions = {p: v for p, v in versions.items() if v is not None}
         data = {
             "machine": f"{platform.machine()} {os.cpu_count()} cores, "
-            f"{torch.cuda.get_device_name() if args.backend == 'cupy' else 'no GPU'}",
+            f"{torch.cuda.get_device_name() if real_device else 'no GPU'}",
             "date": datetime.date.today().isoformat(),
             "backend": args.backend,
             "command": "python " + " ".join(["benchmarks/real_models.py", *sys.argv[1:]]),
@@ -522,7 +523,7 @@ def main() -> int:
         }
         kept = _kept(data, names) if DATA[args.backend].exists() else None
         for name in names:
-            data["rows"] += model_rows(name, args.backend, args.backend != "cupy" and not args.no_executorch)
+            data["rows"] += model_rows(name, args.backend, not real_device and not args.no_executorch)
             DATA[args.backend].parent.mkdir(parents=True, exist_ok=True)
             DATA[args.backend].write_text(json.dumps(data if kept is None else _merge(kept, data), indent=1))
             PAGE.write_text(render())  # after every model: a crash keeps the rest

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 from devcopy_lib.bench.cost_model import DEFAULT_FILE, SMALL_COPY_BYTES, CostModel, copy_pricer, error_bands
 from devcopy_lib.bench.harness import SweepResult
+from devcopy_lib.bench.measurement import median_of
 from devcopy_lib.bench.sizes import format_size
 from devcopy_lib.bench.targets import evaluate, profiled_copies
 from devcopy_lib.names import format_bytes
@@ -45,7 +46,7 @@ def load(path: Path) -> SweepResult | None:
     return SweepResult.from_dict(json.loads(path.read_text())) if path.exists() else None
 
 
-def _why(row: dict, result: SweepResult) -> str:
+def _why(row: dict[str, Any], result: SweepResult) -> str:
     for prefix, text in WHY.items():
         if row["target"].startswith(prefix):
             engine = result.find("devcopy engine", row["direction"], row["memory"], row["bytes"], "wall")
@@ -137,6 +138,7 @@ def _per_call_cost(simulated: SweepResult) -> str:
     smallest = min(m.nbytes for m in simulated.measurements)
     ours = simulated.find("devcopy allocator", "h2d", "pageable", smallest, "wall")
     numpy = simulated.find("numpy copyto", "h2d", "pageable", smallest, "wall")
+    assert ours is not None and numpy is not None, "a simulated sweep times both at its smallest size"
     return (
         f"Below 1 MiB the targets do not apply: a {format_size(smallest)} copy takes {ours.median * 1e6:.1f} µs "
         f"through the allocator against {numpy.median * 1e6:.2f} µs for `copyto` ({numpy.median / ours.median:.2f}x): "
@@ -144,21 +146,22 @@ def _per_call_cost(simulated: SweepResult) -> str:
     )
 
 
-def _call_overhead_module():
+def _call_overhead_module() -> Any:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("call_overhead", Path(__file__).with_name("call_overhead.py"))
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def check_runs() -> list[dict]:
+def check_runs() -> list[dict[str, Any]]:
     """The committed CUDA runs the model is checked on and never fitted to."""
     return [json.loads(path.read_text()) for path in CHECK_RUNS if path.exists()]
 
 
-def _same_gpu(run: dict, model: CostModel) -> bool:
+def _same_gpu(run: dict[str, Any], model: CostModel) -> bool:
     """Whether `run` was measured on the GPU the model was (only those runs make its error bands)."""
     return str(model.source.get("device", "")) in run["meta"]["machine"]
 
@@ -226,7 +229,7 @@ def out_of_sample_section(model: CostModel) -> list[str]:
             "| size band | copies | median predicted / measured | range | within 15% |",
             "|---|---:|---:|---:|---:|",
             *[
-                f"| {band} | {len(ratios)} | {statistics.median(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f} | "
+                f"| {band} | {len(ratios)} | {median_of(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f} | "
                 f"{sum(abs(r - 1) <= 0.15 for r in ratios)}/{len(ratios)} |"
                 for band, ratios in bands.items()
             ],
@@ -472,7 +475,7 @@ def render_markdown(result: SweepResult, simulated: SweepResult | None, model: C
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def main(argv=None) -> int:
+def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args(argv)

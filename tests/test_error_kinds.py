@@ -67,3 +67,15 @@ def test_the_kinds_cover_the_library_failures():
 def test_the_cli_names_a_runtime_failure_as_the_library_does(cls):
     exc = cls(Error.NotFound, "no allocator")
     assert common.classify(exc) == (cls.kind, {"error_code": "NotFound"})
+
+
+def test_the_argument_errors_have_one_home():
+    """`InvalidArgumentError` / `InvalidArgumentTypeError` are defined once, in devcopy_lib.errors, and are the same
+    classes wherever they are imported from (devices.errors keeps them importable)."""
+    from devcopy_lib import errors
+    from devcopy_lib.devices import errors as device_errors
+
+    assert device_errors.InvalidArgumentError is errors.InvalidArgumentError
+    assert device_errors.InvalidArgumentTypeError is errors.InvalidArgumentTypeError
+    homes = {c.__module__ for c in EXCEPTIONS if c.__name__.startswith("InvalidArgument")}
+    assert homes == {"devcopy_lib.errors"}

@@ -1,6 +1,6 @@
-"""The floors of docs/design.md §3, bottom up: names -> devices and ops -> tensors -> kernels -> runtime -> lowering ->
-placement -> emitter -> pte -> load and memory_lanes -> cli; compare standalone, bench beside (on devices only),
-models above lowering; widgets on top, through the public API only. Every import, lazy ones inside functions and
+"""The floors of docs/design.md §3, bottom up: names -> errors -> devices and ops -> tensors -> kernels -> runtime ->
+lowering -> placement -> emitter -> pte -> load and memory_lanes -> cli; compare standalone, bench beside (on devices
+only), models above lowering; widgets on top, through the public API only. Every import, lazy ones inside functions and
 type-checking-only ones included, points down, and no two modules import each other, directly or around a circle."""
 
 import ast
@@ -14,6 +14,7 @@ WIDGETS = PACKAGE.parent / "widgets"
 # import each other. Top-level modules (names.py, load.py, ...) are layers of their own.
 FLOORS = [
     ("names",),
+    ("errors",),
     ("devices", "ops"),
     ("tensors",),
     ("kernels",),
@@ -28,8 +29,9 @@ FLOORS = [
 # Layers beside the floors: what each may import; only the layers named in USED_BY may import them.
 BESIDE = {
     "compare": set(),  # output comparison: standalone (torch only)
-    "bench": {"names", "devices"},  # copy timing and the cost model stand on the devices alone
-    "models": {"names", "devices", "ops", "tensors", "kernels", "runtime", "lowering"},  # sample models: example forms
+    "bench": {"names", "errors", "devices"},  # copy timing and the cost model stand on the devices alone
+    # sample models: example forms
+    "models": {"names", "errors", "devices", "ops", "tensors", "kernels", "runtime", "lowering"},
 }
 USED_BY = {"compare": {"cli"}, "bench": {"cli"}, "models": {"cli"}}
 
@@ -340,6 +342,17 @@ def test_nothing_above_devices_names_a_backend():
         for p in sorted(paths)
         if p.relative_to(PACKAGE.parent).parts[:2] != ("devcopy_lib", "devices")
         and (hits := _names_a_backend(ast.parse(p.read_text())))
+    }
+    assert offenders == {}
+
+
+def test_benchmarks_tell_backends_apart_by_capabilities():
+    """A benchmark asks `allocator.capabilities` what a backend can do, never compares its name (it may still name one
+    to make it, import cupy for the raw baseline, or synchronize torch's own CUDA work around an eager baseline)."""
+    offenders = {
+        path.name: compares
+        for path in sorted((PACKAGE.parent / "benchmarks").glob("*.py"))
+        if (compares := [hit for hit in _names_a_backend(ast.parse(path.read_text())) if "compares with" in hit])
     }
     assert offenders == {}
 

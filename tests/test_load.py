@@ -11,8 +11,9 @@ import torch.utils._pytree as pytree
 from devcopy_lib import models
 from devcopy_lib.devices import DeviceCopyError, SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.emitter.emit import emit
-from devcopy_lib.load import load_method
+from devcopy_lib.load import load_method, trial_call
 from devcopy_lib.lowering.lower import export_and_lower
+from devcopy_lib.names import Direction
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.failures import ExecutionError, LoadError
@@ -274,3 +275,29 @@ def test_a_module_moved_to_the_gpu_after_lowering_still_loads_and_matches():
     with load_method(place_devices(lowered), backend="cupy") as method:
         for got, want in zip(method(*inputs), expected, strict=True):
             torch.testing.assert_close(got, want)
+
+
+def test_trial_call_runs_once_on_its_own_allocator_and_keeps_the_counts():
+    module, inputs, lowered = _lowered("mlp")
+    checked = []
+    call = trial_call(place_devices(lowered), inputs, backend="simulated", before_load=checked.append, profile_calls=2)
+    assert len(checked) == 1 and checked[0].closed  # handed the fresh allocator, closed on return
+    assert call.backend == "simulated" and set(call.summary) == {
+        "copies_executed",
+        "caller_copies",
+        "arena_bytes",
+        "capture",
+    }
+    assert call.summary["copies_executed"][Direction.H2D] > 0 and call.profile and len(call.program.instructions) > 0
+    for got, want in zip(call.outputs, _eager(module, inputs), strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_trial_call_refused_before_load_loads_nothing():
+    _, inputs, lowered = _lowered("mlp")
+
+    def refuse(allocator):
+        raise ValueError("no such device")
+
+    with pytest.raises(ValueError, match="no such device"):
+        trial_call(place_devices(lowered), inputs, backend="simulated", before_load=refuse)

@@ -15,7 +15,7 @@ from devcopy_lib import SimulatedCudaAllocator, export_and_lower, export_program
 from devcopy_lib.devices import scoped_allocators
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.nodes import call_device, device_of, node_kind
-from devcopy_lib.names import STRATEGIES
+from devcopy_lib.names import STRATEGIES, device_string
 
 LIBS = {"portable": None, "aten": ["native", "device_copy_ops_aten_lib", "peer_copy_ops_aten_lib"]}
 
@@ -140,7 +140,7 @@ def test_one_input_feeding_delegates_on_two_devices(mode, strategy):
 
 def _targets(draw, names: int = 8) -> dict[str, str]:
     indices = draw(st.integers(2, 3))
-    return {f"delegate_{i}": f"cuda:{draw(st.integers(0, indices - 1))}" for i in range(names)}
+    return {f"delegate_{i}": device_string(draw(st.integers(0, indices - 1))) for i in range(names)}
 
 
 def check_random_multi_device_program(dag, data) -> None:

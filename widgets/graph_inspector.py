@@ -66,22 +66,22 @@ class Cause:
     what_ifs: list[dict[str, str]] = field(default_factory=list)
 
 
-def _op_name(node) -> str:
+def _op_name(node: Any) -> str:
     return overload_name(node.target) or str(node.target)
 
 
-def _producer(value):
+def _producer(value: Any) -> Any:
     """The node that computed `value`: through the getitem of a multi-output CPU op to that op."""
     if node_kind(value) == "getitem" and delegate_source(value) is None:
         return value.args[0]
     return value
 
 
-def _ops_text(nodes) -> str:
+def _ops_text(nodes: Any) -> str:
     return ", ".join(f"{_op_name(n)} ({n.name})" for n in nodes)
 
 
-def _h2d_cause(copy, source, devices: Mapping[str, str]) -> Cause:
+def _h2d_cause(copy: Any, source: Any, devices: Mapping[str, str]) -> Cause:
     readers = ", ".join(u.name for u in copy.users)
     producer, target = _producer(source), devices[copy.name]
     if producer.op == "placeholder":
@@ -111,7 +111,7 @@ def _h2d_cause(copy, source, devices: Mapping[str, str]) -> Cause:
     return Cause(f"{source.name} is made on {devices[source.name]} and {readers} on {target} reads it")
 
 
-def _d2h_cause(copy, source, devices: Mapping[str, str]) -> Cause:
+def _d2h_cause(copy: Any, source: Any, devices: Mapping[str, str]) -> Cause:
     cpu_users = [u for u in copy.users if node_kind(u) == "cpu_op"]
     made = f"{source.name} (made on {devices[source.name]})"
     parts, what_ifs = [], []
@@ -134,7 +134,7 @@ def _d2h_cause(copy, source, devices: Mapping[str, str]) -> Cause:
     return Cause("; ".join(parts) or f"{readers} reads {made} on the CPU", what_ifs)
 
 
-def copy_cause(copy, devices: Mapping[str, str]) -> Cause:
+def copy_cause(copy: Any, devices: Mapping[str, str]) -> Cause:
     """Why the copy node `copy` of a placed graph is there; `devices`: node name -> device string."""
     source, kind = copy.args[0], node_kind(copy)
     if kind == Direction.H2D:
@@ -147,13 +147,13 @@ def copy_cause(copy, devices: Mapping[str, str]) -> Cause:
     )
 
 
-def _bytes_of(names, nbytes: Mapping[str, int]) -> str:
+def _bytes_of(names: Any, nbytes: Mapping[str, int]) -> str:
     names = list(names)
     total = sum(nbytes[n] for n in names)
     return f"{len(names)} value{'s' if len(names) != 1 else ''}, {format_bytes(total)}"
 
 
-def _delegate_rows(node, nbytes: Mapping[str, int]) -> list[list[str]]:
+def _delegate_rows(node: Any, nbytes: Mapping[str, int]) -> list[list[str]]:
     delegate = delegate_of(node)
     assert delegate is not None  # only called for delegate nodes
     ops = Counter(delegate.ops)
@@ -171,7 +171,7 @@ def _delegate_rows(node, nbytes: Mapping[str, int]) -> list[list[str]]:
     ]
 
 
-def _copy_rows(node, shown: Mapping, cause: Cause, devices: Mapping[str, str]) -> list[list[str]]:
+def _copy_rows(node: Any, shown: Mapping[str, Any], cause: Cause, devices: Mapping[str, str]) -> list[list[str]]:
     source = node.args[0]
     producer = _producer(source)
     made_by = f" ({_op_name(producer)})" if node_kind(producer) == "cpu_op" else ""
@@ -189,7 +189,7 @@ def _copy_rows(node, shown: Mapping, cause: Cause, devices: Mapping[str, str]) -
 
 
 def node_rows(
-    node, shown: Mapping, devices: Mapping[str, str], nbytes: Mapping[str, int]
+    node: Any, shown: Mapping[str, Any], devices: Mapping[str, str], nbytes: Mapping[str, int]
 ) -> tuple[list[list[str]], list[dict[str, str]]]:
     """The inspector's rows for fx node `node`, whose view dict is `shown`, and the changes that could remove it
     when it is a copy (`Cause.what_ifs`); `devices` and `nbytes`: node name -> device string and value bytes."""
@@ -211,7 +211,7 @@ def node_rows(
     return [*rows, ["module", shown["module"] or "(the model itself)"], ["reason", shown["reason"]]], cause.what_ifs
 
 
-def change_text(before, after) -> str:
+def change_text(before: Any, after: Any) -> str:
     """What one placement report saves against another: `saves 3 H2D and 2 D2H (520 B less per call)`."""
     saved = {d: before.copies.get(d, 0) - after.copies.get(d, 0) for d in DIRECTIONS}
     fewer = [f"{n} {d.upper()}" for d, n in saved.items() if n > 0]
@@ -224,7 +224,7 @@ def change_text(before, after) -> str:
     return f"{', '.join(words) or 'same copies'} ({size} per call)"
 
 
-def _what_if_text(what: Mapping[str, str], before, report_for: Callable[[Mapping[str, str]], Any]) -> str:
+def _what_if_text(what: Mapping[str, str], before: Any, report_for: Callable[[Mapping[str, str]], Any]) -> str:
     ((key, value),) = what.items()
     change = WORDING[key].format(value)
     try:
@@ -234,7 +234,9 @@ def _what_if_text(what: Mapping[str, str], before, report_for: Callable[[Mapping
     return f"{change}: {change_text(before, after)}"
 
 
-def what_if_rows(shown: Mapping, before, report_for: Callable[[Mapping[str, str]], Any]) -> list[list[str]]:
+def what_if_rows(
+    shown: Mapping[str, Any], before: Any, report_for: Callable[[Mapping[str, str]], Any]
+) -> list[list[str]]:
     """`shown`'s rows with its pending what-if row replaced by what each of its changes (`shown["what_if"]`) gives:
     `report_for(change)` places the program again with that change; its report is compared with `before`."""
     texts = [_what_if_text(change, before, report_for) for change in shown["what_if"]]

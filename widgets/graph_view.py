@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anywidget
 import traitlets as t
@@ -26,7 +27,7 @@ OPEN_ITEMS = 120  # items on screen when a big graph opens
 COLLAPSED_ITEMS = 60  # items on screen after "collapse groups"
 
 
-def top_modules(nodes: Sequence[Mapping], groups: Mapping[str, data.Group], budget: int) -> list[str]:
+def top_modules(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Group], budget: int) -> list[str]:
     """The collapsed groups when whole levels of the module tree open, outermost first, while at most `budget`
     items (nodes and collapsed groups) are on screen: GPT-2 shows its layers as boxes, not half of one layer."""
     collapsed = set(groups)
@@ -41,7 +42,7 @@ def top_modules(nodes: Sequence[Mapping], groups: Mapping[str, data.Group], budg
     return sorted(collapsed)
 
 
-def initial_collapsed(nodes: Sequence[Mapping], groups: Mapping[str, data.Group]) -> list[str]:
+def initial_collapsed(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Group]) -> list[str]:
     """Every group open up to SHOW_ALL_UP_TO nodes; past that, the top modules within OPEN_ITEMS items."""
     return [] if len(nodes) <= SHOW_ALL_UP_TO else top_modules(nodes, groups, OPEN_ITEMS)
 
@@ -64,42 +65,44 @@ class GraphView(anywidget.AnyWidget):
     revision = t.Int(0).tag(sync=True)  # bumped once per redraw: the browser renders on it, then echoes it in the DOM
     copy_kinds = t.List(t.Unicode(), list(DIRECTIONS)).tag(sync=True)
 
-    def __init__(self, nodes: Sequence[Mapping] = (), edges: Sequence[Sequence[str]] = (), **kwargs):
+    def __init__(
+        self, nodes: Sequence[Mapping[str, Any]] = (), edges: Sequence[Sequence[str]] = (), **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        self._edges: list[tuple[str, str]] = []
+        self._edges: list[tuple[str, ...]] = []
         self._groups: dict[str, data.Group] = {}
-        self._structure: tuple = ()
+        self._structure: tuple[Any, ...] = ()
         self.on_msg(self._on_msg)
         self.observe(self._reveal_selected, names="selected")
         self.show(nodes, edges)
 
-    def show(self, nodes: Sequence[Mapping], edges: Sequence[Sequence[str]]) -> None:
+    def show(self, nodes: Sequence[Mapping[str, Any]], edges: Sequence[Sequence[str]]) -> None:
         """Draw `nodes` (dicts with id, label, kind, device, module, ...) joined by `edges` (src, dst). The same
         node ids and edges as shown keep the open groups, selection and layout: only colours and text change."""
-        nodes = [dict(n) for n in nodes]
-        edges = [tuple(e) for e in edges]
-        ids = {n["id"] for n in nodes}
-        if len(ids) != len(nodes) or any(s not in ids or d not in ids for s, d in edges):
-            unknown = sorted({x for e in edges for x in e} - ids)
+        shown = [dict(n) for n in nodes]
+        pairs = [tuple(e) for e in edges]
+        ids = {n["id"] for n in shown}
+        if len(ids) != len(shown) or any(s not in ids or d not in ids for s, d in pairs):
+            unknown = sorted({x for e in pairs for x in e} - ids)
             raise ValueError(
                 f"GraphView.show needs unique node ids and edges between them; edges name unknown "
-                f"nodes {unknown[:5]} (of {len(ids)} nodes, {len(nodes) - len(ids)} duplicate ids). "
+                f"nodes {unknown[:5]} (of {len(ids)} nodes, {len(shown) - len(ids)} duplicate ids). "
                 f"Pass every node an edge touches."
             )
-        same = [(n["id"], n["module"]) for n in nodes] == [(n["id"], n["module"]) for n in self.nodes] and (
-            edges == self._edges
+        same = [(n["id"], n["module"]) for n in shown] == [(n["id"], n["module"]) for n in self.nodes] and (
+            pairs == self._edges
         )
-        self._edges = edges
+        self._edges = pairs
         with self.hold_sync():
             if not same:
-                self._groups = data.module_groups(nodes)
-                self.collapsed = initial_collapsed(nodes, self._groups)
+                self._groups = data.module_groups(shown)
+                self.collapsed = initial_collapsed(shown, self._groups)
                 if self.selected not in ids:
                     self.selected = ""
-            self.nodes = nodes
+            self.nodes = shown
             self._redraw()
 
-    def update_nodes(self, changes: Mapping[str, Mapping]) -> None:
+    def update_nodes(self, changes: Mapping[str, Mapping[str, Any]]) -> None:
         """Change fields of some nodes (`{"add": {"device": "cpu", "kind": "cpu_op"}}`) in place: no new layout."""
         unknown = sorted(set(changes) - {n["id"] for n in self.nodes})
         fields = {f for change in changes.values() for f in change} - set(UPDATABLE)
@@ -164,13 +167,13 @@ class GraphView(anywidget.AnyWidget):
                 self.layout_version += 1
             self.revision += 1
 
-    def _reveal_selected(self, change) -> None:
+    def _reveal_selected(self, change: Any) -> None:
         node = next((n for n in self.nodes if n["id"] == change["new"]), None)
         if node is not None and data.representative(node["module"], set(self.collapsed)) is not None:
             self.collapsed = sorted(set(self.collapsed) - set(data.ancestors(node["module"])))
             self._redraw()
 
-    def _on_msg(self, _widget, content, _buffers) -> None:
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         """The browser asks to open or close a group (a click on it) or to reset the groups."""
         action = {"open": self.open_group, "close": self.close_group}.get(content.get("action"))
         if action is not None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
 from devcopy_lib.bench.cost_model import price_text
-from devcopy_lib.names import COPY_OP, DIRECTIONS, device_string, format_bytes
+from devcopy_lib.names import COPY_OP, DIRECTIONS, Direction, device_string, format_bytes
 
 from .graph_inspector import node_rows, tensor_text
 
@@ -31,7 +32,7 @@ OPEN_BUDGET = 120
 EXPAND_BUDGET = 300
 
 
-def _innermost(node) -> str | None:
+def _innermost(node: Any) -> str | None:
     stack = node.meta.get("nn_module_stack")
     return list(stack.values())[-1][0] if stack else None
 
@@ -56,7 +57,7 @@ def _majority(paths: Sequence[str]) -> str:
     return max((a for a, n in held.items() if 2 * n > len(paths)), key=lambda a: a.count("."), default="")
 
 
-def _delegate_paths(delegate) -> tuple[str, list[str]]:
+def _delegate_paths(delegate: Any) -> tuple[str, list[str]]:
     """(the deepest module holding most of the delegate's ops, the module of each of its outputs)."""
     graph = delegate.graph_module.graph
     inner = {n: _innermost(n) for n in graph.nodes if n.op == "call_function"}  # its inputs belong elsewhere
@@ -66,7 +67,7 @@ def _delegate_paths(delegate) -> tuple[str, list[str]]:
     return home, [inner.get(v) or home for v in values]
 
 
-def module_paths(graph) -> dict[str, str]:
+def module_paths(graph: Any) -> dict[str, str]:
     """Node name -> module path ('' is the model itself) for every node of a placed graph."""
     paths: dict[str, str] = {}
     delegates: dict[str, list[str]] = {}
@@ -86,16 +87,16 @@ def module_paths(graph) -> dict[str, str]:
     return paths
 
 
-def _op(node, kind: str) -> str:
+def _op(node: Any, kind: str) -> str:
     """The op a node runs, as the runtime names it: a copy by its out variant (`et_copy::_h2d_copy.out`)."""
     if kind in DIRECTIONS:
-        return COPY_OP[kind].name
+        return COPY_OP[Direction(kind)].name
     if node.op == "call_function":
-        return overload_name(node.target) or getattr(node.target, "__name__", str(node.target))
+        return overload_name(node.target) or str(getattr(node.target, "__name__", node.target))
     return str(node.target) if node.op in ("call_module", "get_attr") else node.op
 
 
-def _label(node, kind: str, op: str, nbytes: int) -> str:
+def _label(node: Any, kind: str, op: str, nbytes: int) -> str:
     """The node's name, then its op, then its value's dtype and shape (`f32[1,64,768]`); a copy: direction, name,
     dtype and shape with bytes; a delegate: its name and op count."""
     name, tensor = node.name, tensor_text(node.meta.get("val"))
@@ -107,7 +108,7 @@ def _label(node, kind: str, op: str, nbytes: int) -> str:
     return "\n".join([*lines, tensor] if tensor else lines)
 
 
-def graph_elements(placed) -> tuple[list[dict], list[tuple[str, str]]]:
+def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """The placed program's nodes (as dicts the view shows) and its data edges (src, dst)."""
     rows = {row.name: row for row in placed.report.rows}
     graph = placed.graph_module.graph
@@ -160,9 +161,9 @@ def ancestors(path: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def module_groups(nodes: Sequence[Mapping]) -> dict[str, Group]:
+def module_groups(nodes: Sequence[Mapping[str, Any]]) -> dict[str, Group]:
     """Every module path the nodes sit in, and every path above one, as groups."""
-    sizes: Counter = Counter(a for n in nodes for a in ancestors(n["module"]))
+    sizes: Counter[str] = Counter(a for n in nodes for a in ancestors(n["module"]))
     groups = {}
     for path in sorted(sizes):
         parent, _, last = path.rpartition(".")
@@ -171,7 +172,7 @@ def module_groups(nodes: Sequence[Mapping]) -> dict[str, Group]:
     return groups
 
 
-def _children(nodes: Sequence[Mapping], groups: Mapping[str, Group]) -> dict[str, tuple[int, list[str]]]:
+def _children(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, Group]) -> dict[str, tuple[int, list[str]]]:
     """Group path ('' the top) -> (number of nodes directly in it, its child groups)."""
     direct = Counter(n["module"] for n in nodes)
     kids: dict[str, list[str]] = {path: [] for path in ["", *groups]}
@@ -180,7 +181,7 @@ def _children(nodes: Sequence[Mapping], groups: Mapping[str, Group]) -> dict[str
     return {path: (direct.get(path, 0), children) for path, children in kids.items()}
 
 
-def _shown_items(collapsed: set[str], nodes: Sequence[Mapping]) -> int:
+def _shown_items(collapsed: set[str], nodes: Sequence[Mapping[str, Any]]) -> int:
     """Nodes and collapsed groups on screen (expanded groups are frames around them and not counted)."""
     return len({representative(n["module"], collapsed) or n["id"] for n in nodes})
 
@@ -191,7 +192,7 @@ def representative(module: str, collapsed: set[str]) -> str | None:
 
 
 def open_group(
-    collapsed: Iterable[str], path: str, nodes: Sequence[Mapping], groups: Mapping[str, Group], budget: int
+    collapsed: Iterable[str], path: str, nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, Group], budget: int
 ) -> list[str]:
     """Collapsed groups after opening `path` ('' the whole model): its subgroups open too, smallest first, while
     the items on screen grow by at most `budget` (so one click shows a whole layer, not the whole model)."""
@@ -215,7 +216,7 @@ def open_group(
     return sorted(closed)
 
 
-def initial_collapsed(nodes: Sequence[Mapping], groups: Mapping[str, Group]) -> list[str]:
+def initial_collapsed(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, Group]) -> list[str]:
     """No group collapsed up to COLLAPSE_ABOVE nodes; past that, the model opened within OPEN_BUDGET items."""
     if len(nodes) <= COLLAPSE_ABOVE:
         return []
@@ -231,13 +232,16 @@ def device_colour(device: str) -> str:
 
 
 def visible_elements(
-    nodes: Sequence[Mapping], edges: Sequence[Sequence[str]], groups: Mapping[str, Group], collapsed: Iterable[str]
-) -> list[dict]:
+    nodes: Sequence[Mapping[str, Any]],
+    edges: Sequence[Sequence[str]],
+    groups: Mapping[str, Group],
+    collapsed: Iterable[str],
+) -> list[dict[str, Any]]:
     """Cytoscape elements on screen: open groups as frames, collapsed groups as single boxes standing for all
     they hold, the other nodes inside their innermost open group, and edges between what is shown (deduplicated)."""
     closed = set(collapsed)
     shown: dict[str, str] = {}  # node id -> the element standing for it
-    held: dict[str, Counter] = {}
+    held: dict[str, Counter[str]] = {}
     leaves, frames = [], set()
     for node in nodes:
         group = representative(node["module"], closed)
@@ -257,7 +261,7 @@ def visible_elements(
     return elements + leaves + [{"data": {"id": f"{s}->{t}", "source": s, "target": t}} for s, t in pairs]
 
 
-def _group_element(group: Group, held: Counter | None) -> dict:
+def _group_element(group: Group, held: Counter[str] | None) -> dict[str, Any]:
     """An open group as a frame, or a collapsed one as a box saying what it holds, in its main device's colour."""
     data = {"id": group.id, "kind": "group", **({"parent": GROUP_PREFIX + group.parent} if group.parent else {})}
     if held is None:
@@ -272,12 +276,12 @@ def _group_element(group: Group, held: Counter | None) -> dict:
     }
 
 
-def structure(elements: Sequence[Mapping]) -> tuple:
+def structure(elements: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
     """What a layout depends on: the elements' ids, parents, and edge ends (not colours or labels)."""
     return tuple((e["data"]["id"], e["data"].get("parent"), e["data"].get("source")) for e in elements)
 
 
-def counts(nodes: Sequence[Mapping], edges: Sequence) -> dict:
+def counts(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Any]) -> dict[str, Any]:
     """Nodes, edges, nodes per device and per kind, over the whole graph (collapsed or not)."""
     return {
         "nodes": len(nodes),

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .html import error_box
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-def shown_errors(method):
+
+def shown_errors(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R | None]:
     """Wrap a view method: an exception is kept on `self.error` and drawn into `self.error_html`, not raised."""
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R | None:
         try:
             result = method(self, *args, **kwargs)
         except Exception as exc:  # shown in the widget: the notebook keeps working

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 WRAP = {"flex_flow": "row wrap"}  # layout of control rows: they wrap in narrow windows (1280 px and less)
 
 
-def table(rows: Iterable[Mapping], columns: Sequence[str], css_class: str = "devcopy-table") -> str:
+def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], css_class: str = "devcopy-table") -> str:
     """An HTML table of `rows` (mappings) restricted to `columns`, in that order."""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join(
@@ -22,7 +23,7 @@ def table(rows: Iterable[Mapping], columns: Sequence[str], css_class: str = "dev
     )
 
 
-def _cell(value) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

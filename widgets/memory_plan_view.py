@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Any
 
 import anywidget
 import traitlets as t
@@ -34,7 +35,7 @@ def _ticks(instructions: int) -> range:
     return range(0, instructions + 1, step)
 
 
-def picture_svg(picture, selected: str = "", node: str = "") -> str:
+def picture_svg(picture: Any, selected: str = "", node: str = "") -> str:
     """The SVG of a `MemoryPicture`: lanes top to bottom, a `<rect class="dmp-block">` per tensor carrying
     `data-value` and `data-node` and a `<title>` naming it; the block of value `selected`, and every block of graph
     node `node`, is drawn picked. An empty plan says so in words."""
@@ -88,13 +89,13 @@ class MemoryPlanView(anywidget.AnyWidget):
     selected = t.Unicode("").tag(sync=True)
     selected_node = t.Unicode("").tag(sync=True)
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.picture = None
+        self.picture: Any = None  # the memory_picture on screen
         self._node = ""
         self.observe(self._picked, names="selected")
 
-    def show(self, picture) -> None:
+    def show(self, picture: Any) -> None:
         """Draw `picture`; a selection of a value it no longer holds is dropped."""
         self.picture = picture
         if self.selected and (picture is None or self._block(self.selected) is None):
@@ -112,10 +113,10 @@ class MemoryPlanView(anywidget.AnyWidget):
         self._node = node
         self._draw()
 
-    def _block(self, value: str):
+    def _block(self, value: str) -> Any:
         return next((b for lane in self.picture.lanes for b in lane.blocks if str(b.value) == value), None)
 
-    def _picked(self, change) -> None:
+    def _picked(self, change: Any) -> None:
         block = self._block(change["new"]) if self.picture is not None and change["new"] else None
         self.selected_node = block.node if block is not None else ""
         self._draw()

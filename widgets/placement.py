@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from typing import Any
 
 import ipywidgets as w
 
@@ -63,7 +64,7 @@ def _strategies(state: PlacementState) -> tuple[str, ...]:
     return STRATEGIES if state.peer_possible() else tuple(s for s in STRATEGIES if s != Strategy.PEER)
 
 
-def _target_text(target) -> str:
+def _target_text(target: Any) -> str:
     """The target box's text for a state's target: the device, or `key=device` pairs."""
     return ", ".join(f"{k}={v}" for k, v in target.items()) if isinstance(target, dict) else str(target)
 
@@ -74,14 +75,14 @@ class PlacementExplorer(w.VBox):
     `for_pte`) it shows an ExecuTorch program instead, its re-placing controls off (docs/explorer.md)."""
 
     def __init__(
-        self, state: PlacementState | None = None, compare_executorch: bool = False, pte=None, **settings
+        self, state: PlacementState | None = None, compare_executorch: bool = False, pte: Any = None, **settings: Any
     ) -> None:
         self.state = state or PlacementState(**settings)
         # an ExecuTorch program shown instead of the state's placement (a path, its bytes or a PteProgram)
         self.pte: PteProgram | None = pte if isinstance(pte, PteProgram) or pte is None else open_pte(pte)
-        self.placed = None
-        self.error = None
-        self._shown: dict | None = None  # the settings of the view on screen (None until one is drawn)
+        self.placed: Any = None  # the placement on screen (a PlacedProgram), None before the first draw
+        self.error: Exception | None = None
+        self._shown: dict[str, Any] | None = None  # the settings of the view on screen (None until one is drawn)
         self._syncing = False  # True while _restore sets the controls: their events are not user edits
         self.comparing: threading.Thread | None = None  # the ExecuTorch comparison running in the background
         self._comparison = 0  # which refresh the comparison on screen belongs to
@@ -171,7 +172,7 @@ class PlacementExplorer(w.VBox):
         self.refresh()
 
     @classmethod
-    def for_pte(cls, source, **settings) -> PlacementExplorer:
+    def for_pte(cls, source: Any, **settings: Any) -> PlacementExplorer:
         """An explorer on an ExecuTorch program: `source` is a `.pte` path, its bytes or a `PteProgram` (a bad file
         raises PteLoadError here). The controls that re-place a model are off, with the reason shown."""
         return cls(pte=source, **settings)
@@ -204,25 +205,28 @@ class PlacementExplorer(w.VBox):
             control.disabled = True
         self.pte_note.value = html.note(f"Showing {PTE_REASON}.", "devcopy-pte-reason")
 
-    def _memory_picked(self, change) -> None:
+    def _memory_picked(self, change: Any) -> None:
         """A tensor clicked in the memory plan selects the graph node that writes it."""
         if change["new"] and any(n["id"] == change["new"] for n in self.graph.nodes):
             self.graph.selected = change["new"]
 
     @classmethod
-    def for_model(cls, module, example_inputs, name: str = "my_model", **settings) -> PlacementExplorer:
+    def for_model(cls, module: Any, example_inputs: Any, name: str = "my_model", **settings: Any) -> PlacementExplorer:
         """An explorer opened on your own module (the sample models stay selectable)."""
         state = PlacementState(**settings)
         state.add_model(name, module, example_inputs)
         return cls(state)
 
-    def _wire(self, *widgets) -> None:
+    def _wire(self, *widgets: Any) -> None:
         """The one place controls are connected: any value change goes through `_changed`."""
         for widget in widgets:
             widget.observe(self._changed, names="value")
 
     @shown_errors
     def _rebuild_ops(self) -> None:
+        self._build_op_boxes()
+
+    def _build_op_boxes(self) -> None:
         ticked = set(self.state.ticked_ops())
         self.op_boxes = [
             w.Checkbox(value=op in ticked, description=op, indent=False, layout=w.Layout(width="170px"))
@@ -244,18 +248,18 @@ class PlacementExplorer(w.VBox):
         self.preset.value = match
         self.preset.observe(self._preset_chosen, names="value")
 
-    def _preset_chosen(self, change) -> None:
+    def _preset_chosen(self, change: Any) -> None:
         if change["new"] != CUSTOM:
             self._tick(self.state.preset_ops(change["new"]))
 
     @shown_errors
-    def _tick(self, ops) -> None:
+    def _tick(self, ops: Any) -> None:
         """Delegate exactly `ops` (a preset, all or none): the boxes change together and the view is redone once."""
         self.state.delegate_ops = tuple(ops)
         self._rebuild_ops()
         self.refresh()
 
-    def _explain(self, _change=None) -> None:
+    def _explain(self, _change: Any = None) -> None:
         """Fill the selected copy's what-if rows: each change is placed again (the state caches it) and compared with
         the placement shown; a change that fails says so in its row."""
         node = next((n for n in self.graph.nodes if n["id"] == self.graph.selected), None)
@@ -264,20 +268,20 @@ class PlacementExplorer(w.VBox):
         rows = what_if_rows(node, self.placed.report, lambda change: self.state.placed_if(change).report)
         self.graph.update_nodes({node["id"]: {"rows": rows}})
 
-    def _changed(self, change) -> None:
+    def _changed(self, change: Any) -> None:
         if self._syncing or self.pte is not None:  # a .pte's controls are off: nothing to re-place
             return
         with self.graph.working():  # the graph view says busy when this takes over 0.3 s
             if self._read_controls(change["owner"]):
                 self.refresh()
         if self.error is not None and self._shown is not None:
-            self._restore()
+            self._restore(self._shown)
 
-    def _restore(self) -> None:
+    def _restore(self, shown: dict[str, Any]) -> None:
         """After a refused change, put the state and every control back to the settings of the view on screen, so
         controls and view agree; the error box keeps saying what was refused and why."""
         s = self.state
-        for name, value in self._shown.items():
+        for name, value in shown.items():
             setattr(s, name, value)
         self._syncing = True
         try:
@@ -289,14 +293,14 @@ class PlacementExplorer(w.VBox):
             self.hoist.value, self.resident.value = s.hoist_constants, s.resident_buffers
             ticked = set(s.ticked_ops())
             if [box.description for box in self.op_boxes] != list(s.model_ops()):
-                self._rebuild_ops.__wrapped__(self)  # the shown model's op boxes, without clearing the error box
+                self._build_op_boxes()  # the shown model's op boxes, without clearing the error box
             for box in self.op_boxes:
                 box.value = box.description in ticked
         finally:
             self._syncing = False
 
     @shown_errors
-    def _read_controls(self, owner) -> bool:
+    def _read_controls(self, owner: Any) -> bool:
         """Copy the controls into the state (a bad target text is shown, the state keeps its last good one)."""
         s = self.state
         s.target_device = parse_target(self.target.value)
@@ -320,7 +324,7 @@ class PlacementExplorer(w.VBox):
             self._show_preset()
         return True
 
-    def add_model(self, name: str, module, example_inputs) -> None:
+    def add_model(self, name: str, module: Any, example_inputs: Any) -> None:
         """Offer your own module under `name` and show it."""
         self.state.add_model(name, module, example_inputs)
         self.model.options = self.state.model_names
@@ -331,7 +335,7 @@ class PlacementExplorer(w.VBox):
         """Recompute the placement from the state and redraw everything; an error is shown above the last good
         view, which stays. A .pte is drawn as it is (`_show_pte`)."""
         if self.pte is not None:
-            self._show_pte()
+            self._show_pte(self.pte)
             return
         self.placed = self.state.placed()
         report = self.placed.report
@@ -350,9 +354,8 @@ class PlacementExplorer(w.VBox):
         self._shown = {name: getattr(self.state, name) for name in SETTINGS}
         self.diff.value = self._diff_html()
 
-    def _show_pte(self) -> None:
+    def _show_pte(self, p: PteProgram) -> None:
         """The program's totals, its instructions as a graph and ExecuTorch's memory plan beside it."""
-        p = self.pte
         self.counts.value = html.note(summary.pte_totals_line(p), "devcopy-totals")
         nodes, edges, writers = pte_graph_elements(p)
         self.graph.show(nodes, edges)
@@ -365,21 +368,22 @@ class PlacementExplorer(w.VBox):
             ("#", "instruction", "values"),
         )
 
-    def _show_memory(self, source, nodes) -> None:
+    def _show_memory(self, source: Any, nodes: Any) -> None:
         """Draw the memory plan of `source`; one that cannot be drawn says why in its place, the graph stays."""
         try:
             self.memory.show(memory_picture(source, nodes))
         except Exception as exc:  # e.g. control flow emit refuses: the graph is still worth showing
             self.memory.show_error(f"memory plan not drawn: {type(exc).__name__}: {exc}")
 
-    def _other_placement(self):
+    def _other_placement(self) -> Any:
         """The placement of the same model and settings by the "compare with" strategy (sharing the caches)."""
         return replace(self.state, strategy=self.compare_with.value).placed()
 
     def _diff_html(self) -> str:
         if self.compare_with.value not in _strategies(self.state):
             return ""
-        return diff_html(placement_diff(self.placed, self._other_placement()))
+        html_text: str = diff_html(placement_diff(self.placed, self._other_placement()))
+        return html_text
 
     @shown_errors
     def export_report(self, path: str | None = None) -> str:
@@ -396,7 +400,7 @@ class PlacementExplorer(w.VBox):
         report = self.placed.report.to_dict()
         if self.compare_with.value in _strategies(s):
             report["diff"] = placement_diff(self.placed, self._other_placement())
-        written = export_report(report, path, s.model, s.cost_model, getattr(s.cost_model, "backend", None))
+        written: str = export_report(report, path, s.model, s.cost_model, getattr(s.cost_model, "backend", None))
         self.export_note.value = html.note(f"report written to {written}", "devcopy-export")
         return written
 
@@ -415,7 +419,7 @@ class PlacementExplorer(w.VBox):
         with make_allocator() as allocator, scoped_allocators(allocator), load_method(program) as method:
             trace = profile_trace(method, *inputs, repeat=calls, cost_model=s.cost_model)
             capture = method.capture["line"]
-        written = write_trace(trace, path)
+        written: str = write_trace(trace, path)
         self.export_note.value = html.note(
             f"{capture}; trace of {calls} profiled calls written to {written}", "devcopy-export"
         )

@@ -10,7 +10,7 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -20,6 +20,8 @@ from devcopy_lib.bench.cost_model import copy_pricer
 from devcopy_lib.names import STRATEGIES, Partition, Strategy
 
 __all__ = ["PlacementState", "parse_target", "target_devices"]
+
+T = TypeVar("T")
 
 KEPT_RESULTS = 32  # lowered and placed programs kept per state (least recently used dropped first)
 SWITCHES = ("skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs")  # what placed_if can turn on
@@ -69,11 +71,14 @@ class PlacementState:
     # surface uses, bench.cost_model.copy_pricer), or anything with predict(direction, nbytes)
     cost_model: Any = field(default_factory=copy_pricer, repr=False)
     # the samples, then the real models (these need the `models` extra: without it, choosing one says how to install)
-    factories: dict[str, Callable[[], tuple]] = field(default_factory=lambda: {**models.MODELS, **models.REAL_MODELS})
-    _cache: dict[tuple, Any] = field(default_factory=dict, repr=False)  # per model: module, exported program, ops
-    _results: OrderedDict = field(default_factory=OrderedDict, repr=False)  # lowered / placed programs, LRU
+    factories: dict[str, Callable[[], tuple[Any, ...]]] = field(
+        default_factory=lambda: {**models.MODELS, **models.REAL_MODELS}
+    )
+    # per model: module, exported program, ops
+    _cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
+    _results: OrderedDict[Any, Any] = field(default_factory=OrderedDict, repr=False)  # lowered / placed programs, LRU
 
-    def add_model(self, name: str, module, example_inputs) -> None:
+    def add_model(self, name: str, module: Any, example_inputs: Any) -> None:
         """Offer your own module (with example inputs: a tuple, or one bare tensor) under `name`, and select it."""
         inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
         self.factories[name] = lambda: (module, inputs)
@@ -90,12 +95,13 @@ class PlacementState:
     def model_names(self) -> list[str]:
         return list(self.factories)
 
-    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
+    def _cached(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         if key not in self._cache:
             self._cache[key] = compute()
-        return self._cache[key]
+        value: T = self._cache[key]
+        return value
 
-    def _kept(self, key: tuple, compute: Callable[[], Any]) -> Any:
+    def _kept(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
         """Like `_cached`, but only the KEPT_RESULTS most recently used results stay."""
         if key in self._results:
             self._results.move_to_end(key)
@@ -105,7 +111,7 @@ class PlacementState:
                 self._results.popitem(last=False)
         return self._results[key]
 
-    def module_and_inputs(self) -> tuple:
+    def module_and_inputs(self) -> tuple[Any, ...]:
         if self.model not in self.factories:
             raise ValueError(
                 f"Unknown model {self.model!r}. Valid: {', '.join(self.factories)}. "
@@ -113,14 +119,14 @@ class PlacementState:
             )
         return self._cached(("model", self.model), self.factories[self.model])
 
-    def exported(self):
+    def exported(self) -> Any:
         """The selected model exported and decomposed: computed once per model, whatever the other settings."""
         return self._cached(("exported", self.model), lambda: export_program(*self.module_and_inputs()))
 
     def model_ops(self) -> tuple[str, ...]:
         """The ATen overloads in the model's decomposed graph, in graph order (what can be ticked for delegation)."""
 
-        def ops():
+        def ops() -> tuple[str, ...]:
             graph = self.exported().graph_module.graph
             return tuple(dict.fromkeys(name for n in graph.nodes if (name := overload_name(n.target))))
 
@@ -141,11 +147,11 @@ class PlacementState:
             raise ValueError(f"Unknown delegate set {preset!r}. Valid: {', '.join(models.DELEGATE_SETS)}.")
         return tuple(op for op in self.model_ops() if op in models.DELEGATE_SETS[preset])
 
-    def _target_key(self):
+    def _target_key(self) -> Any:
         target = self.target_device
         return tuple(sorted(target.items())) if isinstance(target, dict) else target
 
-    def lowered(self):
+    def lowered(self) -> Any:
         """`lower` of the exported model with the ticked ops on the target device (no new export)."""
         key = ("lowered", self.model, self.ticked_ops(), self._target_key(), self.partition)
         return self._kept(key, lambda: lower(self.exported(), self.ticked_ops(), self.target_device, self.partition))
@@ -154,7 +160,7 @@ class PlacementState:
         """The `peer` strategy differs from the others only when delegates sit on two or more devices."""
         return len(target_devices(self.target_device)) >= 2
 
-    def placed(self):
+    def placed(self) -> Any:
         """`place_devices` of `lowered()` with this state's strategy, skip, hoist and resident-buffer switches and
         cost model."""
         key = (
@@ -183,14 +189,15 @@ class PlacementState:
             ),
         )
 
-    def placed_if(self, change: Mapping[str, str]):
+    def placed_if(self, change: Mapping[str, str]) -> Any:
         """What `placed()` would give with one change (the inspector's what-if): `{"delegate": op}` delegates `op`
         too, `{"switch": name}` turns a placement switch on, `{"strategy": name}` places with that strategy. Shares
         this state's caches; the state is unchanged."""
         if "delegate" in change:
             other = dataclasses.replace(self, delegate_ops=(*self.ticked_ops(), change["delegate"]))
         elif change.get("switch") in SWITCHES:
-            other = dataclasses.replace(self, **{change["switch"]: True})
+            switch: dict[str, Any] = {change["switch"]: True}
+            other = dataclasses.replace(self, **switch)
         elif change.get("strategy") in STRATEGIES:
             other = dataclasses.replace(self, strategy=change["strategy"])
         else:
@@ -200,7 +207,7 @@ class PlacementState:
             )
         return other.placed()
 
-    def executorch_counts(self) -> dict:
+    def executorch_counts(self) -> dict[str, Any]:
         """ExecuTorch 1.5.1's own {delegates, h2d, d2h, order} for the same model, ops, partition and switches."""
         if not executorch_reference.available():
             raise RuntimeError(
@@ -213,7 +220,8 @@ class PlacementState:
             self.skip_h2d_for_method_inputs,
             self.skip_d2h_for_method_outputs,
         )
-        return self._cached(
+        counts: dict[str, Any] = self._cached(
             ("executorch_counts", self.model, self.ticked_ops(), self._target_key(), *options[1:]),
             lambda: executorch_reference.executorch_counts(*self.module_and_inputs(), self.ticked_ops(), *options),
         )
+        return counts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from devcopy_lib.names import CopyRole, Direction, Strategy, format_bytes, format_seconds, loaded_text
 
@@ -10,7 +11,7 @@ H2D, D2H = Direction.H2D, Direction.D2H
 TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
 
 
-def table_rows(report) -> list[dict]:
+def table_rows(report: Any) -> list[dict[str, Any]]:
     """The decision table: one row per node, a copy's predicted time in microseconds."""
     return [
         {
@@ -26,13 +27,14 @@ ROLES = (CopyRole.CACHE, CopyRole.WEIGHTS, CopyRole.ACTIVATIONS)
 PLACEMENT_COLUMNS = ("placement", *ROLES, "total")
 
 
-def placement_rows(report) -> list[dict]:
+def placement_rows(report: Any) -> list[dict[str, Any]]:
     """The same program placed plain, with hoisting and with resident buffers, side by side: per placement the
     bytes each role copies per call (H2D / D2H), the report's `bytes_by_placement` in the panel's units."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, entry in report.bytes_by_placement.items():
         if "error" in entry:
-            rows.append({"placement": name, **dict.fromkeys(ROLES, ""), CopyRole.CACHE: "refused", "total": ""})
+            blank: dict[str, str] = dict.fromkeys(ROLES, "")
+            rows.append({"placement": name, **blank, CopyRole.CACHE: "refused", "total": ""})
             continue
         both = {**entry["copy_bytes_by_role"], "total": entry["copy_bytes"]}
         rows.append(
@@ -44,7 +46,7 @@ def placement_rows(report) -> list[dict]:
     return rows
 
 
-def totals_line(report) -> str:
+def totals_line(report: Any) -> str:
     """`delegates 1 · H2D 2 (128 B) · D2H 1 (64 B)` plus the predicted copy time when a cost model priced them."""
     line = (
         f"strategy {report.strategy} · delegates {report.delegates} · "
@@ -57,25 +59,25 @@ def totals_line(report) -> str:
     return line
 
 
-def cost_model_line(cost_model) -> str:
+def cost_model_line(cost_model: Any) -> str:
     """What the predicted copy times assume (backend, host memory kind, clock, machine): the pricer's own words,
     the same line `devcopy place` and `devcopy run --profile` print."""
     describe = getattr(cost_model, "describe", None)
     return describe() if callable(describe) else "copy times: predicted by the given cost model"
 
 
-def dedupe_line(report) -> str:
+def dedupe_line(report: Any) -> str:
     """What dedupe saves against ExecuTorch's strategy per call, and the device memory it holds for it, in the
     report's one wording (`devcopy place` prints the same), whichever strategy the report placed with."""
     return report.savings(Strategy.DEDUPE, Strategy.EXECUTORCH) or "dedupe or executorch refused this program"
 
 
-def executorch_line(counts: dict) -> str:
+def executorch_line(counts: dict[str, Any]) -> str:
     """ExecuTorch's own counts for the same partition, as one line."""
     return f"ExecuTorch 1.5.1: delegates {counts['delegates']} · H2D {counts[H2D]} · D2H {counts[D2H]}"
 
 
-def pte_totals_line(program) -> str:
+def pte_totals_line(program: Any) -> str:
     """An ExecuTorch program's line in the explorer's totals' words: plan, delegates and their devices, copies per
     direction with bytes, instructions, planned bytes per device."""
     copies = program.copies()

@@ -7,12 +7,14 @@ out tensor's. Pure functions, no widget (docs/explorer.md, "A .pte in the explor
 
 from __future__ import annotations
 
+from typing import Any
+
 from devcopy_lib.names import COPY_OP_BY_NAME, format_bytes
 
 from .graph_inspector import DTYPE_SHORT
 
 
-def _tensor(value) -> str:
+def _tensor(value: Any) -> str:
     """`f32[2,3]` for a tensor value, '' otherwise."""
     dtype = getattr(value, "dtype", None)
     if dtype is None:
@@ -26,7 +28,7 @@ def _short(name: str) -> str:
     return name.rpartition("::")[2].partition(".")[0].strip("_") or name
 
 
-def _node(node_id: str, kind: str, op: str, device: str, label: str, nbytes: int, rows: list) -> dict:
+def _node(node_id: str, kind: str, op: str, device: str, label: str, nbytes: int, rows: list[Any]) -> dict[str, Any]:
     """A node as the graph view takes it (the fields graph_view_data gives a placed graph's nodes)."""
     return {
         "id": node_id,
@@ -48,21 +50,21 @@ def _node(node_id: str, kind: str, op: str, device: str, label: str, nbytes: int
     }
 
 
-def _value_row(p, how: str, index: int) -> list[str]:
+def _value_row(p: Any, how: str, index: int) -> list[str]:
     """`["reads v1", "f32[2,3] cpu 24 B at 64 in buffer 1"]`: a value an instruction uses, and where it lives."""
     v = p.values[index]
     where = f" at {v.offset} in buffer {v.mem_id}" if getattr(v, "mem_id", None) is not None else ""
     return [f"{how} v{index}", f"{_tensor(v)} {v.device} {format_bytes(v.nbytes)}{where}"]
 
 
-def _value_node(p, node_id: str, kind: str, index: int) -> dict:
+def _value_node(p: Any, node_id: str, kind: str, index: int) -> dict[str, Any]:
     """An input, constant or output: a node standing for value `index`."""
     v = p.values[index]
     device, nbytes = str(getattr(v, "device", "cpu")), getattr(v, "nbytes", 0)
     return _node(node_id, kind, node_id.rpartition("_")[0], device, f"{node_id}\n{_tensor(v)}", nbytes, [])
 
 
-def _instruction_node(p, position: int, reads: list[int], writes: list[int]) -> dict:
+def _instruction_node(p: Any, position: int, reads: list[int], writes: list[int]) -> dict[str, Any]:
     """Instruction `position`: a copy (kind h2d / d2h / d2d) on the device it writes, a delegate on its target
     device, a kernel (`cpu_op`) on its out's device, control flow by its kind."""
     name, ins = p.instruction_name(position), p.instructions[position]
@@ -84,14 +86,14 @@ def _instruction_node(p, position: int, reads: list[int], writes: list[int]) -> 
     return _node(f"i{position}_{short}", kind, name, device, label, nbytes, rows)
 
 
-def pte_graph_elements(p) -> tuple[list[dict], list[tuple[str, str]], dict[int, str]]:
+def pte_graph_elements(p: Any) -> tuple[list[dict[str, Any]], list[tuple[str, str]], dict[int, str]]:
     """(nodes, edges (src, dst), value index -> the id of the node that writes it) of program `p`."""
     nodes = [_value_node(p, f"input_{k}", "input", index) for k, index in enumerate(p.inputs)]
     writer = {index: f"input_{k}" for k, index in enumerate(p.inputs)}
     for position in range(len(p.instructions)):
         used = p.uses(position)
         for index in used:  # a constant: a node of its own, before its first reader
-            if index not in writer and getattr(p.values[index], "constant", 0):
+            if index not in writer and getattr(p.values[index], "constant", False):
                 nodes.append(_value_node(p, f"const_v{index}", "input", index))
                 writer[index] = nodes[-1]["id"]
         reads = [i for i in used if i in writer]

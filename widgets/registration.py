@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import ipywidgets as w
 
 from devcopy_lib import MissingOperatorError
@@ -9,16 +11,16 @@ from devcopy_lib.names import LIB_NAMES, MODES
 
 from . import html
 from .guard import shown_errors
-from .registration_state import RegistrationState
+from .registration_state import RegistrationState, RunResult
 
 
 class RegistrationPanel(w.VBox):
     """The view over a `RegistrationState`; Load shows the outputs, or the Missing operator error and its fix."""
 
-    def __init__(self, state: RegistrationState | None = None, **settings):
+    def __init__(self, state: RegistrationState | None = None, **settings: Any) -> None:
         self.state = state or RegistrationState(**settings)
-        self.error = None
-        self.result = None
+        self.error: Exception | None = None
+        self.result: RunResult | None = None
         self._syncing = False  # True while _show_libs sets the boxes: their events are not user edits
         self.model = w.Dropdown(
             options=self.state.placement.model_names, value=self.state.placement.model, description="model"
@@ -80,7 +82,7 @@ class RegistrationPanel(w.VBox):
             self._syncing = False
         self.libs_row.children = [self.lib_boxes[name] for name in self.state.libs_of(self.state.mode)]
 
-    def _changed(self, change) -> None:
+    def _changed(self, change: Any) -> None:
         owner = change["owner"]
         if self._syncing:
             return

@@ -34,7 +34,7 @@ class RunResult:
     """One load-and-run: the outputs, whether they match eager PyTorch, and the copies the kernels executed."""
 
     backend: str
-    outputs: tuple
+    outputs: tuple[Any, ...]
     ok: bool
     max_abs_err: float
     copies_executed: dict[str, int]
@@ -61,7 +61,7 @@ class RegistrationState:
     _libs_by_mode: dict[str, tuple[str, ...] | None] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_pte(cls, path: str, **settings) -> RegistrationState:
+    def from_pte(cls, path: str, **settings: Any) -> RegistrationState:
         """The state of an ExecuTorch program at `path`, read at once (a bad file raises PteLoadError here)."""
         open_pte(path)
         return cls(pte=str(path), **settings)
@@ -79,10 +79,10 @@ class RegistrationState:
         quantized_ops_aten_lib)."""
         if mode not in MODES:
             raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}")
-        return tuple(DEFAULT_LIBS[mode])
+        return tuple(DEFAULT_LIBS[Mode(mode)])
 
     def linked(self) -> tuple[str, ...]:
-        return DEFAULT_LIBS[self.mode] if self.libs is None else tuple(self.libs)
+        return DEFAULT_LIBS[Mode(self.mode)] if self.libs is None else tuple(self.libs)
 
     def operators(self) -> list[str]:
         """The program's operator table (the names load resolves, in first-use order)."""
@@ -90,11 +90,11 @@ class RegistrationState:
             return list(open_pte(self.pte).operators)
         return list(emit(self.placement.placed()).operators)
 
-    def matrix(self) -> list[dict]:
+    def matrix(self) -> list[dict[str, Any]]:
         """One row per operator of the program: for each lib of this mode, ✓ when it registers the op (a lib of
         the other mode cannot be linked here: `n/a`); `resolved by` names the linked lib Load will use, or says
         MISSING and which unticked lib of this mode holds the op (`MISSING: tick native`)."""
-        rows = {}
+        rows: dict[str, dict[str, str]] = {}
         linked = set(self.linked())
         for row in registration_status(libs=LIB_NAMES, ops=self.operators()):
             entry = rows.setdefault(row.op, {"op": row.op, "resolved by": ""})
@@ -107,7 +107,7 @@ class RegistrationState:
                 entry["resolved by"] = f"MISSING: tick {' or '.join(holders)}" if holders else "MISSING: no lib"
         return list(rows.values())
 
-    def _holders(self, entry: dict) -> list[str]:
+    def _holders(self, entry: dict[str, Any]) -> list[str]:
         """The libs of this mode that register the op of a matrix row (ticking one resolves it)."""
         return [lib for lib in self.libs_of(self.mode) if entry.get(lib) == "✓"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import threading
+from typing import Any
 
 import ipywidgets as w
 
@@ -22,10 +23,10 @@ class CopyTimingPanel(w.VBox):
 
     Run (`start()`) sweeps on a worker thread; `run()` sweeps on the caller's thread (scripts, tests)."""
 
-    def __init__(self, state: TimingState | None = None, ceiling_gbps: float | None = None, **settings):
+    def __init__(self, state: TimingState | None = None, ceiling_gbps: float | None = None, **settings: Any) -> None:
         self.state = state or TimingState(**settings)
         self.ceiling_gbps = ceiling_gbps
-        self.error = None
+        self.error: Exception | None = None
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
         s = self.state
@@ -68,7 +69,7 @@ class CopyTimingPanel(w.VBox):
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
 
-    def _changed(self, change) -> None:
+    def _changed(self, change: Any) -> None:
         s = self.state
         s.sizes, s.direction, s.memory = self.sizes.value, self.direction.value, self.memory.value
         s.quick = self.quick.value
@@ -79,11 +80,12 @@ class CopyTimingPanel(w.VBox):
 
     def start(self) -> threading.Thread:
         """Sweep on a worker thread (the Run button); the panel shows busy until it ends or Stop is pressed."""
-        if self.busy:
+        if self._worker is not None and self._worker.is_alive():  # busy
             return self._worker
-        self._worker = threading.Thread(target=self.run, name="devcopy-timing-sweep", daemon=True)
-        self._worker.start()
-        return self._worker
+        worker = threading.Thread(target=self.run, name="devcopy-timing-sweep", daemon=True)
+        self._worker = worker
+        worker.start()
+        return worker
 
     def close(self) -> None:
         """Stop a running sweep, close the allocators the panel made, then close the widget."""
@@ -102,7 +104,7 @@ class CopyTimingPanel(w.VBox):
         self.progress.max, self.progress.value = total, done
         self.status.value = html.note(f"{done}/{total} sizes, last {label}")
 
-    def _draw(self, result) -> None:
+    def _draw(self, result: Any) -> None:
         """Replace the plot; setting the Output's outputs directly is safe from the worker thread."""
         png = base64.b64encode(to_png(plot_bandwidth(result, ceiling_gbps=self.ceiling_gbps))).decode()
         self.plot.outputs = (
@@ -115,7 +117,7 @@ class CopyTimingPanel(w.VBox):
             control.disabled = busy
         (self.add_class if busy else self.remove_class)("devcopy-busy")
 
-    def _show_size(self, result) -> None:
+    def _show_size(self, result: Any) -> None:
         """After each size: this run's plot and table so far (never the previous run's rows under a new plot)."""
         self._draw(result)
         columns, rows = self.state.matrix()
@@ -164,6 +166,7 @@ class CopyTimingPanel(w.VBox):
         """The run's table, its reading notes, then its status ("done" / "stopped" last: whoever waits for it - a
         person, the browser test - sees the table)."""
         result = self.state.result
+        assert result is not None, "a sweep finishes with its result"
         columns, rows = self.state.matrix()
         self.table.value = html.table(rows, columns)
         self.notes.value = "".join(html.note(text, "devcopy-timing-note") for text in self.state.notes())

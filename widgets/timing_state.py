@@ -71,7 +71,7 @@ class TimingState:
         self.size_list()
         self.choices()
 
-    def bench(self):
+    def bench(self) -> Any:
         """The selected backend's bench: made once per backend (one allocator), reused by every run."""
         name = select_backend(self.backend)
         if name not in self._benches:
@@ -154,7 +154,7 @@ class TimingState:
             bench.alloc.close()
         self._benches.clear()
 
-    def matrix(self) -> tuple[list[str], list[dict]]:
+    def matrix(self) -> tuple[list[str], list[dict[str, Any]]]:
         """(columns, rows) of the size x method GB/s table of the last result."""
         return gbps_matrix(self.result) if self.result else (["size"], [])
 

@@ -17,7 +17,13 @@ BOTH = "both"  # a sweep's third direction: H2D and D2H at once (its bytes count
 
 
 def median_of(samples: Sequence[float]) -> float:
+    """The middle sample (the mean of the two middle ones for an even count): the statistic every script reports."""
     return float(np.median(samples))
+
+
+def mean_of(samples: Sequence[float]) -> float:
+    """The arithmetic mean, for totals spread over a count (a time per instruction), not for a timed call's spread."""
+    return float(np.mean(samples))
 
 
 def iqr_of(samples: Sequence[float]) -> float:

@@ -239,58 +239,75 @@ def profiled_copies(data: dict[str, Any], smallest: int = MiB) -> list[dict[str,
 CAPTURE_GOAL_MODELS = ("mlp16x16", "transformer_block", "gpt2_2l", "resnet18")  # the graph-replay goal's models
 
 
+def _simulated_call_targets(by: dict[tuple[str, str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """On the simulated device: the runtime's own cost per call and per instruction, and a block against eager."""
+    out = []
+    for mode in MODES:
+        if ("add", Strategy.EXECUTORCH, mode) in by:
+            row = by[("add", Strategy.EXECUTORCH, mode)]
+            out.append(goal_row(f"add ({mode}) call <= 20 µs (µs)", row["call_s"] * 1e6, 20.0))
+            out.append(goal_row(f"add ({mode}) <= 5 µs per instruction (µs)", row["per_instruction_s"] * 1e6, 5.0))
+        for strategy in (Strategy.EXECUTORCH, Strategy.DEDUPE):
+            if ("transformer_block", strategy, mode) in by:
+                row = by[("transformer_block", strategy, mode)]
+                out.append(
+                    goal_row(
+                        f"transformer_block ({strategy}, {mode}) <= 2x eager CPU",
+                        row["call_s"] / row["eager_module_s"],
+                        2.0,
+                    )
+                )
+    return out
+
+
+def _device_call_targets(model: str, strategy: str, mode: str, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """On a real device, one model's row: devcopy against torch eager without capture, and with graph replay
+    against eager and against the module in one hand-written CUDA graph."""
+    out = []
+    # without capture the earlier goals hold; a run from before graph replay has only `call_s`
+    plain = row.get("call_uncaptured_s") or row["call_s"]
+    if model.startswith("mlp") and model != "mlp":
+        out.append(goal_row(f"{model} ({mode}) <= 1.5x torch eager on CUDA", plain / row["eager_module_s"], 1.5))
+    elif model in ("transformer_block", "gpt2_2l", "resnet18") and row["eager_placed_s"]:
+        out.append(
+            goal_row(
+                f"{model} ({strategy}, {mode}) <= 1.3x the placement run by torch eager",
+                plain / row["eager_placed_s"],
+                1.3,
+            )
+        )
+    if model not in CAPTURE_GOAL_MODELS or not row.get("call_uncaptured_s"):
+        return out
+    out.append(
+        goal_row(
+            f"{model} ({strategy}, {mode}) with graph replay <= 1.0x torch eager on CUDA",
+            row["call_s"] / row["eager_module_s"],
+            1.0,
+        )
+    )
+    if row.get("cuda_graph_module_s"):
+        out.append(
+            goal_row(
+                f"{model} ({strategy}, {mode}) with graph replay <= 1.3x the module in one hand-written CUDA graph",
+                row["call_s"] / row["cuda_graph_module_s"],
+                1.3,
+            )
+        )
+    return out
+
+
 def call_overhead_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Every target of a call-overhead run (benchmarks/call_overhead.py) as a ratio or a time: on the simulated
     device the runtime's own cost per call and per instruction; on a real device devcopy against torch eager and
     the cost model's predictions against the profiled copies (the model prices the H200, not host memcpy)."""
-    out = []
     by = {(r["model"], r["strategy"], r["mode"]): r for r in data["models"]}
     if data["simulated"]:
-        for mode in MODES:
-            if ("add", Strategy.EXECUTORCH, mode) in by:
-                row = by[("add", Strategy.EXECUTORCH, mode)]
-                out.append(goal_row(f"add ({mode}) call <= 20 µs (µs)", row["call_s"] * 1e6, 20.0))
-                out.append(goal_row(f"add ({mode}) <= 5 µs per instruction (µs)", row["per_instruction_s"] * 1e6, 5.0))
-            for strategy in (Strategy.EXECUTORCH, Strategy.DEDUPE):
-                if ("transformer_block", strategy, mode) in by:
-                    row = by[("transformer_block", strategy, mode)]
-                    out.append(
-                        goal_row(
-                            f"transformer_block ({strategy}, {mode}) <= 2x eager CPU",
-                            row["call_s"] / row["eager_module_s"],
-                            2.0,
-                        )
-                    )
-        return out
-    for (model, strategy, mode), row in by.items():
-        # without capture the earlier goals hold; a run from before graph replay has only `call_s`
-        plain = row.get("call_uncaptured_s") or row["call_s"]
-        if model.startswith("mlp") and model != "mlp":
-            out.append(goal_row(f"{model} ({mode}) <= 1.5x torch eager on CUDA", plain / row["eager_module_s"], 1.5))
-        elif model in ("transformer_block", "gpt2_2l", "resnet18") and row["eager_placed_s"]:
-            out.append(
-                goal_row(
-                    f"{model} ({strategy}, {mode}) <= 1.3x the placement run by torch eager",
-                    plain / row["eager_placed_s"],
-                    1.3,
-                )
-            )
-        if model in CAPTURE_GOAL_MODELS and row.get("call_uncaptured_s"):
-            out.append(
-                goal_row(
-                    f"{model} ({strategy}, {mode}) with graph replay <= 1.0x torch eager on CUDA",
-                    row["call_s"] / row["eager_module_s"],
-                    1.0,
-                )
-            )
-        if model in CAPTURE_GOAL_MODELS and row.get("cuda_graph_module_s") and row.get("call_uncaptured_s"):
-            out.append(
-                goal_row(
-                    f"{model} ({strategy}, {mode}) with graph replay <= 1.3x the module in one hand-written CUDA graph",
-                    row["call_s"] / row["cuda_graph_module_s"],
-                    1.3,
-                )
-            )
+        return _simulated_call_targets(by)
+    out = [
+        target
+        for (model, strategy, mode), row in by.items()
+        for target in _device_call_targets(model, strategy, mode, row)
+    ]
     for row in data.get("small_copies", []):
         out.append(
             goal_row(f"4 KiB {row['direction']} through et_copy <= 1.1x torch copy_ pinned + sync", row["ratio"], 1.1)

@@ -390,17 +390,6 @@ def failure(exc: BaseException) -> Outcome:
     return Outcome({"ok": False, "error": error}, lambda p: "", exit_code(exc), [error["message"]])
 
 
-def method_fields(method: Any) -> dict[str, Any]:
-    """What `devcopy run` reports of a loaded Method after a call: copies executed, the caller's copies, arenas,
-    and graph replay (`Method.capture`: the graphs, and why each other step runs uncaptured)."""
-    return {
-        "copies_executed": dict(method.copies_executed),
-        "caller_copies": method.caller_copies,
-        "arena_bytes": method.arena_sizes,
-        "capture": method.capture,
-    }
-
-
 def capture_option(args: argparse.Namespace) -> CaptureOption:
     """`--capture` / `--no-capture` as load_method's `capture`: True, False, or 'auto' when neither was given."""
     value: bool | None = getattr(args, "capture", None)

@@ -12,7 +12,7 @@ from ..names import STRATEGIES
 from .common import UsageError, check_output_path, split_list
 
 if TYPE_CHECKING:
-    from ..runtime.method import Method
+    from ..runtime.program import Program
 
 TRACE_SUFFIXES = (".json",)
 
@@ -97,11 +97,11 @@ def check_trace(args: argparse.Namespace, default_calls: int) -> None:
         args.profile = default_calls
 
 
-def write_trace(args: argparse.Namespace, method: Method, result: dict[str, Any], backend: str) -> str:
+def write_trace(args: argparse.Namespace, program: Program, result: dict[str, Any], backend: str) -> str:
     """Write the profile rows in `result` (and the cost model that priced them) as a Chrome trace to --trace."""
     from ..runtime import trace
 
-    chrome = trace.chrome_trace(result["profile"], method.program, args.profile, backend, result.get("cost_model"))
+    chrome = trace.chrome_trace(result["profile"], program, args.profile, backend, result.get("cost_model"))
     return trace.write_trace(chrome, args.trace)
 
 

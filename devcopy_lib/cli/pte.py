@@ -13,13 +13,16 @@ from typing import TYPE_CHECKING, Any
 from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy, format_bytes
 from ..runtime.files import write_bytes
 from . import model_spec
-from .common import Outcome, UsageError, capture_option, check_output_path, linked_libs, method_fields
+from .common import Outcome, UsageError, check_output_path, linked_libs
 
 if TYPE_CHECKING:
     import torch
 
+    from ..load import TrialCall
     from ..placement.place import PlacedProgram
     from ..pte.reader import PteProgram
+
+    Trial = Callable[..., tuple[TrialCall, dict[str, Any]]]  # run.trial: the one call and the fields it reports
 
 SUFFIX = ".pte"
 RUNTIME_FIELD = "executorch"  # names: registry's JSON field of ExecuTorch's own runtime, not the strategy
@@ -110,40 +113,29 @@ def _render_place(result: dict[str, Any], program: PteProgram) -> str:
     )
 
 
-def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, profile: Callable[..., Any]) -> dict[str, Any]:
+def run(args: argparse.Namespace, libs: list[Any] | None, backend: str, trial: Trial) -> dict[str, Any]:
     """`devcopy run PATH.pte`: load the program in `args.mode` with `libs` on `backend`, call it once on seeded
     random inputs (a .pte keeps no example inputs) and compare with the same program run by torch eagerly;
-    `profile(method, inputs, repeat, backend)` gives `--profile`'s fields."""
+    `trial(args, program, inputs, libs, backend)` is the run's one call and its fields (`run.trial`)."""
     import torch
 
     from ..compare import compare_outputs
-    from ..devices.backend import make_allocator
-    from ..devices.registry import scoped_allocators
-    from ..load import load_method
     from ..pte.convert import pte_inputs, pte_program
     from ..runtime.eager import eager_program
 
     refuse_placement_options(args)
     program = open_program(args.model)
     inputs = pte_inputs(program)
-    with (
-        make_allocator(backend) as allocator,
-        scoped_allocators(allocator),
-        load_method(pte_program(program), args.mode, libs, capture=capture_option(args)) as method,
-    ):
-        outputs = method(*inputs)
-        result = method_fields(method)
-        if args.profile:
-            result.update(profile(method, tuple(inputs), args.profile, allocator.backend))
+    call, result = trial(args, pte_program(program), inputs, libs, backend, trace=False)  # --trace: not for a .pte
     with torch.no_grad():  # the delegates' modules hold parameters that require grad
         expected = eager_program(pte_program(program))(*inputs)
-    ok, max_abs_err = compare_outputs(outputs, expected)
-    result[RUNTIME_FIELD] = _executorch_run(args.model, program, inputs, outputs)
+    ok, max_abs_err = compare_outputs(call.outputs, expected)
+    result[RUNTIME_FIELD] = _executorch_run(args.model, program, inputs, call.outputs)
     return {
         "ok": ok,
         "model": args.model,
         "mode": args.mode,
-        "backend": allocator.backend,
+        "backend": call.backend,
         "strategy": Strategy.EXECUTORCH,  # ExecuTorch's PropagateDevicePass placed it
         "max_abs_err": max_abs_err,
         "reference": "the program run by torch eagerly (eager_program) on seeded random inputs",

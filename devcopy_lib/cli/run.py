@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import (
@@ -30,17 +31,14 @@ from .common import (
     capture_option,
     count_type,
     linked_libs,
-    method_fields,
     split_list,
 )
 from .place import add_placement_args, lower_and_place
 
 if TYPE_CHECKING:
-    import torch
-
     from ..devices import DeviceAllocator
+    from ..load import TrialCall
     from ..placement.place import PlacedProgram
-    from ..runtime.method import Method
     from ..runtime.operator_registry import KernelLib
 
 DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS[Mode.ATEN])
@@ -69,12 +67,12 @@ def _libs(args: argparse.Namespace) -> list[KernelLib] | None:
     return linked_libs(names, LINKABLE_LIBS, Mode.ATEN, "--libs", args.aten_device_rule or DeviceRule.SEED)
 
 
-def _on_existing_devices(placed: PlacedProgram, allocator: DeviceAllocator) -> PlacedProgram:
-    """`placed`, once every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a
-    UsageError, found before loading)."""
+def _check_devices_exist(placed: PlacedProgram, allocator: DeviceAllocator) -> None:
+    """Every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a UsageError, found
+    before loading)."""
     count = allocator.device_count()
     if count is None:  # any index exists (the simulated accelerator)
-        return placed
+        return
     missing = sorted(
         {
             str(d.target_device)
@@ -87,7 +85,48 @@ def _on_existing_devices(placed: PlacedProgram, allocator: DeviceAllocator) -> P
             f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
             f"({device_string(0)}..{device_string(count - 1)}); target one of those"
         )
-    return placed
+
+
+def trial(
+    args: argparse.Namespace,
+    placed: Any,
+    inputs: Sequence[Any],
+    libs: list[KernelLib] | None,
+    backend: str,
+    before_load: Callable[[DeviceAllocator], None] | None = None,
+    trace: bool = True,
+    steps: int = 1,
+    before_step: Callable[[int, Sequence[Any]], None] | None = None,
+    after_step: Callable[[int, Sequence[Any], Any], Sequence[Any]] | None = None,
+) -> tuple[TrialCall, dict[str, Any]]:
+    """`load.trial_call` with the command's options, and the fields `devcopy run` reports of it: the method's
+    counts, then with --profile the rows with each copy's measured time beside its price by the one pricer
+    (bench.cost_model.copy_pricer) for the backend that runs it, then with --trace (where `trace`) the file
+    written."""
+    from ..bench.cost_model import copy_pricer
+    from ..load import trial_call
+
+    pricer = copy_pricer(backend) if args.profile else None
+    call = trial_call(
+        placed,
+        inputs,
+        args.mode,
+        libs,
+        backend,
+        capture_option(args),
+        args.profile,
+        pricer,
+        before_load,
+        steps,
+        before_step,
+        after_step,
+    )
+    fields = dict(call.summary)
+    if pricer is not None:
+        fields.update(profile=call.profile, cost_model=pricer.source, pricing=pricer.basis())
+    if trace and args.trace is not None:
+        fields["trace_file"] = exports.write_trace(args, call.program, fields, call.backend)
+    return call, fields
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
@@ -96,46 +135,50 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     import torch.utils._pytree as pytree
 
     from ..compare import compare_outputs
-    from ..devices.backend import make_allocator
-    from ..devices.registry import scoped_allocators
-    from ..load import load_method
 
     libs = _libs(args)
     backend = backend_name(args)
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
-        return pte.run(args, libs, backend, _profile)
+        return pte.run(args, libs, backend, trial)
     module, inputs, placed = lower_and_place(args, backend)
     errors: list[float | None] = []
     oks: list[bool] = []
-    step_inputs = inputs
-    with (
-        make_allocator(backend) as allocator,
-        scoped_allocators(allocator),
-        load_method(_on_existing_devices(placed, allocator), args.mode, libs, capture=capture_option(args)) as method,
-    ):
-        # each step: the method, then the eager module (which keeps its own state), on the same inputs: eager gets
-        # a copy taken before the method ran, since a model that writes its input in place would otherwise run
-        # eager on what the method already wrote
-        for step in range(args.steps):
-            eager_inputs = pytree.tree_map_only(torch.Tensor, torch.clone, step_inputs)
-            outputs = method(*step_inputs)
-            with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
-                expected = pytree.tree_leaves(module(*eager_inputs))
-                if step + 1 < args.steps:
-                    step_inputs = _next_inputs(module, step_inputs, expected)
-            ok, max_abs_err = compare_outputs(outputs, expected)
-            oks.append(ok)
-            errors.append(max_abs_err)
-        result = method_fields(method)
-        if args.profile:
-            result.update(_profile(method, inputs, args.profile, allocator.backend))
-        if args.trace is not None:
-            result["trace_file"] = exports.write_trace(args, method, result, allocator.backend)
+    eager_inputs: list[Sequence[Any]] = []
+
+    def keep_inputs(step: int, step_inputs: Sequence[Any]) -> None:
+        """Before each call: a copy of its inputs for the eager module, since a model that writes its input in place
+        would otherwise run eager on what the method already wrote."""
+        eager_inputs[:] = [pytree.tree_map_only(torch.Tensor, torch.clone, tuple(step_inputs))]
+
+    def check_step(step: int, step_inputs: Sequence[Any], outputs: Any) -> Sequence[Any]:
+        """After each call: the eager module (which keeps its own state) on the same inputs, compared; the next
+        step's inputs."""
+        next_inputs = step_inputs
+        with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
+            expected = pytree.tree_leaves(module(*eager_inputs[0]))
+            if step + 1 < args.steps:
+                next_inputs = _next_inputs(module, tuple(step_inputs), expected)
+        ok, max_abs_err = compare_outputs(outputs, expected)
+        oks.append(ok)
+        errors.append(max_abs_err)
+        return next_inputs
+
+    call, result = trial(
+        args,
+        placed,
+        inputs,
+        libs,
+        backend,
+        lambda allocator: _check_devices_exist(placed, allocator),
+        steps=args.steps,
+        before_step=keep_inputs,
+        after_step=check_step,
+    )
     return {
         "ok": all(oks),
         "model": args.model,
         "mode": args.mode,
-        "backend": allocator.backend,
+        "backend": call.backend,
         "strategy": args.strategy,
         "resident_buffers": args.resident_buffers,
         "max_abs_err": None if None in errors else max(e for e in errors if e is not None),
@@ -150,19 +193,6 @@ def _next_inputs(module: Any, inputs: tuple[Any, ...], outputs: list[Any]) -> tu
     most likely token and the next position), else the same inputs again (the state still evolves)."""
     step = getattr(module, "next_inputs", None)
     return tuple(step(inputs, outputs)) if callable(step) else inputs
-
-
-def _profile(method: Method, inputs: tuple[torch.Tensor, ...], repeat: int, backend: str) -> dict[str, Any]:
-    """Per-instruction times of `repeat` profiled calls, each copy's measured time beside its price by the one
-    pricer (bench.cost_model.copy_pricer) for the backend that ran it and the copy's own host memory kind."""
-    from ..bench.cost_model import copy_pricer
-
-    pricer = copy_pricer(backend)
-    return {
-        "profile": method.profile(*inputs, repeat=repeat, cost_model=pricer),
-        "cost_model": pricer.source,
-        "pricing": pricer.basis(),
-    }
 
 
 def _render(result: dict[str, Any]) -> str:

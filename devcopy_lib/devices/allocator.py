@@ -16,12 +16,13 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import InvalidArgumentError
 from ..names import CURRENT_DEVICE, Direction
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyTicket
 from .d2d_routing import EMPTY_ROUTE, route_d2d
 from .device import Device, DeviceType
-from .errors import InvalidArgumentError, OutOfDeviceMemory
+from .errors import OutOfDeviceMemory
 from .hooks import DONE, BackendHooks
 from .host_buffers import MAX_COUNT, HostBuffer, check_alignment, check_count, host_address
 from .host_registration import HostRegistrations, RegistrationStats

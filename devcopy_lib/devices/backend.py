@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..names import AUTO_BACKEND, BACKENDS, Backend
 from .allocator import DeviceAllocator
 from .capabilities import Capabilities
 from .device import DeviceType
-from .errors import InvalidArgumentError, InvalidArgumentTypeError
 from .registry import get_device_allocator, register_device_allocator
 
 ENV_VAR = "DEVCOPY_BACKEND"

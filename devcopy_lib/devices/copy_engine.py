@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 
 MiB = 1 << 20
 

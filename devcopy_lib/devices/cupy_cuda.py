@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidArgumentTypeError
 from ..names import Backend, Direction, device_string
 from .allocator import DeviceAllocator
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
 from .cuda_status import cuda_status
-from .errors import InvalidArgumentTypeError
 from .host_buffers import check_alignment, check_count, host_size
 from .host_registration import HostRegistrations
 from .pinned import PinnedRegistry, tracked_array

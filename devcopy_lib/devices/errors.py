@@ -3,10 +3,12 @@
 Every refusal of a public call carries one of devcopy's error kinds (docs/design.md §8): a bad argument is an
 `InvalidArgumentError` (kind `usage`; `InvalidArgumentTypeError` when its type is wrong), a device pointer that is not
 a live buffer of the allocator a `DeviceUsageError` (kind `device`), a full device `OutOfDeviceMemory`. They subclass
-ValueError / TypeError / MemoryError, so code that caught those keeps working. The layers above the devices raise the
-argument errors too (`load_method`'s libs, a Method's pickling).
+ValueError / TypeError / MemoryError, so code that caught those keeps working. The argument errors are every layer's:
+they live in `devcopy_lib/errors.py`, and are imported here too.
 """
 
+from ..errors import InvalidArgumentError as InvalidArgumentError  # the generic ones, importable from here too
+from ..errors import InvalidArgumentTypeError as InvalidArgumentTypeError
 from ..names import ErrorKind
 
 
@@ -20,16 +22,6 @@ class DeviceMemoryAccessError(RuntimeError):
     """Host code read or wrote device memory directly, i.e. a device copy is missing."""
 
     kind = ErrorKind.DEVICE
-
-
-class InvalidArgumentError(ValueError):
-    """A public call was given a value it cannot take; the message names the argument, the value and the fix."""
-
-    kind = ErrorKind.USAGE
-
-
-class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
-    """A public call was given an argument of a type it does not take (also a TypeError)."""
 
 
 class DeviceUsageError(ValueError):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidArgumentError, InvalidArgumentTypeError
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 
 HostBuffer = memoryview | bytearray | np.ndarray | Any
 MAX_COUNT = (1 << 63) - 1  # a byte count must fit CUDA's size_t and ctypes' ssize_t

@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any, NoReturn
 
-from .errors import DeviceUsageError, InvalidArgumentTypeError
+from ..errors import InvalidArgumentTypeError
+from .errors import DeviceUsageError
 from .pointers import DeviceBlock, DevicePtr
 
 _get_ident = threading.get_ident

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import InvalidArgumentError
 from ..names import Direction
-from .errors import InvalidArgumentError
 from .host_buffers import HostBuffer, check_count
 from .live_blocks import LiveBlocks
 from .pointers import DevicePtr

@@ -12,8 +12,9 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..names import device_string
-from .errors import DeviceMemoryAccessError, DeviceUsageError, InvalidArgumentError, InvalidArgumentTypeError
+from .errors import DeviceMemoryAccessError, DeviceUsageError
 
 
 def _refuse_fixed(name: str) -> NoReturn:

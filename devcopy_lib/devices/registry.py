@@ -10,9 +10,9 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from .allocator import DeviceAllocator
 from .device import DeviceType
-from .errors import InvalidArgumentError, InvalidArgumentTypeError
 
 _registry: dict[DeviceType, DeviceAllocator] = {}
 _local = threading.local()  # .scopes: this thread's stack of override registries (innermost last)

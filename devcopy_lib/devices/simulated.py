@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..names import Backend, Direction, device_string
 from .allocator import DeviceAllocator
 from .capabilities import Capabilities
 from .device import MAX_DEVICE_INDEX
-from .errors import InvalidArgumentError, InvalidArgumentTypeError
 from .host_registration import HostRegistrations
 from .planned_copy import Transfer
 from .pointers import DeviceBlock, DevicePtr

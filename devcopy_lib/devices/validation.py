@@ -9,9 +9,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..names import CURRENT_DEVICE, device_string
 from .device import MAX_DEVICE_INDEX
-from .errors import InvalidArgumentError, InvalidArgumentTypeError
 from .host_buffers import check_count, host_address, quick_host_address
 from .live_blocks import LiveBlocks
 from .pointers import DeviceBlock, DevicePtr

@@ -96,44 +96,51 @@ def _prepared_views(args: list[Any]) -> bool:
     )
 
 
+def _static_run(
+    name: str,
+    call: Any,
+    positional: list[Any],
+    keywords: dict[str, Any],
+    outs: list[Any],
+    views: list[Any],
+    result: Any,
+) -> Run:
+    """One call on views built once; an out PyTorch resized is refused (a STATIC tensor keeps its sizes)."""
+    checks = tuple((view, out.sizes, out) for out, view in zip(outs, views, strict=True))
+
+    def run() -> Any:
+        try:
+            call(*positional, **keywords)
+        except _TORCH_FAILURES as exc:
+            raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
+        for view, sizes, out in checks:
+            if view.shape != sizes:
+                raise KernelFailure(Error.InvalidArgument, f"{name}: out {out}: {_adopt_sizes(out, view)}")
+        return result
+
+    return run
+
+
+def _dynamic_run(name: str, schema: FunctionSchema, call: Any, n_out: int, args: list[Any], result: Any) -> Any:
+    """One call with views built now, so a DYNAMIC out takes the sizes PyTorch chooses."""
+    outs = list(args[len(args) - n_out :])
+    try:
+        out_views = [_out_view(out) for out in outs]
+        positional, keywords = split_arguments(schema, [host_args(a) for a in args[: len(args) - n_out]] + out_views)
+        call(*positional, **keywords)
+    except _TORCH_FAILURES as exc:
+        raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
+    for out, view in zip(_flat(outs), _flat(out_views), strict=True):
+        problem = _adopt_sizes(out, view)
+        if problem:
+            raise KernelFailure(Error.InvalidArgument, f"{name}: out {out}: {problem}")
+    return result
+
+
 def _portable_prepare(name: str, schema: FunctionSchema, overload: Any, n_out: int) -> Prepare:
     """Portable: views built once when every tensor is a STATIC CPU one (sizes fixed), else per call so a DYNAMIC
     out takes the sizes PyTorch chooses; a failure is InvalidArgument naming the op."""
     call = overload._op  # the C++ callable OpOverload.__call__ forwards to
-
-    def static_run(
-        positional: list[Any], keywords: dict[str, Any], outs: list[Any], views: list[Any], result: Any
-    ) -> Run:
-        """One call on views built once; an out PyTorch resized is refused (a STATIC tensor keeps its sizes)."""
-        checks = tuple((view, out.sizes, out) for out, view in zip(outs, views, strict=True))
-
-        def run() -> Any:
-            try:
-                call(*positional, **keywords)
-            except _TORCH_FAILURES as exc:
-                raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
-            for view, sizes, out in checks:
-                if view.shape != sizes:
-                    raise KernelFailure(Error.InvalidArgument, f"{name}: out {out}: {_adopt_sizes(out, view)}")
-            return result
-
-        return run
-
-    def run_dynamic(args: list[Any], result: Any) -> Any:
-        outs = list(args[len(args) - n_out :])
-        try:
-            out_views = [_out_view(out) for out in outs]
-            positional, keywords = split_arguments(
-                schema, [host_args(a) for a in args[: len(args) - n_out]] + out_views
-            )
-            call(*positional, **keywords)
-        except _TORCH_FAILURES as exc:
-            raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
-        for out, view in zip(_flat(outs), _flat(out_views), strict=True):
-            problem = _adopt_sizes(out, view)
-            if problem:
-                raise KernelFailure(Error.InvalidArgument, f"{name}: out {out}: {problem}")
-        return result
 
     def prepare(args: list[Any], dynamic: Collection[int]) -> Run:
         result = args[-1] if n_out == 1 else tuple(args[len(args) - n_out :])
@@ -145,8 +152,8 @@ def _portable_prepare(name: str, schema: FunctionSchema, overload: Any, n_out: i
                 raise KernelFailure(Error.InvalidArgument, f"{name}: {exc}") from exc
             first_out = len(args) - n_out
             outs, out_views = _flat(list(args[first_out:])), _flat(views[first_out:])
-            return static_run(positional, keywords, outs, out_views, result)
-        return functools.partial(run_dynamic, args, result)
+            return _static_run(name, call, positional, keywords, outs, out_views, result)
+        return functools.partial(_dynamic_run, name, schema, call, n_out, args, result)
 
     return prepare
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ..devices.errors import InvalidArgumentTypeError
+from ..errors import InvalidArgumentTypeError
 
 
 def expect(value: Any, types: type | tuple[type, ...], argument: str, fix: str) -> None:

@@ -13,7 +13,7 @@ The lowered representation (what placement, emit and memory planning consume):
   - `call_module` whose target names a `Delegate` submodule (`delegate_of(node)`): a delegate call, args = the
     delegate's distinct input values, returns a tuple;
   - `call_function operator.getitem (call, i)`: output i of a delegate, named after the value it replaces;
-  - `output`: the user outputs, in order (`output_names`).
+  - `output`: the user outputs, in order.
   Every node except `output` has `meta["val"]`: a FakeTensor (a tuple of them on delegate calls) giving shape and
   dtype for byte counts and memory planning. The placement pass adds `meta["device"]` (a `Device`) on every node.
 - `delegates`: name -> `Delegate` (the same objects as the submodules), names `delegate_0, ...` in graph order.
@@ -58,7 +58,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..devices import CPU, Device
-from ..devices.errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..names import PARTITIONS, Partition
 from ..runtime.constants import storage_view
 from .arguments import expect, expect_inputs, expect_ops
@@ -123,7 +123,6 @@ class LoweredProgram:
     delegates: dict[str, Delegate]
     constants: dict[str, torch.Tensor]
     input_names: tuple[str, ...]
-    output_names: tuple[str, ...]
     example_inputs: tuple[Any, ...]
     exported_program: ExportedProgram
     delegate_ops: tuple[str, ...]
@@ -357,7 +356,6 @@ class _Builder:
             delegates=dict(self.delegates),
             constants=self.cpu_constants,
             input_names=tuple(self.user_inputs),
-            output_names=tuple(_names(output.args[0])),
             example_inputs=example_inputs,
             exported_program=self.exported,
             delegate_ops=tuple(ops),
@@ -443,10 +441,3 @@ def _with_getitems(group: set[fx.Node]) -> set[fx.Node]:
     """A partition with the `getitem`s of its multi-output ops (torch.fx's partitioner adds them, per_node does not):
     a delegate returns tensors, never an op's tuple."""
     return set(group) | {u for n in group for u in n.users if u.op == "call_function" and u.target is operator.getitem}
-
-
-def _names(value: fx.node.Argument) -> list[str]:
-    """Names of the nodes in an output structure, flattened in order."""
-    names: list[str] = []
-    fx.map_arg(value, lambda n: names.append(n.name))
-    return names

@@ -8,12 +8,11 @@ import torch
 from torch import fx
 
 from ..devices import CPU, Device
-from ..names import DIRECTIONS, Direction
+from ..names import Direction
 from ..ops import aot  # noqa: F401 - defines torch.ops.et_copy (import for its side effect)
 from .delegate import delegate_of
 
 H2D, D2H, D2D = aot.h2d_copy.default, aot.d2h_copy.default, aot.d2d_copy.default
-KINDS = ("input", "output", "cpu_op", "delegate", "getitem", *DIRECTIONS)
 COPY_KINDS = {H2D: Direction.H2D, D2H: Direction.D2H, D2D: Direction.D2D}
 
 
@@ -53,7 +52,8 @@ def call_device(node: fx.Node) -> Device | None:
 
 
 def node_kind(node: fx.Node) -> str:
-    """One of KINDS; a constant (`get_attr`) counts as an input, loaded once."""
+    """`input`, `output`, `cpu_op`, `delegate`, `getitem` or a copy's direction; a constant (`get_attr`) counts as
+    an input, loaded once."""
     if node.op in ("placeholder", "get_attr"):
         return "input"
     if node.op == "output":

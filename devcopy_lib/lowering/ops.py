@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from ..devices.errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..ops.schema import ATEN_NAMESPACE
 
 

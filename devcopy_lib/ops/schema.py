@@ -123,6 +123,60 @@ def _own_value(value: str, func: bool) -> bool:
     return bool(_PLAIN_VALUE.fullmatch(value)) and value.lower() not in _YAML_WORDS and ("(" in value or not func)
 
 
+class _NativeScan:
+    """The line scan's state: the entries found so far, what the last line was ("open": `  key:` alone, "nested":
+    `    key: value`, "item": `  - x`, else ""), and whether the current entry had its `autogen:` line."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, str | None] = {}
+        self.after = ""
+        self.autogen_seen = False
+
+    def take(self, line: str) -> bool:
+        """Read one line (right-stripped); False when it falls outside the shape the scan reads."""
+        stripped = line.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            return True  # a comment line, at any indent, is no part of a value
+        if line.startswith(_FUNC):
+            return self._func(line[len(_FUNC) :])
+        if not self.found:
+            return False  # anything before the first entry
+        if line.startswith(_AUTOGEN):
+            return self._autogen(line[len(_AUTOGEN) :])
+        return self._key(line, len(line) - len(stripped), stripped)
+
+    def _func(self, value: str) -> bool:
+        if not _own_value(value, func=True):
+            return False
+        self.found[runtime_name(ATEN_NAMESPACE, value)] = value
+        self.autogen_seen, self.after = False, ""
+        return True
+
+    def _autogen(self, value: str) -> bool:
+        if self.autogen_seen or not _own_value(value, func=False):
+            return False
+        for generated in value.split(","):
+            if generated.strip():
+                self.found.setdefault(f"aten::{generated.strip()}", None)
+        self.autogen_seen, self.after = True, ""
+        return True
+
+    def _key(self, line: str, indent: int, stripped: str) -> bool:
+        """A list item under an open key, a nested `key: value` under one, or a key of the entry."""
+        if indent == 2 and stripped.startswith("- ") and self.after in ("open", "item"):
+            self.after = "item"
+            return bool(_PLAIN_VALUE.fullmatch(stripped[2:]))
+        key = _KEY_LINE.fullmatch(line)
+        if key is None or key.group(2) in ("func", "autogen") or not _OTHER_VALUE.fullmatch(key.group(3) or ""):
+            return False  # func not first, an autogen not on one line, a value that may run on
+        if indent == 4:
+            nested_ok = self.after in ("open", "nested") and bool(_PLAIN_VALUE.fullmatch(key.group(3) or ""))
+            self.after = "nested"
+            return nested_ok
+        self.after = "open" if not key.group(3) or key.group(3).startswith("#") else ""
+        return True
+
+
 def scan_native_functions(text: str) -> dict[str, str | None] | None:
     """`parse_native_functions(text)` read line by line, for the shape native_functions.yaml has: entries
     `- func: <schema>` at column 0; their keys at column 2, each value on its line (`autogen: a, b` included);
@@ -130,45 +184,10 @@ def scan_native_functions(text: str) -> dict[str, str | None] | None:
     shape: then only a YAML parse says what the file means, or that it is malformed."""
     if any(c in text for c in "\r\x85\u2028\u2029"):
         return None  # line breaks YAML knows beyond "\n"
-    found: dict[str, str | None] = {}
-    after = ""  # the last line: "open" (`  key:` alone), "nested" (`    key: value`), "item" (`  - x`), else ""
-    autogen_seen = False
-    for line in text.split("\n"):
-        line = line.rstrip()
-        stripped = line.lstrip(" ")
-        indent = len(line) - len(stripped)
-        if not stripped or stripped.startswith("#"):
-            continue  # a comment line, at any indent, is no part of a value
-        key = _KEY_LINE.fullmatch(line)
-        if line.startswith(_FUNC):
-            value = line[len(_FUNC) :]
-            if not _own_value(value, func=True):
-                return None
-            found[runtime_name(ATEN_NAMESPACE, value)] = value
-            autogen_seen, after = False, ""
-        elif not found:
-            return None  # anything before the first entry
-        elif line.startswith(_AUTOGEN):
-            value = line[len(_AUTOGEN) :]
-            if autogen_seen or not _own_value(value, func=False):
-                return None
-            for generated in value.split(","):
-                if generated.strip():
-                    found.setdefault(f"aten::{generated.strip()}", None)
-            autogen_seen, after = True, ""
-        elif indent == 2 and stripped.startswith("- ") and after in ("open", "item"):
-            if not _PLAIN_VALUE.fullmatch(stripped[2:]):
-                return None
-            after = "item"
-        elif key is None or key.group(2) in ("func", "autogen") or not _OTHER_VALUE.fullmatch(key.group(3) or ""):
-            return None  # func not first, an autogen not on one line, a value that may run on
-        elif indent == 4:
-            if after not in ("open", "nested") or not _PLAIN_VALUE.fullmatch(key.group(3) or ""):
-                return None
-            after = "nested"
-        else:
-            after = "open" if not key.group(3) or key.group(3).startswith("#") else ""
-    return found or None
+    scan = _NativeScan()
+    if not all(scan.take(line.rstrip()) for line in text.split("\n")):
+        return None
+    return scan.found or None
 
 
 @functools.cache

@@ -24,7 +24,7 @@ from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..devices import CPU, Device
-from ..devices.errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..lowering.arguments import expect
 from ..lowering.delegate import Delegate
 from ..lowering.lower import LoweredProgram

@@ -99,9 +99,21 @@ def _in_place_variant(node: fx.Node) -> torch._ops.OpOverload | None:
     return overload
 
 
-def _plan_buffer(buffer: fx.Node) -> tuple[Device | None, list[fx.Node], str]:
-    """(device, the CPU ops to move there in graph order, reason): the device is None when the buffer stays."""
-    write_backs = [u for u in buffer.users if u.target is WRITE_BACK and u.args[0] is buffer]
+def _reader_refusal(node: fx.Node, buffer: fx.Node) -> str:
+    """Why `node`, reached from the buffer through CPU ops, keeps the buffer on the host ("" when it does not): a
+    delegate on the CPU, the program's output, or a write into another buffer."""
+    if delegate_of(node) is not None:
+        return f"delegate {node.target} reads it and runs on the CPU"
+    if node.op == "output":
+        return "the program returns it (or a value computed from it): it would cross every call"
+    if node.target is WRITE_BACK and node.args[0] is not buffer:
+        return f"{node.name} writes it into another buffer or input ({node.args[0]})"
+    return ""
+
+
+def _readers(buffer: fx.Node, write_backs: list[fx.Node]) -> tuple[dict[fx.Node, None], set[Device], str]:
+    """(the CPU ops computed from the buffer, the devices of the delegates that read it, why it stays on the host or
+    ""), walking its users and theirs."""
     chain: dict[fx.Node, None] = {}
     devices: set[Device] = set()
     stack = [u for u in buffer.users if u not in write_backs]
@@ -112,29 +124,43 @@ def _plan_buffer(buffer: fx.Node) -> tuple[Device | None, list[fx.Node], str]:
         device = call_device(node)
         if device is not None:
             devices.add(device)
-        elif delegate_of(node) is not None:
-            return None, [], f"delegate {node.target} reads it and runs on the CPU"
-        elif node.op == "output":
-            return None, [], "the program returns it (or a value computed from it): it would cross every call"
-        elif node.target is WRITE_BACK:
-            if node.args[0] is not buffer:
-                return None, [], f"{node.name} writes it into another buffer or input ({node.args[0]})"
-        else:
-            why = _why_host_only(node)
-            if why:
-                return None, [], why
-            chain[node] = None
-            stack.extend(node.users)
+            continue
+        why = _reader_refusal(node, buffer)
+        if why:
+            return chain, devices, why
+        if node.target is WRITE_BACK:  # the buffer's own write-back: the new value is checked with the writers
+            continue
+        why = _why_host_only(node)
+        if why:
+            return chain, devices, why
+        chain[node] = None
+        stack.extend(node.users)
+    return chain, devices, ""
+
+
+def _writer_refusal(write_backs: list[fx.Node], chain: dict[fx.Node, None], devices: set[Device]) -> str:
+    """Why the buffer's new value keeps it on the host ("" when each comes from a device delegate or from the chain
+    of CPU ops that move with it); the writing delegates' devices are added to `devices`."""
     for write in write_backs:
         value = write.args[1]
         if not isinstance(value, fx.Node):
-            return None, [], f"{write.name} writes a non-tensor value into it"
+            return f"{write.name} writes a non-tensor value into it"
         source = value.args[0] if value.op == "call_function" and value.target is operator.getitem else None
         device = call_device(source) if isinstance(source, fx.Node) else None
         if device is not None:
             devices.add(device)
         elif value not in chain:
-            return None, [], f"its new value ({value.name}) is computed on the CPU from other values, not from it"
+            return f"its new value ({value.name}) is computed on the CPU from other values, not from it"
+    return ""
+
+
+def _plan_buffer(buffer: fx.Node) -> tuple[Device | None, list[fx.Node], str]:
+    """(device, the CPU ops to move there in graph order, reason): the device is None when the buffer stays."""
+    write_backs = [u for u in buffer.users if u.target is WRITE_BACK and u.args[0] is buffer]
+    chain, devices, why = _readers(buffer, write_backs)
+    why = why or _writer_refusal(write_backs, chain, devices)
+    if why:
+        return None, [], why
     if not devices:
         return None, [], "no device delegate reads or writes it: it never crosses"
     if len(devices) > 1:

@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol
 import torch
 
 from ..devices.allocator import CopyRecord, DeviceAllocator
-from ..devices.errors import InvalidArgumentError
 from ..devices.graph_copy import StreamCopy, stream_copy
+from ..errors import InvalidArgumentError
 from ..kernels.device_copy import is_device_copy_kernel
 from ..kernels.prepared import Run
 from ..names import Direction

@@ -18,6 +18,7 @@ import torch
 
 from ..kernels.prepared import Run
 from ..kernels.prim_ops import SymBox
+from ..names import device_string
 from ..tensors.error import Error
 from .failures import LoadError
 from .slots import Slot, code_view
@@ -59,9 +60,10 @@ def check_delegate_devices(what: str, delegate: Any, inputs: list[Slot | SymBox]
             ):
                 raise LoadError(
                     Error.InvalidProgram,
-                    f"{what}: {role} {position} is in {slot.spec.device} memory (cuda:{slot.ptr.index}), not on "
-                    f"{delegate.device}. Place a copy to {delegate.device} before the delegate "
-                    "(place_devices inserts one), or target the delegate at the input's device.",
+                    f"{what}: {role} {position} is in {slot.spec.device} memory "
+                    f"({device_string(slot.ptr.index)}), not on {delegate.device}. Place a copy to "
+                    f"{delegate.device} before the delegate (place_devices inserts one), or target the delegate at "
+                    "the input's device.",
                 )
 
 

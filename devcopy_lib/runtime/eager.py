@@ -11,11 +11,11 @@ from typing import Any
 
 import torch
 
-from ..devices.errors import InvalidArgumentTypeError
+from ..errors import InvalidArgumentTypeError
 from ..kernels.portable_cpu import aten_overload, split_arguments
 from ..kernels.prim_ops import PRIM_FUNCTIONS, SymBox, SymList, current, is_symbolic, prim_kernel
 from .libs import native_lib
-from .program import DelegateCall, KernelCall, Program, SymListValue, SymValue, TensorListValue, TensorValue
+from .program import DelegateCall, Instruction, Program, SymListValue, SymValue, TensorListValue, TensorValue
 from .resolve import resolve_operators
 
 COPY_NAMESPACE = "et_copy::"
@@ -45,6 +45,60 @@ def _call_now(op: Callable[..., Any], positional: list[Any], keywords: dict[str,
     return step
 
 
+class _EagerValues:
+    """The program's values as torch objects: a tensor per TensorValue (where `device_type` places it), a SymBox per
+    run-time size; `lift` gives an instruction argument its torch form."""
+
+    def __init__(self, program: Program, device_type: str) -> None:
+        self.program, self.device_type = program, device_type
+        self.on_device = device_type != "cpu"
+        self.tensors = {i: self._make(v) for i, v in enumerate(program.values) if isinstance(v, TensorValue)}
+        self.boxes = {i: SymBox(v.hint) for i, v in enumerate(program.values) if isinstance(v, SymValue)}
+
+    def _where(self, value: TensorValue) -> torch.device:
+        if self.on_device and not value.spec.device.is_cpu:
+            return torch.device(self.device_type, value.spec.device.index)
+        return torch.device("cpu")
+
+    def _make(self, value: TensorValue) -> torch.Tensor:
+        if value.data is not None:  # its own copy: a snapshot of the model, as a loaded method holds
+            return value.data.to(self._where(value), copy=True)
+        pinned = self.on_device and self._where(value).type == "cpu"
+        return torch.empty(value.spec.sizes, dtype=value.spec.dtype, device=self._where(value), pin_memory=pinned)
+
+    def lift(self, index: int) -> Any:
+        value = self.program.values[index]
+        if isinstance(value, TensorValue):
+            return self.tensors[index]
+        if isinstance(value, TensorListValue):
+            return [None if i is None else self.tensors[i] for i in value.items]
+        if isinstance(value, SymValue):
+            return self.boxes[index]
+        if isinstance(value, SymListValue):
+            return SymList([self.lift(i) for i in value.items])
+        return value.value
+
+
+def _eager_step(program: Program, values: _EagerValues, ins: Instruction) -> Callable[[], object]:
+    """One instruction as torch runs it: a delegate's forward, a `copy_`, a size computed into its SymBox, or the
+    ATen overload of a CPU op."""
+    if isinstance(ins, DelegateCall):
+        delegate = program.delegates[ins.delegate]
+        args = [values.lift(i) for i in (*ins.args, *delegate.constants)]
+        return _delegate_step(delegate.module.forward, args, [values.tensors[i] for i in ins.outputs])
+    name = program.operators[ins.op]
+    if name.startswith(COPY_NAMESPACE):  # (src, ..., out): the copy torch itself would make
+        return partial(values.tensors[ins.args[-1]].copy_, values.tensors[ins.args[0]])
+    if name in PRIM_FUNCTIONS:  # a size: computed into its SymBox at each call
+        return prim_kernel(name, portable=False).prepare([values.lift(i) for i in ins.args], ())
+    schema = resolve_operators([name], [native_lib()])[0].schema
+    args = [values.lift(i) for i in ins.args]
+    positional, keywords = split_arguments(schema, args)
+    if any(is_symbolic(a) for a in args):
+        return _call_now(aten_overload(name), positional, keywords)
+    return partial(aten_overload(name), *positional, **keywords)
+
+
 def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., list[torch.Tensor]]:
     """`run(*inputs) -> outputs` running `program` with torch eager. Values the program places on a device live on
     torch's `device_type` device of the same index (`"cuda"` on a real device; `"cpu"` when the device is simulated,
@@ -55,60 +109,13 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
         raise InvalidArgumentTypeError(
             f"eager_program takes an emitted Program, got {type(program).__name__}; pass emit(placed)"
         )
-    on_device = device_type != "cpu"
-
-    def where(value: TensorValue) -> torch.device:
-        if on_device and not value.spec.device.is_cpu:
-            return torch.device(device_type, value.spec.device.index)
-        return torch.device("cpu")
-
-    def make(value: TensorValue) -> torch.Tensor:
-        if value.data is not None:  # its own copy: a snapshot of the model, as a loaded method holds
-            return value.data.to(where(value), copy=True)
-        pinned = on_device and where(value).type == "cpu"
-        return torch.empty(value.spec.sizes, dtype=value.spec.dtype, device=where(value), pin_memory=pinned)
-
-    tensors = {i: make(v) for i, v in enumerate(program.values) if isinstance(v, TensorValue)}
-    boxes = {i: SymBox(v.hint) for i, v in enumerate(program.values) if isinstance(v, SymValue)}
-
-    def lift(index: int) -> Any:
-        value = program.values[index]
-        if isinstance(value, TensorValue):
-            return tensors[index]
-        if isinstance(value, TensorListValue):
-            return [None if i is None else tensors[i] for i in value.items]
-        if isinstance(value, SymValue):
-            return boxes[index]
-        if isinstance(value, SymListValue):
-            return SymList([lift(i) for i in value.items])
-        return value.value
-
-    steps: list[Callable[[], object]] = []
-    for ins in program.instructions:
-        if isinstance(ins, DelegateCall):
-            delegate = program.delegates[ins.delegate]
-            args = [lift(i) for i in (*ins.args, *delegate.constants)]
-            steps.append(_delegate_step(delegate.module.forward, args, [tensors[i] for i in ins.outputs]))
-            continue
-        assert isinstance(ins, KernelCall)
-        name = program.operators[ins.op]
-        if name.startswith(COPY_NAMESPACE):  # (src, ..., out): the copy torch itself would make
-            steps.append(partial(tensors[ins.args[-1]].copy_, tensors[ins.args[0]]))
-            continue
-        if name in PRIM_FUNCTIONS:  # a size: computed into its SymBox at each call
-            steps.append(prim_kernel(name, portable=False).prepare([lift(i) for i in ins.args], ()))
-            continue
-        schema = resolve_operators([name], [native_lib()])[0].schema
-        args = [lift(i) for i in ins.args]
-        positional, keywords = split_arguments(schema, args)
-        if any(is_symbolic(a) for a in args):
-            steps.append(_call_now(aten_overload(name), positional, keywords))
-        else:
-            steps.append(partial(aten_overload(name), *positional, **keywords))
+    values = _EagerValues(program, device_type)
+    steps = [_eager_step(program, values, ins) for ins in program.instructions]
     for step in steps[: program.load_instructions]:
         step()
     per_call = steps[program.load_instructions :]
-    inputs, outputs = [tensors[i] for i in program.inputs], [tensors[i] for i in program.outputs]
+    inputs = [values.tensors[i] for i in program.inputs]
+    outputs = [values.tensors[i] for i in program.outputs]
 
     def run(*xs: torch.Tensor) -> list[torch.Tensor]:
         for slot, x in zip(inputs, xs, strict=True):

@@ -23,7 +23,7 @@ from typing import Any
 
 from torchgen.model import FunctionSchema
 
-from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels import device_copy, portable_cpu, quantized
 from ..kernels.portable_cpu import boxed_aten_kernel
 from ..names import (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -21,9 +21,9 @@ import torch
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.backend import ensure_cuda_allocator
-from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels.prim_ops import SymBox, SymList
-from ..names import COPY_OP, Direction, Mode
+from ..names import COPY_OP, MODES, Direction, Mode
 from ..tensors.error import Error
 from .capture import AUTO, Capture, CaptureOption, check_option
 from .constants import ConstantSnapshot, check_still_shared, shared_copies
@@ -31,7 +31,7 @@ from .failures import ExecutionError, LoadError
 from .libs import libs_of_mode
 from .memory import OwnedMemory, allocator_for
 from .memory_plan import plan_program
-from .mode_tensors import MODES, ModeTensors
+from .mode_tensors import TENSORS_BY_MODE, ModeTensors
 from .plan import OnStep, Step, build_plan, host_bytes, iter_allocators
 from .profile import StepProfiler
 from .program import Program, ScalarValue, SymListValue, SymValue, TensorListValue, TensorSpec, TensorValue
@@ -58,19 +58,28 @@ class DeviceValue:
     on the device, nothing crosses. `.cpu()` reads it (one D2H, counted in the method's `caller_copies`). What an
     ExecuTorch caller does with a device output's pointer."""
 
-    __slots__ = ("_method", "_index", "_call", "shape", "dtype", "device")
+    __slots__ = ("method", "index", "call", "_read", "shape", "dtype", "device")
 
-    def __init__(self, method: Method, index: int, call: int, shape: tuple[int, ...]) -> None:
+    def __init__(
+        self,
+        method: Method,
+        index: int,
+        call: int,
+        shape: tuple[int, ...],
+        read: Callable[[DeviceValue], torch.Tensor],
+    ) -> None:
         spec = method.program.tensor(index).spec
-        self._method, self._index, self._call = method, index, call
+        # whose output it is: the method, the program value it lives in, the call that wrote it
+        self.method, self.index, self.call = method, index, call
+        self._read = read  # the method's D2H of it
         self.shape, self.dtype, self.device = torch.Size(shape), spec.dtype, spec.device
 
     def cpu(self) -> torch.Tensor:
         """The value as a new CPU tensor: one D2H."""
-        return self._method._read_device_value(self)
+        return self._read(self)
 
     def __repr__(self) -> str:
-        return f"DeviceValue({list(self.shape)}, {self.dtype}, on {self.device}, output of call {self._call})"
+        return f"DeviceValue({list(self.shape)}, {self.dtype}, on {self.device}, output of call {self.call})"
 
 
 class Method:
@@ -87,7 +96,7 @@ class Method:
         directions = [Direction.H2D, Direction.D2H]
         if COPY_OP[Direction.D2D].name in program.operators:  # devcopy's peer copies, counted when a program has them
             directions.append(Direction.D2D)
-        self._tensors: ModeTensors = MODES[mode]()
+        self._tensors: ModeTensors = TENSORS_BY_MODE[mode]()
         self._memory = OwnedMemory()
         self._release = weakref.finalize(self, self._memory.free)  # a dropped method frees its device memory
         self._release.atexit = False  # at exit the process returns it; allocators may already be closed by then
@@ -280,7 +289,7 @@ class Method:
                 raise ExecutionError(
                     Error.InvalidArgument, f"input {position}: a DeviceValue cannot be fed here: {problem}"
                 )
-            source = self._slots[value._index]
+            source = self._slots[value.index]
             assert slot.ptr is not None and slot.allocator is not None and source.ptr is not None  # checked above
             if source.ptr != slot.ptr:
                 slot.allocator.copy_device_to_device(slot.ptr, source.ptr, slot.spec.nbytes)
@@ -288,11 +297,11 @@ class Method:
         return frozenset(given)
 
     def _device_value_problem(self, value: DeviceValue) -> str:
-        if value._method is not self:
+        if value.method is not self:
             return "it is an output of another method"
-        if value._call != self._calls:
+        if value.call != self._calls:
             return (
-                f"it is the output of call {value._call}, overwritten by call {self._calls}; feed each value to the "
+                f"it is the output of call {value.call}, overwritten by call {self._calls}; feed each value to the "
                 "next call, or keep value.cpu()"
             )
         return ""
@@ -303,7 +312,7 @@ class Method:
 
         def keep(position: int) -> DeviceValue:
             index = self.program.outputs[position]
-            return DeviceValue(self, index, call, tuple(sizes(self._slots[index].tensor)))
+            return DeviceValue(self, index, call, tuple(sizes(self._slots[index].tensor)), self._read_device_value)
 
         return keep
 
@@ -313,7 +322,7 @@ class Method:
             problem = self._device_value_problem(value)
             if problem:
                 raise ExecutionError(Error.InvalidArgument, f"Cannot read this DeviceValue: {problem}")
-            slot = self._slots[value._index]
+            slot = self._slots[value.index]
             assert slot.ptr is not None and slot.allocator is not None  # a DeviceValue is device memory
             host = torch.empty(value.shape, dtype=value.dtype)
             nbytes = host.numel() * host.element_size()

@@ -98,4 +98,7 @@ class AtenTensors:
 
 
 ModeTensors = PortableTensors | AtenTensors  # what a method builds its tensors with
-MODES: dict[str, type[PortableTensors] | type[AtenTensors]] = {Mode.PORTABLE: PortableTensors, Mode.ATEN: AtenTensors}
+TENSORS_BY_MODE: dict[str, type[PortableTensors] | type[AtenTensors]] = {
+    Mode.PORTABLE: PortableTensors,
+    Mode.ATEN: AtenTensors,
+}

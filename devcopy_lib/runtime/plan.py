@@ -317,22 +317,7 @@ class Plan:
         callable that raised, so the loops keep no counters). `given`: input positions already in place (a device
         value the caller fed back, runtime/method.py); `keep(position)`, when given, stands for each output left on
         the device instead of its read."""
-        setters = self._setters
-        if len(inputs) != len(setters):
-            raise ExecutionError(Error.InvalidArgument, f"The method takes {len(setters)} inputs, got {len(inputs)}.")
-        done = 0  # inputs set so far: an interrupt can arrive before the loop binds anything
-        try:
-            # lengths checked above; zip's strict keyword would cost ~0.1 us per call on this path
-            for set_input, tensor in zip(setters, inputs):  # noqa: B905
-                if given and done in given:
-                    done += 1
-                    continue
-                set_input(tensor)
-                done += 1
-        except BaseException:
-            self.caller_copies += self._setter_copies[done] - sum(1 for position in given if position < done)
-            raise
-        self.caller_copies += self._setter_copies[-1] - len(given)  # a device value fed back moved on the device
+        self._set_inputs(inputs, given)
         runs = self._runs
         try:
             if on_step is None:
@@ -353,6 +338,30 @@ class Plan:
         self._calls += 1
         for position, read in self._write_back:  # a mutated input: the caller sees it, as in eager
             inputs[position].copy_(read())
+        return self._read_outputs(keep)
+
+    def _set_inputs(self, inputs: Sequence[Any], given: frozenset[int]) -> None:
+        """Each input by its setter, but those in `given` (already in place); the caller-side copies counted, also
+        when a setter fails."""
+        setters = self._setters
+        if len(inputs) != len(setters):
+            raise ExecutionError(Error.InvalidArgument, f"The method takes {len(setters)} inputs, got {len(inputs)}.")
+        done = 0  # inputs set so far: an interrupt can arrive before the loop binds anything
+        try:
+            # lengths checked above; zip's strict keyword would cost ~0.1 us per call on this path
+            for set_input, tensor in zip(setters, inputs):  # noqa: B905
+                if given and done in given:
+                    done += 1
+                    continue
+                set_input(tensor)
+                done += 1
+        except BaseException:
+            self.caller_copies += self._setter_copies[done] - sum(1 for position in given if position < done)
+            raise
+        self.caller_copies += self._setter_copies[-1] - len(given)  # a device value fed back moved on the device
+
+    def _read_outputs(self, keep: Callable[[int], Any] | None) -> tuple[Any, ...]:
+        """The outputs read to the caller; with `keep`, each output left on the device kept there instead."""
         if keep is None:
             outputs = tuple(read() for read in self._outputs)
             self.caller_copies += self._reads_copies

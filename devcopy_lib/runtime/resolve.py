@@ -6,7 +6,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from ..devices.errors import InvalidArgumentTypeError
+from ..errors import InvalidArgumentTypeError
 from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_SCHEMAS, prim_kernel
 from ..names import (
     DEVICE_COPY_LIB,

@@ -22,6 +22,7 @@ from torch.utils.dlpack import from_dlpack
 
 from ..devices.allocator import DeviceAllocator, DevicePtr
 from ..devices.errors import DeviceMemoryAccessError
+from ..names import device_string
 from .tensor import contiguous_strides
 
 _PTR_ATTR = "_devcopy_ptr"  # the DevicePtr attached to a real CUDA tensor made by `cuda_tensor`
@@ -29,11 +30,11 @@ _PTR_ATTR = "_devcopy_ptr"  # the DevicePtr attached to a real CUDA tensor made 
 # Metadata queries a wrapper answers itself (everything else would read device memory from the host).
 _aten = torch.ops.aten
 _METADATA: dict[Any, Callable[[SimulatedDeviceTensor], object]] = {
-    _aten.sym_size.default: lambda t: t._sizes,
-    _aten.sym_stride.default: lambda t: contiguous_strides(t._sizes, range(len(t._sizes))),
-    _aten.sym_numel.default: lambda t: math.prod(t._sizes),
+    _aten.sym_size.default: lambda t: t.held_sizes,
+    _aten.sym_stride.default: lambda t: contiguous_strides(t.held_sizes, range(len(t.held_sizes))),
+    _aten.sym_numel.default: lambda t: math.prod(t.held_sizes),
     _aten.sym_storage_offset.default: lambda t: 0,
-    _aten.dim.default: lambda t: len(t._sizes),
+    _aten.dim.default: lambda t: len(t.held_sizes),
     _aten.is_contiguous.default: lambda t: True,
     _aten.is_contiguous.memory_format: lambda t: True,
 }
@@ -53,7 +54,7 @@ class SimulatedDeviceTensor(torch.Tensor):
     """A torch.Tensor over simulated device memory: `ptr` (a DevicePtr) holds its bytes; host reads raise."""
 
     ptr: DevicePtr
-    _sizes: tuple[int, ...]
+    held_sizes: tuple[int, ...]  # the sizes torch is told (sym_size and the other metadata queries)
 
     @staticmethod
     def __new__(
@@ -67,7 +68,7 @@ class SimulatedDeviceTensor(torch.Tensor):
         tensor = torch.Tensor._make_wrapper_subclass(
             cls, tuple(sizes), dtype=dtype, device=device, dispatch_sizes_strides_policy="sizes"
         )
-        tensor._sizes = tuple(int(s) for s in sizes)
+        tensor.held_sizes = tuple(int(s) for s in sizes)
         tensor.ptr = ptr
         return tensor
 
@@ -100,7 +101,7 @@ class SimulatedDeviceTensor(torch.Tensor):
 def describe(tensor: torch.Tensor) -> str:
     """Where a device tensor's memory lives and what it holds, without reading it (for messages)."""
     ptr = getattr(tensor, "ptr", None) or getattr(tensor, _PTR_ATTR, None)
-    where = f"cuda:{ptr.index}" if ptr is not None else str(tensor.device)
+    where = device_string(ptr.index) if ptr is not None else str(tensor.device)
     return f"{where}, {tensor.dtype}, {list(tensor.shape)}, labelled {tensor.device}"
 
 
@@ -129,7 +130,7 @@ def cuda_tensor(ptr: DevicePtr, dtype: torch.dtype, sizes: Sequence[int], alloca
         flat = from_dlpack(allocator.device_array(ptr, np.uint8, (nbytes,)))
         tensor = flat[: math.prod(sizes) * dtype.itemsize].view(dtype).view(tuple(sizes))
     else:
-        tensor = torch.empty(tuple(sizes), dtype=dtype, device=f"cuda:{ptr.index}")
+        tensor = torch.empty(tuple(sizes), dtype=dtype, device=device_string(ptr.index))
     setattr(tensor, _PTR_ATTR, ptr)
     return tensor
 
@@ -168,6 +169,6 @@ def writable_nbytes(tensor: torch.Tensor) -> int:
 def resize_metadata(tensor: torch.Tensor, sizes: Sequence[int]) -> None:
     """Resize without growing storage (the caller checked the bytes fit): sizes/strides only."""
     if isinstance(tensor, SimulatedDeviceTensor):
-        tensor._sizes = tuple(int(s) for s in sizes)
+        tensor.held_sizes = tuple(int(s) for s in sizes)
     elif tuple(tensor.shape) != tuple(sizes):
         tensor.resize_(tuple(sizes))

@@ -19,8 +19,9 @@ import torch
 
 from ..devices.allocator import DevicePtr
 from ..devices.device import CPU, Device
-from ..devices.errors import DeviceMemoryAccessError, InvalidArgumentError, InvalidArgumentTypeError
+from ..devices.errors import DeviceMemoryAccessError
 from ..devices.registry import get_device_allocator
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from .error import Error
 
 Storage = np.ndarray | DevicePtr
@@ -241,10 +242,6 @@ class PortableTensor:
         )
 
     # ---- host access ----------------------------------------------------------------------------------------
-    def host_buffer(self) -> np.ndarray:
-        """The bytes of this CPU tensor's elements (a uint8 view), e.g. for an allocator copy."""
-        return self._host_storage("host_buffer")[: self.nbytes]
-
     def host_view(self) -> torch.Tensor:
         """A zero-copy torch view of this CPU tensor (over the whole capacity, so PyTorch may resize it in place)."""
         storage = self._host_storage("host_view")

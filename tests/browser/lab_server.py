@@ -29,7 +29,8 @@ VIEWPORT = {"width": 1600, "height": 1000}
 
 
 def open_browser(playwright, profile: Path):
-    """Headless Chromium with a fresh profile in `profile`, at the size the issue reports were made at."""
+    """Headless Chromium with a fresh profile in `profile`, at one fixed desktop size (`VIEWPORT`), so layouts and
+    screenshots compare from run to run."""
     return playwright.chromium.launch_persistent_context(
         str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT
     )

@@ -188,6 +188,7 @@ def test_non_finite_numbers_become_null_with_a_note(capsys, monkeypatch):
     monkeypatch.setattr(devcopy_lib.compare, "compare_outputs", lambda outputs, expected: (False, float("inf")))
     code, result, _ = _json(capsys, "run", "add", "--backend", "simulated")
     assert code == 1 and result["max_abs_err"] is None
+    assert "step_errors" not in result  # one call: max_abs_err says it
     assert result["notes"] == ["max_abs_err is inf (not representable in JSON: written as null)"]
 
 

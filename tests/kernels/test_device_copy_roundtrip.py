@@ -10,6 +10,7 @@ from random_dags import random_bits, same_bits
 
 from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.kernels.device_copy import _d2h_copy_out, _h2d_copy_out
+from devcopy_lib.names import device_string
 from devcopy_lib.tensors.context import KernelRuntimeContext
 from devcopy_lib.tensors.error import Error
 from devcopy_lib.tensors.tensor import PortableTensor, TensorShapeDynamism
@@ -43,7 +44,7 @@ def test_roundtrip_is_exact_and_bound_outs_shrink(dtype, shape, seed, index, sla
     numel = source.numel()
     with scoped_allocators(SimulatedCudaAllocator()):
         ctx = KernelRuntimeContext()
-        device = PortableTensor.empty(dtype, shape, f"cuda:{index}")
+        device = PortableTensor.empty(dtype, shape, device_string(index))
         _h2d_copy_out(ctx, PortableTensor.from_torch(source), device)
         back = PortableTensor.empty(dtype, (numel + slack,) if shape else (), dynamism=BOUND, capacity=numel + slack)
         if shape:

@@ -12,6 +12,7 @@ from random_dags import OVERLOADS, random_dags
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, models, place_devices
 from devcopy_lib.lowering.delegate import delegate_of
 from devcopy_lib.lowering.nodes import node_kind
+from devcopy_lib.names import device_string
 from devcopy_lib.placement.place import PlacementError
 
 pytestmark = pytest.mark.reference
@@ -113,7 +114,7 @@ def test_sample_models_match_executorch(name):
 def test_random_dags_match_executorch(dag, data):
     ops = data.draw(st.lists(st.sampled_from(sorted(OVERLOADS.values())), min_size=1, unique=True))
     partition = data.draw(st.sampled_from(["capability", "per_node"]))
-    targets = data.draw(st.sampled_from(["cuda:0", {op: f"cuda:{i % 2}" for i, op in enumerate(sorted(ops))}]))
+    targets = data.draw(st.sampled_from(["cuda:0", {op: device_string(i % 2) for i, op in enumerate(sorted(ops))}]))
     if isinstance(targets, dict):
         partition = "per_node"  # one device per delegate: an op-keyed map may not split a mixed group
     assert_agree(*both(*dag, ops, targets, partition, **data.draw(st.sampled_from(SKIPS))), (ops, partition))

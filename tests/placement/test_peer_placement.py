@@ -13,6 +13,7 @@ from random_dags import random_dags
 from devcopy_lib import SimulatedCudaAllocator, export_and_lower, place_devices
 from devcopy_lib.devices import scoped_allocators
 from devcopy_lib.lowering.nodes import call_device, device_of, node_kind
+from devcopy_lib.names import device_string
 from devcopy_lib.placement.place import PlaceDevicesPass
 
 TWO = {"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
@@ -99,7 +100,7 @@ def test_random_device_assignments(dag, seed, access):
     never moves more bytes through the host than `executorch`."""
     module, example = dag
     lowered = export_and_lower(module, example, partition="per_node", target_device=None)
-    targets = {name: f"cuda:{seed.randrange(3)}" for name in lowered.delegates}
+    targets = {name: device_string(seed.randrange(3)) for name in lowered.delegates}
     lowered = export_and_lower(module, example, partition="per_node", target_device=targets)
     ours = place_devices(lowered, strategy="peer", peer_access=access)
     theirs = place_devices(lowered, strategy="executorch")

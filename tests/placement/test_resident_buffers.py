@@ -21,7 +21,7 @@ from devcopy_lib import (
     place_devices,
     scoped_allocators,
 )
-from devcopy_lib.devices.errors import InvalidArgumentError
+from devcopy_lib.errors import InvalidArgumentError
 from devcopy_lib.names import CopyRole
 
 ROWS, WIDTH = 8, 4

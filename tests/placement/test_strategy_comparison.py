@@ -16,7 +16,7 @@ from random_dags import random_dags
 
 from devcopy_lib import SimulatedCudaAllocator, export_and_lower, place_devices
 from devcopy_lib.devices import scoped_allocators
-from devcopy_lib.names import STRATEGIES
+from devcopy_lib.names import STRATEGIES, device_string
 from devcopy_lib.placement import place as placement
 from devcopy_lib.placement.place import PlacementError
 from devcopy_lib.placement.report import build_report
@@ -100,7 +100,7 @@ def _placed_or_refused(lowered, strategy, **options):
 def test_the_comparison_equals_placing_each_strategy(dag, seed, strategy, access, skips, planning):
     module, example = dag
     lowered = export_and_lower(module, example, partition="per_node", target_device=None)
-    targets = {name: f"cuda:{seed.randrange(3)}" for name in lowered.delegates}
+    targets = {name: device_string(seed.randrange(3)) for name in lowered.delegates}
     lowered = export_and_lower(module, example, partition="per_node", target_device=targets)
     options = dict(
         skip_h2d_for_method_inputs=skips[0] and planning,

@@ -12,18 +12,17 @@ import torch
 
 from devcopy_lib import models
 from devcopy_lib.devices import scoped_allocators
-from devcopy_lib.devices.errors import InvalidArgumentError
 from devcopy_lib.emitter.emit import emit
+from devcopy_lib.errors import InvalidArgumentError
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower
+from devcopy_lib.names import MODES
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.capture import DeviceWork, group_steps
 from devcopy_lib.runtime.failures import ExecutionError, LoadError
 from devcopy_lib.runtime.libs import aten_lib
 from devcopy_lib.tensors.error import Error
-
-MODES = ["portable", "aten"]
 
 
 def _libs(mode: str):  # noqa: ANN202 - a test helper

@@ -19,12 +19,12 @@ from devcopy_lib.emitter.emit import emit
 from devcopy_lib.kernels.prim_ops import SymBox, SymList, current, prim_name
 from devcopy_lib.lowering.nodes import is_d2h, is_h2d
 from devcopy_lib.models.samples import transformer_block
+from devcopy_lib.names import MODES
 from devcopy_lib.pte.executorch_reference import available
 from devcopy_lib.runtime.failures import ExecutionError
 from devcopy_lib.runtime.program import SymListValue, SymValue
 from devcopy_lib.runtime.resolve import PRIM_LIB, resolve_operators
 
-MODES = ["portable", "aten"]
 BACKENDS = ["simulated", pytest.param("cupy", marks=pytest.mark.gpu)]
 BATCH = torch.export.Dim("batch", min=1, max=8)
 SEQ = torch.export.Dim("seq", min=2, max=16)

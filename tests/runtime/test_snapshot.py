@@ -21,7 +21,7 @@ from devcopy_lib.devices.allocator import DeviceAllocator
 from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower, lower
-from devcopy_lib.names import ErrorKind
+from devcopy_lib.names import MODES, ErrorKind
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.eager import eager_program
@@ -30,7 +30,6 @@ from devcopy_lib.runtime.libs import aten_lib
 from devcopy_lib.runtime.method import Method
 from devcopy_lib.tensors.error import Error
 
-MODES = ["portable", "aten"]
 BACKENDS = ["simulated", pytest.param("cupy", marks=pytest.mark.gpu)]
 
 

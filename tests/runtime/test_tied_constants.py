@@ -13,13 +13,13 @@ from torch import nn
 from devcopy_lib.devices import DeviceAllocator, SimulatedCudaAllocator, scoped_allocators
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower
+from devcopy_lib.names import MODES
 from devcopy_lib.ops.schema import ET_COPY_OPS_YAML
 from devcopy_lib.placement.place import place_devices
 from devcopy_lib.runtime.failures import ConstantsChangedError, LoadError
 from devcopy_lib.runtime.libs import aten_lib
 from devcopy_lib.runtime.method import Method
 
-MODES = ["portable", "aten"]
 BACKENDS = ["simulated", pytest.param("cupy", marks=pytest.mark.gpu)]
 WEIGHT_BYTES = 8 * 8 * 4
 

@@ -29,7 +29,8 @@ def tracks(trace):
 
 
 def check_structure(trace, rows):
-    """What every trace must be: the checks the issue names (docs/explorer.md, Exports)."""
+    """What every trace must be: one complete event per profile row, on its track, with the row's duration
+    (docs/explorer.md, Exports)."""
     processes, threads = tracks(trace)
     complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert len(complete) == len(rows)
