@@ -103,6 +103,11 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     libs = _libs(args)
     backend = backend_name(args)
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
+        if args.steps > 1:
+            raise UsageError(
+                f"--steps {args.steps} steps a model beside its eager module, and {args.model} is an ExecuTorch "
+                "program with no eager module: drop --steps, or pass the model (a sample or file.py:factory)"
+            )
         return pte.run(args, libs, backend, _profile)
     module, inputs, placed = lower_and_place(args, backend)
     errors: list[float | None] = []
@@ -176,9 +181,9 @@ def _render(result: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"{result['model']}: {'ok' if result['ok'] else 'MISMATCH'} ({result['mode']} mode, {result['backend']} "
-            f"backend, {result['strategy']} placement{', resident buffers' if result['resident_buffers'] else ''})",
+            f"backend, {result['strategy']} placement{', resident buffers' if result.get('resident_buffers') else ''})",
             f"  max |devcopy - eager| = {result['max_abs_err']:.3g}"
-            + (f" over {result['steps']} consecutive calls" if result["steps"] > 1 else "")
+            + (f" over {result['steps']} consecutive calls" if result.get("steps", 1) > 1 else "")
             if result["max_abs_err"] is not None
             else "  max |devcopy - eager|: not a number (NaN where eager has none)",
             f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
