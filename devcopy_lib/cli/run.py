@@ -139,6 +139,11 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     libs = _libs(args)
     backend = backend_name(args)
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
+        if args.steps > 1:
+            raise UsageError(
+                f"--steps {args.steps} steps a model beside its eager module, and {args.model} is an ExecuTorch "
+                "program with no eager module: drop --steps, or pass the model (a sample or file.py:factory)"
+            )
         return pte.run(args, libs, backend, trial)
     module, inputs, placed = lower_and_place(args, backend)
     errors: list[float | None] = []

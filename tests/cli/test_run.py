@@ -134,6 +134,12 @@ def test_a_resident_kv_cache_decodes_equal_to_eager_over_several_steps(capsys):
     assert code == 0 and json.loads(placed.out)["copy_bytes_by_role"]["cache"] == {"h2d": 0, "d2h": 0}
 
 
+@pytest.mark.parametrize("steps", ["0", "1001", "x"])
+def test_a_step_count_outside_1_to_1000_is_an_argument_error(capsys, steps):
+    code, result, _ = _run(capsys, "add", "--steps", steps)
+    assert code == 2 and result["error"]["kind"] == "usage" and "--steps" in result["error"]["message"]
+
+
 INPLACE_MODEL = """
 import torch
 
