@@ -13,9 +13,20 @@ import torch
 
 from ..devices.errors import InvalidArgumentTypeError
 from ..kernels.portable_cpu import aten_overload, split_arguments
-from ..kernels.prim_ops import PRIM_FUNCTIONS, SymBox, SymList, current, is_symbolic, prim_kernel
+from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_TENSOR_OPS, SymBox, SymList, current, is_symbolic, prim_kernel
 from .libs import native_lib
-from .program import DelegateCall, KernelCall, Program, SymListValue, SymValue, TensorListValue, TensorValue
+from .program import (
+    DelegateCall,
+    FreeCall,
+    JumpFalseCall,
+    KernelCall,
+    MoveCall,
+    Program,
+    SymListValue,
+    SymValue,
+    TensorListValue,
+    TensorValue,
+)
 from .resolve import resolve_operators
 
 COPY_NAMESPACE = "et_copy::"
@@ -43,6 +54,25 @@ def _call_now(op: Callable[..., Any], positional: list[Any], keywords: dict[str,
         op(*(current(a) for a in positional), **{k: current(v) for k, v in keywords.items()})
 
     return step
+
+
+def _jump(cond: Any, after: int, destination: int) -> Callable[[], int]:
+    """A JumpFalseCall as torch runs it: the next position (`destination` when `cond` is false)."""
+    if isinstance(cond, torch.Tensor):
+        return lambda: after if bool(cond.all()) else destination
+    return lambda: after if bool(current(cond)) else destination
+
+
+def _move(source: Any, target: Any) -> Callable[[], None]:
+    """A MoveCall: the target takes the source's sizes and contents (a tensor) or value (a run-time scalar)."""
+
+    def move() -> None:
+        if isinstance(target, torch.Tensor):
+            target.resize_(source.shape).copy_(source)
+        else:
+            target.value = current(source)
+
+    return move
 
 
 def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., list[torch.Tensor]]:
@@ -84,7 +114,18 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
         return value.value
 
     steps: list[Callable[[], object]] = []
-    for ins in program.instructions:
+    gotos: dict[int, Callable[[], int]] = {}  # a jump's position -> where to go on
+    for position, ins in enumerate(program.instructions):
+        if isinstance(ins, JumpFalseCall):
+            gotos[position] = _jump(lift(ins.cond), position + 1, ins.destination)
+            steps.append(lambda: None)
+            continue
+        if isinstance(ins, MoveCall):
+            steps.append(_move(lift(ins.move_from), lift(ins.move_to)))
+            continue
+        if isinstance(ins, FreeCall):
+            steps.append(lambda: None)
+            continue
         if isinstance(ins, DelegateCall):
             delegate = program.delegates[ins.delegate]
             args = [lift(i) for i in (*ins.args, *delegate.constants)]
@@ -95,7 +136,7 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
         if name.startswith(COPY_NAMESPACE):  # (src, ..., out): the copy torch itself would make
             steps.append(partial(tensors[ins.args[-1]].copy_, tensors[ins.args[0]]))
             continue
-        if name in PRIM_FUNCTIONS:  # a size: computed into its SymBox at each call
+        if name in PRIM_FUNCTIONS or name in PRIM_TENSOR_OPS:  # a size, computed into its SymBox at each call
             steps.append(prim_kernel(name, portable=False).prepare([lift(i) for i in ins.args], ()))
             continue
         schema = resolve_operators([name], [native_lib()])[0].schema
@@ -113,8 +154,15 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
     def run(*xs: torch.Tensor) -> list[torch.Tensor]:
         for slot, x in zip(inputs, xs, strict=True):
             slot.copy_(x)
-        for step in per_call:
-            step()
+        if gotos:  # control flow: by a program counter
+            position, end = program.load_instructions, len(steps)
+            while position < end:
+                steps[position]()
+                goto = gotos.get(position)
+                position = position + 1 if goto is None else goto()
+        else:
+            for step in per_call:
+                step()
         return [out.cpu() if out.device.type != "cpu" else out.clone() for out in outputs]
 
     return run

@@ -241,6 +241,16 @@ class Program:
             return self.delegates[ins.delegate].name
         return CONTROL_KIND[type(ins)]
 
+    def branch_of(self, position: int) -> str:
+        """The innermost control-flow branch instruction `position` runs in, as `node.label` (`cond.true`,
+        `map_impl.body`); empty outside every branch."""
+        found, width = "", len(self.instructions) + 1
+        for region in self.control_flow:
+            for label, start, stop in region.branches:
+                if start <= position < stop and stop - start < width:
+                    found, width = f"{region.node}.{label}", stop - start
+        return found
+
     @property
     def has_jumps(self) -> bool:
         """Whether control flow makes the instructions run other than once each, in order."""
