@@ -72,6 +72,14 @@ def _host_profile(fn, calls: int) -> list[dict]:
     return sorted(rows, key=lambda r: -r["own_us"])[:15]
 
 
+def _safely(fn):
+    """`fn()`, or what went wrong: one failed measurement must not lose the others of a lent machine's run."""
+    try:
+        return fn()
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="transformer_block")
@@ -122,10 +130,12 @@ def main(argv=None) -> int:
                 "hand-written": (times["hand-written call"] - times["hand-written replay only"]) * 1e6,
             },
             "kernels": {
-                "devcopy (uncaptured)": _kernels(lambda: plain(*inputs)),
-                "eager module": _kernels(lambda: eager(*inputs)),
+                "devcopy (uncaptured)": _safely(lambda: _kernels(lambda: plain(*inputs))),
+                "devcopy (graph replay)": _safely(lambda: _kernels(lambda: method(*inputs))),
+                "eager module": _safely(lambda: _kernels(lambda: eager(*inputs))),
+                "hand-written CUDA graph": _safely(lambda: _kernels(lambda: hand(*inputs))),
             },
-            "host_profile": _host_profile(lambda: method(*inputs), args.calls),
+            "host_profile": _safely(lambda: _host_profile(lambda: method(*inputs), args.calls)),
         }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     for k, v in result["median_us"].items():
@@ -133,9 +143,16 @@ def main(argv=None) -> int:
     for k, v in result["host_us"].items():
         print(f"host work around the replay, {k}: {v:.1f} us")
     for k, v in result["kernels"].items():
+        if "error" in v:
+            print(f"{k}: {v['error']}")
+            continue
         print(f"{k}: {v['launches_per_call']:.0f} GPU launches per call, {v['device_us_per_call']:.1f} us of GPU time")
-    for row in result["host_profile"]:
-        print(f"  {row['own_us']:7.2f} us own  {row['cum_us']:7.2f} us cum  {row['function']}")
+        for row in v["top"]:
+            print(f"    {row['count']:4.1f} x {row['us']:7.1f} us  {row['name']}")
+    profile = result["host_profile"]
+    for row in profile if isinstance(profile, list) else [profile]:
+        own = f"{row['own_us']:7.2f} us own  {row['cum_us']:7.2f} us cum  {row['function']}" if "own_us" in row else row
+        print(f"  {own}")
     print(f"wrote {args.out}")
     return 0
 
