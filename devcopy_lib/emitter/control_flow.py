@@ -21,16 +21,43 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import fx
 
 from ..lowering.user_model import UnsupportedModelError
-from ..runtime.program import ControlRegion, JumpFalseCall, KernelCall, ScalarValue, SymValue, TensorValue
+from ..runtime.program import (
+    ControlRegion,
+    Instruction,
+    JumpFalseCall,
+    KernelCall,
+    Program,
+    ScalarValue,
+    SymValue,
+    TensorValue,
+    Value,
+)
 
-if TYPE_CHECKING:
-    from .emit import _Emitter
+
+class _Emitter(Protocol):
+    """What control flow needs of the emitter (emit.py's `_Emitter`, which imports this module)."""
+
+    gm: fx.GraphModule
+    program: Program
+    node_value: dict[fx.Node, Any]
+    bound_inputs: list[int | None]
+    concrete_outputs: list[int]
+
+    def index(self, arg: object) -> int: ...
+    def add(self, value: Value) -> int: ...
+    def planned(self, val: torch.Tensor, node: fx.Node) -> int: ...
+    def append(self, instruction: Instruction) -> int: ...
+    def operator(self, name: str) -> int: ...
+    def subgraph(
+        self, graph_module: fx.GraphModule, inputs: list[int | None], outputs: list[int] | None
+    ) -> _Emitter: ...
+
 
 # How a user writes each construct, where the op's name differs
 CONSTRUCT = {"cond": "torch.cond", "map_impl": "control_flow.map", "scan": "torch.scan"}
@@ -75,7 +102,9 @@ def _results(em: _Emitter, node: fx.Node, stacked: range = range(0)) -> list[int
         index = em.planned(val, node)
         value = em.program.values[index]
         if position in stacked and isinstance(value, TensorValue):
-            dims = tuple(sorted({0, *(value.spec.dynamic_dims or range(len(value.spec.sizes)) if value.spec.dynamic else ())}))
+            dims = tuple(
+                sorted({0, *(value.spec.dynamic_dims or range(len(value.spec.sizes)) if value.spec.dynamic else ())})
+            )
             spec = dataclasses.replace(value.spec, dynamic=True, dynamic_dims=dims)
             em.program.values[index] = dataclasses.replace(value, spec=spec)
         indices.append(index)
@@ -146,7 +175,7 @@ def emit_scan(em: _Emitter, node: fx.Node) -> None:
     """A loop over the first dimension of `xs` carrying state: ExecuTorch's `_emit_scan` (which copies with
     `aten::copy_`; devcopy's out form `aten::copy.out(carry, new, False, out=carry)` does the same)."""
     combine_arg, init, xs, additional = node.args
-    init, xs, additional = list(init), list(xs), list(additional)  # type: ignore[call-overload]
+    init, xs, additional = (list(a) for a in (init, xs, additional))  # type: ignore[arg-type]  # lists of nodes
     if not xs:
         raise _refuse(node, "it scans over no input; ExecuTorch emits scan over at least one")
     outs = _results(em, node, stacked=range(len(init), len(node.meta["val"])))
@@ -163,7 +192,9 @@ def emit_scan(em: _Emitter, node: fx.Node) -> None:
     for position, x, index in zip(selects, scanned, body.bound_inputs[len(carries) :], strict=False):
         _patch(em, position, args=(x, zero, counter, index))
     if len(body.concrete_outputs) != len(outs):
-        raise ValueError(f"{node.name}: the combine function returns {len(body.concrete_outputs)} values, scan {len(outs)}")
+        raise ValueError(
+            f"{node.name}: the combine function returns {len(body.concrete_outputs)} values, scan {len(outs)}"
+        )
     for new, carry in zip(body.concrete_outputs, carries, strict=False):
         _kernel(em, "aten::copy.out", carry, new, em.add(ScalarValue(False)), carry)
     for row, out in zip(body.concrete_outputs[len(carries) :], stacked, strict=True):

@@ -174,7 +174,9 @@ PRIM_SCHEMAS: dict[str, str] = {
         f"executorch_prim::{name}.Scalar": f"{name}.Scalar(Scalar a{'' if _arity(fn) == 1 else ', Scalar b'}) -> Scalar"
         for name, fn in _SCALAR_OPS.items()
     },
-    "executorch_prim::et_copy_index.tensor": "et_copy_index.tensor(Tensor(a!) copy_to, Tensor copy_from, SymInt index) -> ()",
+    "executorch_prim::et_copy_index.tensor": (
+        "et_copy_index.tensor(Tensor(a!) copy_to, Tensor copy_from, SymInt index) -> ()"
+    ),
 }
 
 

@@ -204,8 +204,8 @@ def _refuse_control_flow(exported: ExportedProgram) -> None:
             raise UnsupportedModelError(
                 f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower, as "
                 "ExecuTorch 1.5.1 does not (its to_edge or its emitter refuses it): only torch.cond, "
-                "control_flow.map and torch.scan are lowered. Export an unrolled form (decide the loop count in Python before "
-                "export), or see docs/differences.md."
+                "control_flow.map and torch.scan are lowered. Export an unrolled form (decide the loop count in "
+                "Python before export), or see docs/differences.md."
             )
 
 

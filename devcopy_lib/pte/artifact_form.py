@@ -186,9 +186,11 @@ def program_artifact(program: Program) -> Artifact:
         reads = tuple(names.of[t] for t in tensors if t in names.of)
         if isinstance(ins, KernelCall):
             kind, name = "kernel", program.operators[ins.op]
-        else:
+        elif isinstance(ins, DelegateCall):
             kind, name = "delegate", f"delegate_{ins.delegate}@{program.delegates[ins.delegate].device}"
-            outs = list(ins.outputs) if isinstance(ins, DelegateCall) else outs
+            outs = list(ins.outputs)
+        else:  # a jump, move or free: named by its kind, as the .pte reader names them
+            kind = name = program.instruction_name(position)
         if name == VIEW_COPY and not set(outs) & set(program.outputs):
             # a view of a view is one of the base (ExecuTorch's NormalizeViewCopyBasePass)
             names.of[outs[0]] = reads[0] if reads[0].startswith("view(") else f"view({reads[0]})"
@@ -196,7 +198,7 @@ def program_artifact(program: Program) -> Artifact:
             continue
         specs = [_spec(program.tensor(t).spec.dtype, program.tensor(t).spec.sizes) for t in outs]
         steps.append(Step(position, kind, name, reads, names.written(name, reads, outs, specs)))
-        if name in COPY_OP_BY_NAME:
+        if name in COPY_OP_BY_NAME and isinstance(ins, KernelCall):
             source, out = program.tensor(ins.args[0]).spec, program.tensor(ins.args[-1]).spec
             copies.append(_copy(position, name, reads[0], source.dtype, source.sizes, (source.device, out.device)))
     realigned = plan(memory_plan.requests, EXECUTORCH_ALIGNMENT).buffers

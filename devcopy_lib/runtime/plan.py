@@ -77,8 +77,9 @@ def _nothing() -> None:
     return None
 
 
-def _jump_step(position: int, ins: JumpFalseCall, objects: list[Any], slots: dict[int, Slot], tensors: Any,
-               base: int, end: int) -> Step:
+def _jump_step(
+    position: int, ins: JumpFalseCall, objects: list[Any], slots: dict[int, Slot], tensors: Any, base: int, end: int
+) -> Step:
     """A JumpFalseCall: on to the next step when the condition holds, else to `destination` (positions are the
     program's; `base` is where the call's steps start). A bool tensor holds when every element is true, as in
     ExecuTorch's runtime (method.cpp, parse_cond_value); a scalar by its truth."""
@@ -94,7 +95,8 @@ def _jump_step(position: int, ins: JumpFalseCall, objects: list[Any], slots: dic
     if slot is not None:
         if slot.spec.dtype != torch.bool:
             raise LoadError(
-                Error.InvalidProgram, f"{where}: its condition (value {ins.cond}) is a {slot.spec.dtype} tensor, not bool"
+                Error.InvalidProgram,
+                f"{where}: its condition (value {ins.cond}) is a {slot.spec.dtype} tensor, not bool",
             )
         if slot.ptr is not None:
             raise LoadError(
@@ -119,7 +121,8 @@ def _jump_step(position: int, ins: JumpFalseCall, objects: list[Any], slots: dic
 
     else:
         raise LoadError(
-            Error.InvalidProgram, f"{where}: its condition (value {ins.cond}) is {cond!r}, neither a bool tensor nor a bool"
+            Error.InvalidProgram,
+            f"{where}: its condition (value {ins.cond}) is {cond!r}, neither a bool tensor nor a bool",
         )
 
     def goto() -> int:
@@ -236,8 +239,9 @@ def _step(
 ) -> Step:
     """One instruction, prepared."""
     if isinstance(instruction, JumpFalseCall):
-        return _jump_step(position, instruction, objects, slots, tensors, program.load_instructions,
-                          len(program.instructions))
+        return _jump_step(
+            position, instruction, objects, slots, tensors, program.load_instructions, len(program.instructions)
+        )
     if isinstance(instruction, MoveCall):
         return _move_step(position, instruction, objects, slots, tensors)
     if isinstance(instruction, FreeCall):

@@ -189,7 +189,12 @@ class ControlRegion:
             ran = 0 <= start < len(visits) and visits[start] > 0
             branch = None if not ran else ("true" if probe else "false")
             return {"node": self.node, "construct": self.construct, "branch": branch, "iterations": int(ran)}
-        return {"node": self.node, "construct": self.construct, "branch": "body" if probe else None, "iterations": probe}
+        return {
+            "node": self.node,
+            "construct": self.construct,
+            "branch": "body" if probe else None,
+            "iterations": probe,
+        }
 
 
 @dataclass

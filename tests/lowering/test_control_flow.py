@@ -102,7 +102,11 @@ def test_control_flow_stays_on_the_cpu_and_only_top_level_ops_are_delegated(name
     assert all(set(d.ops) <= top for d in lowered.delegates.values())
     for got, want in zip(_as_tuple(lowered(*inputs)), _as_tuple(model(*inputs)), strict=True):
         torch.testing.assert_close(got, want)  # the branches run as CPU submodules
-    flow = [n for n in place_devices(lowered).graph_module.graph.nodes if isinstance(n.target, torch._ops.HigherOrderOperator)]
+    flow = [
+        n
+        for n in place_devices(lowered).graph_module.graph.nodes
+        if isinstance(n.target, torch._ops.HigherOrderOperator)
+    ]
     assert flow and all(node_kind(n) == "cpu_op" and str(n.meta["device"]) == "cpu" for n in flow)
 
 
@@ -119,7 +123,9 @@ def test_control_flow_places_with_the_counts_executorch_gives(placed, name, coun
 
 @pytest.mark.reference
 @pytest.mark.parametrize("name", sorted(PLACED))
-@pytest.mark.parametrize("ops", [DEFAULT_DELEGATE_OPS, MATRIX, ("relu.default", "add.Tensor")], ids=["default", "matrix", "relu_add"])
+@pytest.mark.parametrize(
+    "ops", [DEFAULT_DELEGATE_OPS, MATRIX, ("relu.default", "add.Tensor")], ids=["default", "matrix", "relu_add"]
+)
 @pytest.mark.parametrize("options", [{}, {"skip_d2h_for_method_outputs": True}], ids=["", "skip_d2h"])
 def test_control_flow_places_like_executorch(name, ops, options):
     model, inputs, _ = PLACED[name]
@@ -147,10 +153,18 @@ def test_cond_is_emitted_as_executorch_emits_it(placed):
     assert first.destination == skip + 1 and second.destination == moves[1] + 1
     assert program.values[second.cond].value is False and choose < moves[0] < skip < moves[1]
     assert [program.instruction_name(i) for i in range(choose + 1, second.destination)] == [
-        "aten::sin.out", "move", "jump", "aten::cos.out", "move"
+        "aten::sin.out",
+        "move",
+        "jump",
+        "aten::cos.out",
+        "move",
     ]
     region = program.control_flow[0]
-    assert (region.node, region.construct, [label for label, *_ in region.branches]) == ("cond", "torch.cond", ["true", "false"])
+    assert (region.node, region.construct, [label for label, *_ in region.branches]) == (
+        "cond",
+        "torch.cond",
+        ["true", "false"],
+    )
 
 
 @pytest.mark.parametrize("name", ["map", "scan"])
@@ -160,7 +174,9 @@ def test_a_loop_jumps_back_to_its_select_and_resets_its_counter(placed, name):
     back = names.index("jump")
     assert program.instructions[back].destination == names.index("aten::select_copy.int_out")
     assert names[back - 3 : back] == [
-        "executorch_prim::et_copy_index.tensor", "executorch_prim::add.Scalar", "executorch_prim::eq.Scalar"
+        "executorch_prim::et_copy_index.tensor",
+        "executorch_prim::add.Scalar",
+        "executorch_prim::eq.Scalar",
     ]
     assert names[back + 1] == "executorch_prim::sub.Scalar"  # the next call starts at row 0 again
 
@@ -226,7 +242,7 @@ def test_executorch_refuses_map_over_two_inputs_too():
     from devcopy_lib.pte.executorch_reference import ExecuTorchRefusal, executorch_program
 
     with pytest.raises((ExecuTorchRefusal, RuntimeError)):
-        executorch_program(MapTwoInputs(), (torch.randn(3, 4), torch.randn(3, 4)), DEFAULT_DELEGATE_OPS).buffer
+        _ = executorch_program(MapTwoInputs(), (torch.randn(3, 4), torch.randn(3, 4)), DEFAULT_DELEGATE_OPS).buffer
 
 
 def test_while_loop_is_refused_at_lowering_naming_the_construct():
@@ -255,6 +271,8 @@ def test_the_cli_places_and_runs_cond(tmp_path):
     cli = [sys.executable, "-m", "devcopy_lib"]
     place = subprocess.run([*cli, "place", f"{path}:build", "--json"], capture_output=True, text=True)
     assert place.returncode == 0 and json.loads(place.stdout)["delegate_devices"] == {"delegate_0": "cuda:0"}
-    run = subprocess.run([*cli, "run", f"{path}:build", "--json", "--backend", "simulated"], capture_output=True, text=True)
+    run = subprocess.run(
+        [*cli, "run", f"{path}:build", "--json", "--backend", "simulated"], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert json.loads(run.stdout)["ok"] is True
