@@ -70,11 +70,25 @@ def test_without_peer_access_the_allocator_hops_through_host(lowered):
     assert (sim.stats.d2d_count, sim.stats.d2d_host_hops) == (1, 1)
 
 
-def test_aten_mode_without_the_peer_lib_names_the_fix(lowered):
+def test_aten_mode_default_libs_follow_the_peer_strategy(lowered, sim):
+    """libs=None links what the strategy emits: the peer lib for a program with a D2D copy, not for one without."""
+    program, inputs = lowered
+    with load_method(place_devices(program, strategy="peer", peer_access=True), "aten") as method:
+        (out,) = method(*inputs)
+        assert method.copies_executed["d2d"] == 1
+        assert "peer_copy_ops_aten_lib" in {kernel.lib for kernel in method.kernels}
+    torch.testing.assert_close(out, AddAdd()(*inputs))
+    with load_method(place_devices(program), "aten") as method:
+        assert "peer_copy_ops_aten_lib" not in {kernel.lib for kernel in method.kernels}
+
+
+def test_aten_mode_with_libs_that_leave_out_the_peer_lib_names_the_lib_and_the_flag(lowered):
     from devcopy_lib.runtime.resolve import MissingOperatorError
 
-    with pytest.raises(MissingOperatorError, match="link peer_copy_ops_aten_lib"):
-        load_method(place_devices(lowered[0], strategy="peer"), "aten")
+    with pytest.raises(MissingOperatorError, match="link peer_copy_ops_aten_lib") as refused:
+        load_method(place_devices(lowered[0], strategy="peer"), "aten", ["native", "device_copy_ops_aten_lib"])
+    assert "Missing operator: [1] et_copy::_d2d_copy.out" in str(refused.value)
+    assert "(--aten-libs native,device_copy_ops_aten_lib,peer_copy_ops_aten_lib)" in str(refused.value)
 
 
 class SharedInput(torch.nn.Module):

@@ -9,6 +9,7 @@ from ..names import format_bytes as format_bytes  # the one bytes formatter (nam
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
 
+MAX_DIGITS = 18  # a size of 19 digits is already more than an exabyte: longer ones are typos
 CUDA_SIZES = [4 << (2 * i) for i in range(15)]  # 4 B .. 1 GiB in steps of 4x
 CI_SIZES = [4, 4 << 10, 256 << 10, 1 << 20]
 
@@ -16,10 +17,16 @@ CI_SIZES = [4, 4 << 10, 256 << 10, 1 << 20]
 def parse_size(text: str) -> int:
     """`64M` -> 67108864; raises ValueError naming the bad text and the accepted forms."""
     match = _SIZE.match(text)
+    shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
+    if match and len(match.group(1).lstrip("0")) > MAX_DIGITS:
+        # refused before int(): a long digit string is no size, and past 4300 digits int() itself refuses it
+        raise ValueError(
+            f"Bad size {shown}: {len(match.group(1).lstrip('0'))} digits are more bytes than any memory holds; "
+            "give sizes up to 1G or so (e.g. 4K..1G)"
+        )
     if not match or int(match.group(1)) == 0:
         raise ValueError(
-            f"Bad size {text!r}: expected a positive integer with an optional binary suffix K, M or G "
-            "(e.g. 4K, 64M, 1G)"
+            f"Bad size {shown}: expected a positive integer with an optional binary suffix K, M or G (e.g. 4K, 64M, 1G)"
         )
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
 

@@ -48,10 +48,13 @@ def user_code(spec: str, stage: str) -> Iterator[None]:
 
 
 def _devcopy_refusal(exc: BaseException) -> bool:
-    """True for devcopy's own refusal of the model (a branch torch.export cannot trace), not a fault in its code."""
+    """True for devcopy's own refusal of the model (a branch torch.export cannot trace) or ExecuTorch's (its
+    pipeline refused the program: a verdict `--compare-executorch` and `--save-pte` report as such), not a fault in
+    the model's code."""
     from ..lowering.user_model import UnsupportedModelError
+    from ..pte.pipeline import ExecuTorchRefusal
 
-    return isinstance(exc, UnsupportedModelError)
+    return isinstance(exc, (UnsupportedModelError, ExecuTorchRefusal))
 
 
 def _said(exc: BaseException) -> str:
@@ -81,7 +84,41 @@ def load(spec: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
             f"{spec}: example inputs must be tensors, but {'; '.join(bad)}. Return them as tensors, "
             "e.g. (torch.tensor(1.5),)"
         )
+    _refuse_meta(spec, module, inputs)
     return module, inputs
+
+
+def _refuse_meta(spec: str, module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
+    """A model whose weights or inputs are meta tensors holds no values: torch.export traces it, but nothing can be
+    copied to a device or computed. Refused at once as the model's own doing (a UserCodeError naming the tensor and
+    what the file did), not left to fail at load as a copy of a tensor with no data. torch's default device, when
+    the file set it to meta, is put back to the CPU so that devcopy's own tensors (and a caller's, in-process) have
+    data again."""
+    import torch
+
+    meta = [f"parameter {name!r}" for name, value in module.named_parameters() if value.is_meta]
+    meta += [f"buffer {name!r}" for name, value in module.named_buffers() if value.is_meta]
+    meta += [f"input {i}" for i, x in enumerate(inputs) if x.is_meta]
+    default_meta = torch.get_default_device().type == "meta"
+    if not meta and not default_meta:
+        return
+    if default_meta:
+        torch.set_default_device(None)
+    what = (
+        "called torch.set_default_device('meta') (torch's default device was meta after it ran)"
+        if default_meta
+        else "built them on the meta device"
+    )
+    message = (
+        f"{spec}: {', '.join(meta[:3]) or 'the model'}{' and more' if len(meta) > 3 else ''}: meta tensors hold no "
+        f"values; the model file {what}, so there is nothing to copy to a device or compute with. Build the model and "
+        "its inputs on the CPU: drop torch.set_default_device('meta') / device='meta', or materialize the weights "
+        "(module.to_empty(device='cpu') and load_state_dict)."
+    )
+    named_file = user_file(spec)
+    if named_file is None:
+        raise UnsupportedModel(message)
+    raise UserCodeError(message, file=named_file[0], factory=named_file[1])
 
 
 def _raised_by_user(exc: BaseException) -> bool:

@@ -233,18 +233,20 @@ def _executorch(
             "these are PropagateDevicePass's counts"
         )
     )
-    try:
-        counts = executorch_reference.executorch_counts(
-            module,
-            inputs,
-            placed.delegate_ops,
-            target_device=lower_kwargs(args)["target_device"],
-            partition=args.partition,
-            skip_h2d_for_method_inputs=args.skip_h2d_inputs,
-            skip_d2h_for_method_outputs=args.skip_d2h_outputs,
-        )
-    except executorch_reference.ExecuTorchRefusal as exc:  # ExecuTorch's own verdict: a result, not a devcopy error
-        return {"available": True, "refused": True, "error": str(exc)}
+    # ExecuTorch exports the model again, running its forward: what the user's code raises or exits there is theirs
+    with model_spec.user_code(args.model, "ExecuTorch's torch.export (--compare-executorch traces the model again)"):
+        try:
+            counts = executorch_reference.executorch_counts(
+                module,
+                inputs,
+                placed.delegate_ops,
+                target_device=lower_kwargs(args)["target_device"],
+                partition=args.partition,
+                skip_h2d_for_method_inputs=args.skip_h2d_inputs,
+                skip_d2h_for_method_outputs=args.skip_d2h_outputs,
+            )
+        except executorch_reference.ExecuTorchRefusal as exc:  # ExecuTorch's own verdict: a result, not an error
+            return {"available": True, "refused": True, "error": str(exc)}
     return {
         "available": True,
         "delegates": counts["delegates"],

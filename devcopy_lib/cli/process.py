@@ -179,7 +179,9 @@ def _how(status: int) -> str:
 
 
 def _deliver(text: str, code: int) -> int:
-    """Write `text` to stdout; `code`, or 141 when the reader is gone, 1 when stdout cannot be written."""
+    """Write `text` to stdout; `code`, or 141 when the reader is gone. When stdout cannot be written (closed with
+    `>&-`, a full disk) a failed command keeps its own code (2 for a usage error: the failure matters more than the
+    lost JSON) and a successful one exits 1, so no caller mistakes an unwritten result for a success."""
     if not text:
         return code
     data = memoryview((text + "\n").encode(getattr(sys.stdout, "encoding", None) or "utf-8", "backslashreplace"))
@@ -190,7 +192,7 @@ def _deliver(text: str, code: int) -> int:
         return EXIT_BROKEN_PIPE
     except OSError as exc:
         _say(f"devcopy: cannot write the result to stdout ({exc.strerror})")
-        return EXIT_REFUSED
+        return code or EXIT_REFUSED
     return code
 
 

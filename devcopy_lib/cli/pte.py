@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy, format_bytes
+from . import model_spec
 from .common import Outcome, UsageError, capture_option, check_output_path, linked_libs, method_fields
 
 if TYPE_CHECKING:
@@ -255,15 +256,17 @@ def save(
     from ..pte.backend import executorch_pte
     from ..pte.reader import open_pte
 
-    data = executorch_pte(
-        module,
-        inputs,
-        placed.delegate_ops,
-        target,
-        args.partition,
-        args.skip_h2d_inputs,
-        args.skip_d2h_outputs,
-    )
+    # ExecuTorch exports the model again, running its forward: what the user's code raises or exits there is theirs
+    with model_spec.user_code(args.model, "ExecuTorch's torch.export (--save-pte traces the model again)"):
+        data = executorch_pte(
+            module,
+            inputs,
+            placed.delegate_ops,
+            target,
+            args.partition,
+            args.skip_h2d_inputs,
+            args.skip_d2h_outputs,
+        )
     folder = os.path.dirname(os.path.abspath(args.save_pte))
     handle, temporary = tempfile.mkstemp(suffix=SUFFIX, dir=folder)
     try:

@@ -56,6 +56,7 @@ class OpEntry:
     kernels: tuple[KernelEntry, ...]
     source: str
     index: int
+    line: int = 0  # the entry's first line in `source` (1-based); 0 when not read from a file
 
     @property
     def schema(self) -> FunctionSchema:
@@ -181,6 +182,12 @@ def native_schema(name: str) -> str | None:
         if schema.overload_name == overload:
             return split_namespace(str(schema))[1]
     return None
+
+
+def entry_error(entry: OpEntry, message: str) -> OpYamlError:
+    """A problem found later with an entry that loaded (a kernel_name no lib can build), located like every other
+    problem of an op YAML: `file:line: entry i: message`."""
+    return _bad(f"{entry.source}:{entry.line}", entry.index, message)
 
 
 def _bad(where: str, index: int, message: str) -> OpYamlError:
@@ -324,7 +331,7 @@ def _entry(path: str, index: int, raw: object, line: int) -> OpEntry:
         parse_schema(func)
     except Exception as exc:  # torchgen raises AssertionError / RuntimeError on a bad schema
         raise _bad(where, index, f"key 'func': cannot parse schema {func!r}: {exc}") from None
-    return OpEntry(name, func, _kernel_entries(where, index, raw.get("kernels")), path, index)
+    return OpEntry(name, func, _kernel_entries(where, index, raw.get("kernels")), path, index, line)
 
 
 @functools.cache

@@ -25,6 +25,7 @@ from ..devices.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..kernels import device_copy, portable_cpu
 from ..kernels.portable_cpu import boxed_aten_kernel
 from ..names import (
+    COPY_OP,
     DEFAULT_LIBS,
     DEVICE_COPY_LIB,
     DEVICE_RULES,
@@ -33,6 +34,7 @@ from ..names import (
     LINKABLE_LIBS,
     PEER_COPY_LIB,
     DeviceRule,
+    Direction,
     Lib,
     Mode,
 )
@@ -41,6 +43,7 @@ from ..ops.schema import (
     FUNCTIONS_YAML,
     NATIVE_FUNCTIONS_YAML,
     PEER_COPY_OPS_YAML,
+    entry_error,
     load_ops_yaml,
     native_functions,
     native_schema,
@@ -52,26 +55,47 @@ from .operator_registry import BoxedKernel, KernelLib
 Libs = KernelLib | str | Iterable["Libs"]
 
 
+def _valid_kernel_names() -> str:
+    """The kernel_names a YAML lib can build, for the message that refuses another one."""
+    copies = ",".join(device_copy.PORTABLE_KERNELS)
+    return f"devcopy::portable::aten_out, devcopy::portable::{{{copies}}}, devcopy::aten::{{{copies}}}"
+
+
+def _builds(kernel_name: str) -> bool:
+    """Whether `kernel_name` names a kernel devcopy can build."""
+    namespace, _, fn = kernel_name.rpartition("::")
+    if kernel_name == "devcopy::portable::aten_out":
+        return True
+    return namespace in ("devcopy::portable", "devcopy::aten") and fn in device_copy.PORTABLE_KERNELS
+
+
 def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, device_rule: str) -> BoxedKernel:
-    """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`."""
+    """kernel_name -> boxed kernel: `devcopy::portable::<fn>`, `devcopy::aten::<fn>`, `devcopy::portable::aten_out`
+    (a name `_builds` refuses never gets here: the lib's entries refuse it first)."""
     namespace, _, fn = kernel_name.rpartition("::")
     if kernel_name == "devcopy::portable::aten_out":
         boxed: BoxedKernel = portable_cpu.boxed_aten_kernel(name, schema, portable=True)
         return boxed
-    if namespace == "devcopy::portable" and fn in device_copy.PORTABLE_KERNELS:
+    if namespace == "devcopy::portable":
         return device_copy.portable_boxed_kernel(fn)
-    if namespace == "devcopy::aten" and fn in device_copy.PORTABLE_KERNELS:  # same kernel names in both modes
-        return device_copy.aten_boxed_kernel(name, device_rule)
-    raise LookupError(
-        f"unknown kernel_name {kernel_name!r} for {name}. Valid: devcopy::portable::aten_out, "
-        f"devcopy::portable::{{{','.join(device_copy.PORTABLE_KERNELS)}}}, "
-        f"devcopy::aten::{{{','.join(device_copy.PORTABLE_KERNELS)}}}"
-    )
+    return device_copy.aten_boxed_kernel(name, device_rule)  # same kernel names in both modes
 
 
 def _yaml_lib(name: str, mode: str, path: str, device_rule: str = DeviceRule.SEED) -> KernelLib:
     def entries() -> dict[tuple[str, str], str]:
-        return {(e.name, k.key): k.kernel_name for e in load_ops_yaml(path) for k in e.kernels}
+        """Every (op, kernel key) of the file; a kernel_name devcopy cannot build is refused here, when the lib is
+        first used, as an OpYamlError naming the file, the line and the names that are valid."""
+        found = {}
+        for entry in load_ops_yaml(path):
+            for index, kernel in enumerate(entry.kernels):
+                if not _builds(kernel.kernel_name):
+                    raise entry_error(
+                        entry,
+                        f"kernels[{index}]: unknown kernel_name {kernel.kernel_name!r} for {entry.name}. Valid: "
+                        f"{_valid_kernel_names()}",
+                    )
+                found[(entry.name, kernel.key)] = kernel.kernel_name
+        return found
 
     def schema_of(op: str) -> FunctionSchema:
         return next(e.schema for e in load_ops_yaml(path) if e.name == op)
@@ -162,10 +186,22 @@ def as_libs(libs: Libs, device_rule: str = DeviceRule.SEED) -> list[KernelLib]:
     return [lib for item in libs for lib in as_libs(item, device_rule)]
 
 
-def libs_of_mode(mode: str, libs: Libs | None = None) -> list[KernelLib]:
-    """The libs a `mode` method links (KernelLibs or names; None -> the mode's default); ValueError when one is of
-    another mode, since a method resolves against one mode's kernels (docs/design.md §5)."""
+def default_libs(mode: str, operators: Iterable[str] = ()) -> tuple[str, ...]:
+    """The libs a `mode` method links when none are given: the mode's default (`names.DEFAULT_LIBS`), plus what the
+    program's `operators` need beyond it that the mode keeps in a lib of its own - in ATen mode
+    `peer_copy_ops_aten_lib` for the `_d2d_copy.out` that the `peer` strategy emits. So the default follows the
+    placement strategy, as the CLI's `--aten-libs` default does."""
     defaults = DEFAULT_LIBS[Mode(mode)]
+    if mode == Mode.ATEN and COPY_OP[Direction.D2D].name in set(operators):
+        return (*defaults, PEER_COPY_LIB)
+    return defaults
+
+
+def libs_of_mode(mode: str, libs: Libs | None = None, operators: Iterable[str] = ()) -> list[KernelLib]:
+    """The libs a `mode` method links (KernelLibs or names; None -> the mode's default for a program calling
+    `operators`, `default_libs`); ValueError when one is of another mode, since a method resolves against one
+    mode's kernels (docs/design.md §5)."""
+    defaults = default_libs(mode, operators)
     linked = as_libs(defaults if libs is None else libs)
     wrong = [lib.name for lib in linked if lib.mode != mode]
     if wrong:

@@ -289,7 +289,8 @@ def load_program(
     backend: str | None = None,
     capture: CaptureOption = AUTO,
 ) -> Method:
-    """Load an emitted `program` in `mode` with `libs` linked (default per mode).
+    """Load an emitted `program` in `mode` with `libs` linked (None: the mode's default, with the libs the
+    program's operators need beyond it, `runtime.libs.default_libs`).
 
     `backend` ('auto', 'cupy', 'simulated') registers a CUDA allocator of that backend when none is; None uses the
     registered one. `capture` ('auto', True, False): replay runs of device-only steps as CUDA graphs where it is
@@ -300,7 +301,7 @@ def load_program(
     check_option(capture)
     if program.memory_plan is None:
         plan_program(program)
-    kernels = resolve_operators(program, libs_of_mode(mode, libs), mode=mode)
+    kernels = resolve_operators(program, libs_of_mode(mode, libs, program.operators), mode=mode)
     if backend is not None and _needs_device(program):
         ensure_cuda_allocator(backend)
     return Method(program, mode, kernels, capture)

@@ -84,7 +84,15 @@ def test_what_the_simulated_backend_cannot_time_is_refused_with_the_reason(capsy
 
 @pytest.mark.parametrize(
     "sizes, message",
-    [("", "names nothing|No sizes"), ("99999999999999999999999G", "more than"), ("1G..2048G", "more than")],
+    [
+        ("", "names nothing|No sizes"),
+        ("99999999999999999999999G", "more (bytes )?than"),
+        ("1G..2048G", "more than"),
+        ("1" * 400, "400 digits are more bytes than any memory"),  # past a float: once an OverflowError
+        ("4K.." + "9" * 400, "400 digits"),
+        ("1" * 5000, "5000 digits"),  # past int()'s own 4300-digit limit
+    ],
+    ids=["empty", "huge", "huge-range", "400-digits", "400-digit-range", "5000-digits"],
 )
 def test_empty_or_absurd_sizes_are_argument_errors(capsys, sizes, message):
     assert main(["bench", "--backend", "simulated", "--sizes", sizes, "--json"]) == 2

@@ -96,6 +96,77 @@ def test_a_failing_model_file_gives_one_json_object_naming_it(
         assert f"{model_file}:{factory}" in result["error"]["message"]
 
 
+META_FILE = """
+import torch
+torch.set_default_device("meta")
+
+def linear():
+    return torch.nn.Linear(4, 4), (torch.randn(2, 4),)
+"""
+
+SECOND_TRACE_FILE = """
+import sys
+import torch
+
+TRACES = [0]
+
+class FailsAgain(torch.nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+    def forward(self, x):
+        TRACES[0] += 1
+        if TRACES[0] > 1:  # devcopy's export passes; ExecuTorch's, the second, meets this
+            if self.how == "raises":
+                raise RuntimeError("fails on the second trace")
+            sys.exit(0 if self.how == "exit_0" else "second trace")
+        return x.sin() + x
+
+def raises(): TRACES[0] = 0; return FailsAgain("raises"), (torch.randn(2, 4),)
+def exit_0(): TRACES[0] = 0; return FailsAgain("exit_0"), (torch.randn(2, 4),)
+def exit_message(): TRACES[0] = 0; return FailsAgain("exit_message"), (torch.randn(2, 4),)
+"""
+
+
+@pytest.mark.parametrize("command", ["place", "run"])
+def test_a_model_file_that_sets_the_meta_device_is_user_code_naming_what_it_did(capsys, tmp_path, command):
+    import torch
+
+    path = tmp_path / "meta_model.py"
+    path.write_text(META_FILE)
+    extra = ["--backend", "simulated"] if command == "run" else []
+    try:
+        code, result, _ = _json(capsys, command, f"{path}:linear", *extra)
+        assert torch.get_default_device().type == "cpu"  # put back: devcopy's own tensors need data
+    finally:
+        torch.set_default_device(None)
+    error = result["error"]
+    assert (code, error["kind"], error["file"], error["factory"]) == (1, "user_code", str(path), "linear")
+    assert "parameter 'weight'" in error["message"] and "input 0" in error["message"]
+    assert "torch.set_default_device('meta')" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "factory, fragment",
+    [
+        ("raises", "RuntimeError: fails on the second trace"),
+        ("exit_0", r"sys\.exit\(0\)"),
+        ("exit_message", r"sys\.exit\('second trace'\)"),
+    ],
+)
+@pytest.mark.parametrize("flag", ["--compare-executorch", "--save-pte"])
+def test_a_forward_failing_in_executorchs_own_trace_is_user_code(capsys, tmp_path, factory, fragment, flag):
+    pytest.importorskip("executorch")
+    path = tmp_path / "second_trace.py"
+    path.write_text(SECOND_TRACE_FILE)
+    extra = [str(tmp_path / "out.pte")] if flag == "--save-pte" else []
+    code, result, _ = _json(capsys, "place", f"{path}:{factory}", flag, *extra)
+    error = result["error"]
+    assert (code, error["kind"], error["file"], error["factory"]) == (1, "user_code", str(path), factory)
+    assert re.search(fragment, error["message"]) and "ExecuTorch's torch.export" in error["message"]
+    assert not (tmp_path / "out.pte").exists()
+
+
 def test_every_kind_has_a_documented_exit_code():
     assert {code for code, _ in KIND_EXITS.values()} == {1, 2, 130}
     assert KIND_EXITS["usage"][0] == 2 and KIND_EXITS["interrupted"][0] == 130

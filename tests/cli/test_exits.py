@@ -263,6 +263,22 @@ def test_stdout_on_a_full_disk_exits_1_with_one_line(json_flag):
     assert code == 1 and err == "devcopy: cannot write the result to stdout (No space left on device)\n"
 
 
+@pytest.mark.parametrize("json_flag", [["--json"], []])
+def test_a_failing_command_with_stdout_closed_keeps_its_code(json_flag):
+    """`>&-`: fd 1 is no file at all. The usage error's 2 wins over the unwritten result's 1."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devcopy_lib", "run", "no_such_model", *json_flag],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    code, _, err = _finish(proc)
+    assert code == 2, err
+    assert "Unknown model 'no_such_model'" in err and "Traceback" not in err
+
+
 def test_sigint_while_blocked_on_a_slow_reader_exits_130(model, tmp_path):
     with open(tmp_path / "err", "w+b") as err_file:
         proc = _start("place", f"{model}:long_message", "--json", stderr=err_file)

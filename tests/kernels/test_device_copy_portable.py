@@ -132,6 +132,25 @@ def test_no_allocator_is_not_found_and_out_untouched(sim):
     assert ctx.message == "et_copy::_h2d_copy.out: no DeviceAllocator registered for CUDA; register one first"
 
 
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+def test_a_resize_failure_comes_before_the_missing_allocator(sim, direction):
+    """Two checks fail at once: a STATIC out of other sizes (step 3) and no allocator (step 4). ExecuTorch's order
+    reports the resize, InvalidArgument, and leaves out as it was, its bytes included."""
+    if direction == "h2d":
+        self, out, call = cpu([1.0, 2, 3, 4]), on_device([8]), h2d
+        before = device_values(sim, out).copy()
+    else:
+        self, out, call = on_device([4]), cpu([9.0] * 8), d2h
+        before = out.host_view().numpy().copy()
+    with scoped_allocators():
+        ctx, result = call(self, out)
+    assert (ctx.failure_state(), result, out.sizes) == (Error.InvalidArgument, out, (8,))
+    assert "cannot resize" in ctx.message and "DeviceAllocator" not in ctx.message
+    after = device_values(sim, out) if direction == "h2d" else out.host_view().numpy()
+    np.testing.assert_array_equal(after, before)
+    assert sim.stats.h2d_count == sim.stats.d2h_count == 0
+
+
 class FailingCopies(SimulatedCudaAllocator):
     def _copy_in(self, dst, src_address, nbytes, index):
         raise DeviceCopyError("simulated link failure")

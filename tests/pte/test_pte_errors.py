@@ -82,6 +82,18 @@ def _op_index(plan):
     plan.chains[0].instructions[4].instr_args.op_index = 4  # the table has 4 operators: 0..3
 
 
+def _negative_op_index(plan):
+    plan.chains[0].instructions[4].instr_args.op_index = -1  # Python would read the last operator
+
+
+def _negative_kernel_arg(plan):
+    plan.chains[0].instructions[5].instr_args.args[1] = -1
+
+
+def _negative_delegate_index(plan):
+    plan.chains[0].instructions[2].instr_args.delegate_index = -1
+
+
 def _kernel_arg(plan):
     plan.chains[0].instructions[5].instr_args.args[1] = 8  # 8 values: 0..7
 
@@ -111,6 +123,9 @@ def _buffer_device(plan):
     "corrupt, problem",
     [
         (_op_index, "instruction 4's operator is 4, outside 0..3"),
+        (_negative_op_index, "instruction 4's operator is -1, outside 0..3"),
+        (_negative_kernel_arg, "instruction 5's arg 1 is -1, outside 0..7"),
+        (_negative_delegate_index, "instruction 2's delegate is -1, outside 0..0"),
         (_kernel_arg, "instruction 5's arg 1 is 8, outside 0..7"),
         (_delegate_index, "instruction 2's delegate is 1, outside 0..0"),
         (_memory_id, "value 2's memory_id is 3, outside 0..2"),
@@ -121,8 +136,9 @@ def _buffer_device(plan):
     ids=lambda c: getattr(c, "__name__", "")[1:] or None,
 )
 def test_an_index_out_of_range_is_an_inconsistent_program(sin_bytes, corrupt, problem):
-    """A program ExecuTorch parses, but with one index just past the table it points into (or a tensor past its
-    buffer's end): refused by devcopy's checks, not an IndexError or a wrong read later."""
+    """A program ExecuTorch parses, but with one index just past the table it points into, or negative (which
+    Python would read from the table's end), or a tensor past its buffer's end: refused by devcopy's checks, not an
+    IndexError or a wrong read later."""
     from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 
     pte = deserialize_pte_binary(sin_bytes)

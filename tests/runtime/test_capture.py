@@ -222,3 +222,69 @@ def test_a_closed_allocator_is_refused_by_the_replay_as_by_the_uncaptured_run():
         allocator.close()
         with pytest.raises(ExecutionError, match="instruction 0"):
             method(*inputs)
+
+
+# ---- the recording's timing, with a fake recorder (any machine) ---------------------------------------------------
+class _FakeGraph:
+    """Stands in for a recorded CUDA graph: a replay runs the recorded steps' device work."""
+
+    def __init__(self, steps) -> None:  # noqa: ANN001
+        self.works = [step.work for step in steps]
+        self.replays = 0
+
+    def replay(self) -> None:
+        self.replays += 1
+        for work in self.works:
+            work.record()
+
+
+class _FakeStream:
+    def synchronize(self) -> None:
+        pass
+
+
+def test_graphs_are_recorded_after_the_first_successful_call_and_replayed_from_the_second(sim, monkeypatch):
+    """The capture logic without CUDA: steps made recordable, a recorder that only notes when it is called. Nothing
+    is recorded at load or by a call that fails; the first successful call runs the steps uncaptured and then
+    records each group once; later calls replay the graphs in place of the steps, with the same outputs and copy
+    counts."""
+    from devcopy_lib.runtime import capture as capture_module
+
+    module, inputs, program = _program("cpu_between")
+    recorded: list[tuple[tuple[int, ...], dict]] = []
+    graphs: list[_FakeGraph] = []
+
+    def fake_record(steps, pool):  # noqa: ANN001, ANN202
+        recorded.append((tuple(step.index for step in steps), dict(method.copies_executed)))
+        graphs.append(_FakeGraph(steps))
+        return graphs[-1]
+
+    monkeypatch.setattr(capture_module, "_record_graph", fake_record)
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: None)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: _FakeStream())
+    with load_method(program) as method:
+        steps = [_recordable(step) for step in method.steps]
+        method._capture = capture_module.Capture(steps, "auto")  # what a one-GPU CUDA machine decides at load
+        assert (
+            recorded == []
+            and method.capture["pending"]
+            and "to record after the first call" in (method.capture["line"])
+        )
+        with pytest.raises(ExecutionError):
+            method(torch.randn(3, 3))  # refused by the input setter: no warm-up, nothing recorded
+        assert recorded == [] and method.capture["pending"]
+
+        (first,) = method(*inputs)
+        h2d, d2h = method.copies_executed["h2d"], method.copies_executed["d2h"]
+        # recorded once per group, after the first call ran every step uncaptured (its copies already counted)
+        assert [indices for indices, _ in recorded] == [(0, 1, 2, 3), (5, 6, 7, 8)]
+        assert all(counts == {"h2d": h2d, "d2h": d2h} for _, counts in recorded) and h2d > 0
+        assert [graph.replays for graph in graphs] == [0, 0]
+        summary = method.capture
+        assert (summary["pending"], summary["on"], summary["graphs"], summary["captured_steps"]) == (False, True, 2, 8)
+
+        (second,) = method(*inputs)
+        assert [graph.replays for graph in graphs] == [1, 1] and len(recorded) == 2
+        torch.testing.assert_close(first, module(*inputs))
+        torch.testing.assert_close(second, first)
+        assert method.copies_executed == {"h2d": 2 * h2d, "d2h": 2 * d2h}

@@ -49,3 +49,22 @@ def test_status_rows_say_registered_or_not():
 def test_status_filters_by_lib_and_glob():
     rows = registration_status(libs=["portable"], ops=["aten::add.*"])
     assert {r.op for r in rows} == {"aten::add.out", "aten::add.Scalar_out"} and all(r.registered for r in rows)
+
+
+def test_a_custom_op_yaml_with_an_unknown_kernel_name_is_a_yaml_error_with_file_and_line(tmp_path):
+    from devcopy_lib import export_and_lower, load_method, models, place_devices
+    from devcopy_lib.ops.schema import OpYamlError
+
+    text = open(ET_COPY_OPS_YAML).read()  # the shipped file with one kernel name misspelt
+    text = text.replace("_d2h_copy_out", "_d2h_cpy_out")
+    path = tmp_path / "typo_ops.yaml"
+    path.write_text(text)
+    line = text.splitlines().index("- func: et_copy::_d2h_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") + 1
+    module, inputs = models.add()
+    placed = place_devices(export_and_lower(module, inputs))
+    with pytest.raises(OpYamlError) as refused:
+        load_method(placed, "aten", aten_lib([str(path)]), backend="simulated")
+    message = str(refused.value)
+    assert message.startswith(f"{path}:{line}: entry 1: kernels[0]: unknown kernel_name 'devcopy::aten::_d2h_cpy_out'")
+    assert "Valid: devcopy::portable::aten_out" in message
+    assert refused.value.kind == "usage"
