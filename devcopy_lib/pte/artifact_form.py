@@ -244,9 +244,10 @@ class _PteWalk:
 
     def step(self, position: int, kind: str, name: str, ins: PteKernel | PteDelegate) -> Step:
         spelled = self.p.operators[ins.op] if isinstance(ins, PteKernel) else name
-        if isinstance(ins, PteKernel) and not (spelled in _NO_SCHEMA or spelled.startswith("executorch_prim::")):
+        count = None if spelled in _NO_SCHEMA or not isinstance(ins, PteKernel) else argument_count(spelled)
+        if isinstance(ins, PteKernel) and count is not None:  # a primitive keeps every argument (count None)
             # ExecuTorch lists the schema's arguments, then the returns (the outs again)
-            returns = len(ins.args) - argument_count(spelled)
+            returns = len(ins.args) - count
             outs = self.p.tensors_of(ins.args[len(ins.args) - returns :])
             inputs = [t for t in self.p.tensors_of(ins.args[: len(ins.args) - returns]) if t not in outs]
         else:  # a delegate's inputs, then its outputs: the trailing values nothing wrote yet
