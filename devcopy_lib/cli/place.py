@@ -298,6 +298,7 @@ def _copies_line(result: dict[str, Any]) -> str:
 
 
 def _render(result: dict[str, Any]) -> str:
+    from ..placement.branches import control_flow_text
     from ..placement.report import roles_text  # the report's one wording (placement loads only once a model is placed)
 
     devices = result["delegate_devices"]
@@ -319,6 +320,7 @@ def _render(result: dict[str, Any]) -> str:
         )
     lines.append(_copies_line(result))
     lines.append(f"bytes by role {roles_text(result['copy_bytes_by_role'])}")
+    lines.extend(control_flow_text(result.get("control_flow", ())))
     if result["pricing"]:
         from ..bench.cost_model import basis_text
 

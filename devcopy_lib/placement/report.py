@@ -22,6 +22,7 @@ from ..lowering.delegate import delegate_of
 from ..lowering.nodes import device_of, node_arg, node_kind
 from ..lowering.ops import overload_name
 from ..names import DIRECTIONS, CopyRole, Direction, format_bytes
+from .branches import control_flow_summary, control_flow_text
 from .hoist import HOISTED, hoistable_copies
 from .pricing import CostModel, predict_error, predict_seconds
 from .roles import copy_roles
@@ -118,6 +119,12 @@ class PlacementReport:
     pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on, error), if any
     # role (cache, weights, activations: roles.py) -> direction -> bytes copied per call; adds up to copy_bytes
     copy_bytes_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
+    # each torch.cond / map / scan: its branches with the copies each needs, and the branch the example inputs take
+    control_flow: list[dict[str, Any]] = field(default_factory=list)
+
+    def control_flow_lines(self) -> list[str]:
+        """`control_flow` in words, one line per construct (`devcopy place`, the explorer)."""
+        return control_flow_text(self.control_flow)
 
     def __getstate__(self) -> dict[str, Any]:
         """A pickled or copied report carries its comparison, worked out now, not the means to place it."""
@@ -370,6 +377,7 @@ def build_report(
         ],
         pricing=_pricing(cost_model),
         copy_bytes_by_role=role_bytes(gm),
+        control_flow=control_flow_summary(gm, getattr(placed, "example_inputs", ())),
     )
 
 
