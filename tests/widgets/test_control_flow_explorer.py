@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from control_flow_models import PLACED
 from devcopy_widgets import PlacementExplorer
@@ -28,10 +29,9 @@ def test_branch_nodes_carry_their_label_and_the_copies_around_them():
     assert ["branch", true["branch"]] in true["rows"]  # the inspector's rows
 
 
-def test_the_construct_says_which_branch_the_example_inputs_take():
-    explorer = _explorer("cond_then_add")
-    x = PLACED["cond_then_add"][1][0]
-    taken = "true" if x.sum() > 0 else "false"
+@pytest.mark.parametrize(("sign", "taken"), [(1.0, "true"), (-1.0, "false")])
+def test_the_construct_says_which_branch_the_example_inputs_take(sign, taken):
+    explorer = PlacementExplorer.for_model(PLACED["cond_then_add"][0], (torch.full((4,), sign),), name="cond")
     cond = _node(explorer, "cond")
     assert cond["branch"].endswith(f"the example inputs take {taken}") and ["branch", cond["branch"]] in cond["rows"]
     report = explorer.placed.report
