@@ -68,6 +68,7 @@ GPU_WHEELS := executorch==1.5.1 flatbuffers ruamel.yaml tabulate torchao==0.18.0
 	ipython_pygments_lexers
 GPU_PLATFORMS := $(foreach n,17 24 27 28 31 34 35,--platform manylinux_2_$(n)_x86_64) --platform manylinux2014_x86_64
 GPU_SITE := build/gpu-site
+GPU_CHECK_ARGS ?=  # e.g. --only tests --update: rerun some stages into the existing docs/data/gpu_check.json
 
 gpu-wheels:
 	python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
@@ -77,7 +78,8 @@ gpu-check:
 	@ls .whl/executorch-*.whl >/dev/null 2>&1 || { echo "make gpu-check: no .whl/ here: run make gpu-wheels on a networked machine and copy .whl/ along" >&2; exit 2; }
 	python3 -m pip install --quiet --no-index --no-deps --no-compile --upgrade --target $(GPU_SITE) .whl/*.whl
 	ln -sfn $$PWD/widgets $(GPU_SITE)/devcopy_widgets  # the import name the install maps widgets/ to
-	DEVCOPY_GPU_CHECK_MAKE=1 PYTHONPATH=$(GPU_SITE):$$PWD PYTHONUNBUFFERED=1 python3 benchmarks/gpu_check.py
+	DEVCOPY_GPU_CHECK_MAKE="make gpu-check $(GPU_CHECK_ARGS)" PYTHONPATH=$(GPU_SITE):$$PWD PYTHONUNBUFFERED=1 \
+	  python3 benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 report: $(STAMP)
 	mkdir -p report

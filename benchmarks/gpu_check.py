@@ -272,8 +272,8 @@ def device_meta() -> dict[str, Any]:
 def summarize(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
     """gpu_check.json: meta, the tests' counts, every target (name, measured, goal, met) and each stage's record."""
     targets: list[dict[str, Any]] = []
-    for stage in results.values():
-        targets += stage.get("targets", [])
+    for name, stage in results.items():
+        targets += [{**t, "stage": name} for t in stage.get("targets", [])]
     for run in results.get("pte", {}).get("runs", []):
         targets.append(
             {
@@ -281,6 +281,7 @@ def summarize(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[
                 "measured": run["max_abs_err"],
                 "goal": "ok",
                 "met": run["ok"],
+                "stage": "pte",
             }
         )
     tests = results.get("tests", {})
@@ -295,11 +296,35 @@ def summarize(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[
     }
 
 
+def _updated(earlier: dict[str, Any], rerun: dict[str, Any], stages: set[str]) -> dict[str, Any]:
+    """`earlier` with the rerun stages' records, targets (and test counts) replaced by `rerun`'s; the rerun's date,
+    device and command are listed under meta.reruns, so the file says which numbers came from which run."""
+    merged = dict(earlier)
+    merged["stages"] = {**earlier["stages"], **rerun["stages"]}
+    merged["targets"] = [t for t in earlier["targets"] if t.get("stage") not in stages] + rerun["targets"]
+    if "tests" in stages:
+        merged["tests"] = rerun["tests"]
+    for key in ("repeatability", "shipped_model_on_another_card"):
+        if "cost_model" in stages:
+            merged[key] = rerun[key]
+    meta = rerun["meta"]
+    merged["meta"] = {
+        **earlier["meta"],
+        "reruns": [*earlier["meta"].get("reruns", []), {"stages": sorted(stages), **meta}],
+    }
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", default=str(DATA / "gpu_check.json"))
     parser.add_argument("--work", default=str(ROOT / "build" / "gpu-check"), help="logs and each stage's data")
     parser.add_argument("--only", default=None, help=f"comma list of stages (default all: {[s.name for s in STAGES]})")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="with --only: replace those stages' results in an existing --out file (its meta lists the rerun)",
+    )
     args = parser.parse_args(argv)
     wanted = set(args.only.split(",")) if args.only else {s.name for s in STAGES}
     unknown = wanted - {s.name for s in STAGES}
@@ -311,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         **device_meta(),
-        "command": "make gpu-check" if os.environ.get("DEVCOPY_GPU_CHECK_MAKE") else " ".join(["python", *sys.argv]),
+        "command": os.environ.get("DEVCOPY_GPU_CHECK_MAKE", "").strip() or " ".join(["python", *sys.argv]),
     }
     results: dict[str, dict[str, Any]] = {}
     for stage in STAGES:
@@ -337,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{stage.name:14s} {record['seconds']:7.1f} s  ok={record['ok']}  timed_out={record['timed_out']}")
     meta["wall_s"] = round(time.perf_counter() - start, 1)
     summary = summarize(results, meta)
+    if args.update and Path(args.out).exists():
+        summary = _updated(json.loads(Path(args.out).read_text()), summary, set(results))
     Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
     tests = summary["tests"]
     print(f"\ntests: {tests['passed']} passed, {tests['failed']} failed, {tests['skipped']} skipped")

@@ -123,3 +123,17 @@ def replays_equal_uncaptured():
     """`check(placed, inputs, mode="portable", libs=None) -> summary`: graph replay equals the uncaptured run
     (runtime/capture.py) on the registered CUDA allocator, outputs and counters alike."""
     return _replays_equal_uncaptured
+
+
+@pytest.fixture
+def exact_float32():
+    """float32 matmuls and convolutions computed in float32 on the GPU (no TF32), so device results match eager on
+    the CPU; restored afterwards. Through torch.set_float32_matmul_precision, which every torch since 1.12 has
+    (torch.backends.cuda.matmul.allow_tf32 is gone from recent builds)."""
+    matmul = torch.get_float32_matmul_precision()
+    cudnn = torch.backends.cudnn.allow_tf32
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.set_float32_matmul_precision(matmul)
+    torch.backends.cudnn.allow_tf32 = cudnn

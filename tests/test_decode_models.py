@@ -175,12 +175,11 @@ def test_executorch_places_every_decode_step_as_devcopy_does(cache, delegate_set
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("cache", sorted(FORMS))
-def test_decode_steps_run_equal_to_eager_on_cuda_with_cupy(monkeypatch, cache):
+def test_decode_steps_run_equal_to_eager_on_cuda_with_cupy(exact_float32, cache):
     """Full size (128 positions, 16 prompt tokens) on the GPU, three steps per delegate set in both modes."""
     from devcopy_lib.devices import scoped_allocators
     from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
 
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     module, inputs = _build(cache, max_cache_len=128, prompt_len=16)
     exported = export_program(module, inputs)
     with scoped_allocators(CupyCudaAllocator()):
@@ -196,3 +195,27 @@ def test_decode_steps_run_equal_to_eager_on_cuda_with_cupy(monkeypatch, cache):
                         ok, err = compare_outputs(result, expected)
                         assert ok, (cache, ops, mode, err)
                         state = tuple(expected[1:])
+
+
+@pytest.mark.parametrize("delegate_set", sorted(models.DELEGATE_SETS))
+def test_a_resident_cache_never_crosses_and_decodes_as_eager_step_after_step(sim, delegate_set):
+    """resident_buffers=True: no byte of cache crosses per step under any delegate set, and three consecutive calls
+    of one method equal three eager steps in both modes (the cache updated on the device in between)."""
+    module, inputs = _build("buffers")
+    exported = export_program(module, inputs)
+    placed = place_devices(lower(exported, models.DELEGATE_SETS[delegate_set]), resident_buffers=True)
+    assert placed.report.bytes_by_role()[CopyRole.CACHE] == {"h2d": 0, "d2h": 0}
+    resident = [b["resident"] for b in placed.report.buffers]
+    assert len(resident) == 4 and all(resident) == (delegate_set != "cnn")  # cnn: no delegate reads the cache
+    for mode in ("portable", "aten"):
+        eager = copy.deepcopy(module)
+        with load_method(placed, mode) as method:
+            for position, step in enumerate(_next_tokens(3, SMALL["prompt_len"])):
+                ours = method(*step)
+                with torch.no_grad():
+                    theirs = [eager(*step)]
+                ok, err = compare_outputs(ours, theirs)
+                assert ok, f"{mode} step {position}: max |devcopy - eager| = {err}"
+            state = method.buffers()
+        assert sorted(state) == [f"{kind}_cache_{i}" for kind in ("key", "value") for i in (0, 1)]
+        assert all(torch.allclose(buffer, getattr(eager, name), atol=1e-6) for name, buffer in state.items())

@@ -82,13 +82,11 @@ def test_the_default_ops_keep_a_cnn_on_the_device_end_to_end():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(models.REAL_MODELS))
-def test_every_real_model_runs_equal_to_eager_on_cuda_with_cupy(monkeypatch, replays_equal_uncaptured, name):
+def test_every_real_model_runs_equal_to_eager_on_cuda_with_cupy(exact_float32, replays_equal_uncaptured, name):
     """Full sizes on the GPU; TF32 off, so the device computes in float32 like eager on the CPU; graph replay
     (capture) gives the uncaptured run's outputs exactly."""
     from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
 
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     try:
         module, inputs = models.REAL_MODELS[name]()
     except models.ModelsExtraMissing as exc:

@@ -48,12 +48,13 @@ SETTINGS = (
     "skip_h2d_for_method_inputs",
     "skip_d2h_for_method_outputs",
     "hoist_constants",
+    "resident_buffers",
 )
 PTE_REASON = (
     "an ExecuTorch program (.pte): ExecuTorch placed it when it was written, so the model, delegated ops, target, "
-    "partition, strategy, skip and hoist switches, the ExecuTorch comparison, the strategy diff and the report "
-    "(which describe a placement devcopy makes) do not apply and are off; the graph, the memory plan and "
-    "export trace (a profiled run of the program) do (docs/pte.md)"
+    "partition, strategy, skip, hoist and resident-buffer switches, the ExecuTorch comparison, the strategy diff "
+    "and the report (which describe a placement devcopy makes) do not apply and are off; the graph, the memory plan "
+    "and export trace (a profiled run of the program) do (docs/pte.md)"
 )
 
 
@@ -103,6 +104,7 @@ class PlacementExplorer(w.VBox):
         self.skip_h2d = w.Checkbox(value=s.skip_h2d_for_method_inputs, description="skip H2D for method inputs")
         self.skip_d2h = w.Checkbox(value=s.skip_d2h_for_method_outputs, description="skip D2H for method outputs")
         self.hoist = w.Checkbox(value=s.hoist_constants, description="hoist constants (copy once at load)")
+        self.resident = w.Checkbox(value=s.resident_buffers, description="resident buffers (state stays on device)")
         self.compare = w.Checkbox(value=compare_executorch, description="compare with ExecuTorch")
         self.op_boxes: list[w.Checkbox] = []
         wrap = w.Layout(**html.WRAP)
@@ -135,7 +137,7 @@ class PlacementExplorer(w.VBox):
         super().__init__(
             [
                 w.HBox([self.model, self.partition, self.target, self.strategy], layout=wrap),
-                w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.compare], layout=wrap),
+                w.HBox([self.skip_h2d, self.skip_d2h, self.hoist, self.resident, self.compare], layout=wrap),
                 w.HBox([self.compare_with, self.report_path, self.export_button, self.trace_button], layout=wrap),
                 w.HBox(
                     [
@@ -185,6 +187,7 @@ class PlacementExplorer(w.VBox):
             self.skip_h2d,
             self.skip_d2h,
             self.hoist,
+            self.resident,
             self.compare,
             self.compare_with,
         )
@@ -284,7 +287,7 @@ class PlacementExplorer(w.VBox):
             self.strategy.options = _strategies(s)
             self.strategy.value = s.strategy
             self.skip_h2d.value, self.skip_d2h.value = s.skip_h2d_for_method_inputs, s.skip_d2h_for_method_outputs
-            self.hoist.value = s.hoist_constants
+            self.hoist.value, self.resident.value = s.hoist_constants, s.resident_buffers
             ticked = set(s.ticked_ops())
             if [box.description for box in self.op_boxes] != list(s.model_ops()):
                 self._rebuild_ops.__wrapped__(self)  # the shown model's op boxes, without clearing the error box
@@ -300,7 +303,7 @@ class PlacementExplorer(w.VBox):
         s.target_device = parse_target(self.target.value)
         s.partition, s.strategy = self.partition.value, self.strategy.value
         s.skip_h2d_for_method_inputs, s.skip_d2h_for_method_outputs = self.skip_h2d.value, self.skip_d2h.value
-        s.hoist_constants = self.hoist.value
+        s.hoist_constants, s.resident_buffers = self.hoist.value, self.resident.value
         offered = _strategies(s)  # peer only with two target devices
         if self.strategy.options != offered:
             self._syncing = True  # a value dropped with its option is read here, not as a second edit
@@ -336,6 +339,7 @@ class PlacementExplorer(w.VBox):
         self.counts.value = (
             html.note(summary.totals_line(report), "devcopy-totals")
             + html.note(f"bytes by role {report.roles_line()}", "devcopy-roles")
+            + html.table(summary.placement_rows(report), summary.PLACEMENT_COLUMNS)
             + (html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         )
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")

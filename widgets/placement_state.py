@@ -64,6 +64,7 @@ class PlacementState:
     skip_h2d_for_method_inputs: bool = False
     skip_d2h_for_method_outputs: bool = False
     hoist_constants: bool = False  # constant-derived CPU values and their H2D copies run once at load
+    resident_buffers: bool = False  # mutable buffers (a KV cache) live on the device, updated there
     # prices each copy in the report: the H200 model for the selected backend's host memory (the pricer every
     # surface uses, bench.cost_model.copy_pricer), or anything with predict(direction, nbytes)
     cost_model: Any = field(default_factory=copy_pricer, repr=False)
@@ -154,7 +155,8 @@ class PlacementState:
         return len(target_devices(self.target_device)) >= 2
 
     def placed(self):
-        """`place_devices` of `lowered()` with this state's strategy, skip and hoist switches and cost model."""
+        """`place_devices` of `lowered()` with this state's strategy, skip, hoist and resident-buffer switches and
+        cost model."""
         key = (
             "placed",
             self.model,
@@ -165,6 +167,7 @@ class PlacementState:
             self.skip_h2d_for_method_inputs,
             self.skip_d2h_for_method_outputs,
             self.hoist_constants,
+            self.resident_buffers,
             id(self.cost_model),
         )
         return self._kept(
@@ -175,6 +178,7 @@ class PlacementState:
                 skip_h2d_for_method_inputs=self.skip_h2d_for_method_inputs,
                 skip_d2h_for_method_outputs=self.skip_d2h_for_method_outputs,
                 hoist_constants=self.hoist_constants,
+                resident_buffers=self.resident_buffers,
                 cost_model=self.cost_model,
             ),
         )

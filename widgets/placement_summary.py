@@ -22,6 +22,27 @@ def table_rows(report) -> list[dict]:
     ]
 
 
+PLACEMENT_COLUMNS = ("placement", "cache", "weights", "activations", "total")
+
+
+def placement_rows(report) -> list[dict]:
+    """The same program placed plain, with hoisting and with resident buffers, side by side: per placement the
+    bytes each role copies per call (H2D / D2H), the report's `bytes_by_placement` in the panel's units."""
+    rows = []
+    for name, entry in report.bytes_by_placement.items():
+        if "error" in entry:
+            rows.append({"placement": name, "cache": "refused", "weights": "", "activations": "", "total": ""})
+            continue
+        both = {**entry["copy_bytes_by_role"], "total": entry["copy_bytes"]}
+        rows.append(
+            {
+                "placement": name,
+                **{k: f"{format_bytes(v.get(H2D, 0))} / {format_bytes(v.get(D2H, 0))}" for k, v in both.items()},
+            }
+        )
+    return rows
+
+
 def totals_line(report) -> str:
     """`delegates 1 · H2D 2 (128 B) · D2H 1 (64 B)` plus the predicted copy time when a cost model priced them."""
     line = (

@@ -1,6 +1,6 @@
-"""The clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees), `CpuClock`
-(this process's CPU time: host-only work on a shared machine) and `EventClock` (CUDA events on a stream: device
-time). All share one protocol, so the harness also runs on fake clocks."""
+"""The clocks: `WallClock` (host clock around the call plus a device synchronize: what a caller sees) and `CpuClock`
+(this process's CPU time: host-only work on a shared machine). Device time comes from a backend's `event_timer()`
+(bench/methods_cuda.py). All share one protocol, so the harness also runs on fake clocks."""
 
 from __future__ import annotations
 
@@ -46,22 +46,3 @@ class CpuClock:
 
     def stop(self, token: float) -> float:
         return time.process_time() - token
-
-
-class EventClock:
-    """Elapsed time between two CUDA events recorded on `stream` (events made once, outside the timed span)."""
-
-    name = "events"
-
-    def __init__(self, cupy: Any, stream: Any = None) -> None:
-        self.cupy = cupy
-        self.stream = cupy.cuda.Stream.null if stream is None else stream
-        self._begin, self._end = cupy.cuda.Event(), cupy.cuda.Event()
-
-    def start(self) -> None:
-        self._begin.record(self.stream)
-
-    def stop(self, token: None) -> float:
-        self._end.record(self.stream)
-        self._end.synchronize()
-        return float(self.cupy.cuda.get_elapsed_time(self._begin, self._end)) / 1e3

@@ -107,6 +107,12 @@ def add_placement_args(parser: argparse.ArgumentParser) -> None:
         help="compute values derived only from parameters/buffers/constants once at load and keep "
         "them on the device: no per-call copy for them (beyond ExecuTorch)",
     )
+    parser.add_argument(
+        "--resident-buffers",
+        action="store_true",
+        help="keep mutable buffers (a KV cache) on the device their delegates run on: copied there once at load, "
+        "updated on the device, never copied per call (beyond ExecuTorch)",
+    )
 
 
 def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
@@ -182,6 +188,7 @@ def placement_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "skip_h2d_for_method_inputs": args.skip_h2d_inputs,
         "skip_d2h_for_method_outputs": args.skip_d2h_outputs,
         "hoist_constants": args.hoist_constants,
+        "resident_buffers": args.resident_buffers,
     }
 
 
@@ -227,9 +234,9 @@ def _executorch(
         return {"available": False, "error": "ExecuTorch is not installed: pip install -e '.[reference]'"}
     note = (
         None
-        if args.strategy == Strategy.EXECUTORCH and not args.hoist_constants
+        if args.strategy == Strategy.EXECUTORCH and not args.hoist_constants and not args.resident_buffers
         else (
-            "ExecuTorch has only its own placement (no dedupe, peer or hoisting): "
+            "ExecuTorch has only its own placement (no dedupe, peer, hoisting or resident buffers): "
             "these are PropagateDevicePass's counts"
         )
     )
@@ -299,7 +306,9 @@ def _copies_line(result: dict[str, Any]) -> str:
 
 def _render(result: dict[str, Any]) -> str:
     from ..placement.branches import control_flow_text
-    from ..placement.report import roles_text  # the report's one wording (placement loads only once a model is placed)
+
+    # the report's one wording (placement loads only once a model is placed)
+    from ..placement.report import placements_text, roles_text
 
     devices = result["delegate_devices"]
     if len(devices) <= 3:
@@ -320,6 +329,8 @@ def _render(result: dict[str, Any]) -> str:
         )
     lines.append(_copies_line(result))
     lines.append(f"bytes by role {roles_text(result['copy_bytes_by_role'])}")
+    lines.extend(placements_text(result["bytes_by_placement"]))
+    lines.extend(f"buffer {b['name']} ({format_bytes(b['bytes'])}): {b['reason']}" for b in result["buffers"])
     lines.extend(control_flow_text(result.get("control_flow", ())))
     if result["pricing"]:
         from ..bench.cost_model import basis_text

@@ -32,6 +32,7 @@ PLACEMENT_DEFAULTS = {
     "skip_h2d_inputs": False,
     "skip_d2h_outputs": False,
     "hoist_constants": False,
+    "resident_buffers": False,
 }
 
 
@@ -280,6 +281,6 @@ def save(
     copies = program.copies()
     saved = {"path": args.save_pte, "bytes": len(data), "operators": program.operators}
     saved["copies"] = {direction: calls for direction, (calls, _) in copies.items()}
-    if args.strategy != Strategy.EXECUTORCH or args.hoist_constants:
+    if args.strategy != Strategy.EXECUTORCH or args.hoist_constants or args.resident_buffers:
         saved["note"] = "ExecuTorch places with its own PropagateDevicePass: the .pte has its copies, not --strategy's"
     return saved

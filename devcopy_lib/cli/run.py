@@ -105,29 +105,48 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
         return pte.run(args, libs, backend, _profile)
     module, inputs, placed = lower_and_place(args, backend)
+    errors: list[float | None] = []
+    oks: list[bool] = []
+    step_inputs = inputs
     with (
         make_allocator(backend) as allocator,
         scoped_allocators(allocator),
         load_method(_on_existing_devices(placed, allocator), args.mode, libs, capture=capture_option(args)) as method,
     ):
-        outputs = method(*inputs)
+        # each step: the method, then the eager module (which keeps its own state), on the same inputs
+        for step in range(args.steps):
+            outputs = method(*step_inputs)
+            with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
+                expected = pytree.tree_leaves(module(*step_inputs))
+                if step + 1 < args.steps:
+                    step_inputs = _next_inputs(module, step_inputs, expected)
+            ok, max_abs_err = compare_outputs(outputs, expected)
+            oks.append(ok)
+            errors.append(max_abs_err)
         result = method_fields(method)
         if args.profile:
             result.update(_profile(method, inputs, args.profile, allocator.backend))
         if args.trace is not None:
             result["trace_file"] = exports.write_trace(args, method, result, allocator.backend)
-    with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
-        expected = pytree.tree_leaves(module(*inputs))
-    ok, max_abs_err = compare_outputs(outputs, expected)
     return {
-        "ok": ok,
+        "ok": all(oks),
         "model": args.model,
         "mode": args.mode,
         "backend": allocator.backend,
         "strategy": args.strategy,
-        "max_abs_err": max_abs_err,
+        "resident_buffers": args.resident_buffers,
+        "max_abs_err": None if None in errors else max(e for e in errors if e is not None),
+        "steps": args.steps,
+        "step_errors": errors,
         **result,
     }
+
+
+def _next_inputs(module: Any, inputs: tuple[Any, ...], outputs: list[Any]) -> tuple[Any, ...]:
+    """The next step's inputs: the model's own `next_inputs(inputs, outputs)` where it has one (a decode step: the
+    most likely token and the next position), else the same inputs again (the state still evolves)."""
+    step = getattr(module, "next_inputs", None)
+    return tuple(step(inputs, outputs)) if callable(step) else inputs
 
 
 def _profile(method: Method, inputs: tuple[torch.Tensor, ...], repeat: int, backend: str) -> dict[str, Any]:
@@ -157,8 +176,9 @@ def _render(result: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"{result['model']}: {'ok' if result['ok'] else 'MISMATCH'} ({result['mode']} mode, {result['backend']} "
-            f"backend, {result['strategy']} placement)",
+            f"backend, {result['strategy']} placement{', resident buffers' if result['resident_buffers'] else ''})",
             f"  max |devcopy - eager| = {result['max_abs_err']:.3g}"
+            + (f" over {result['steps']} consecutive calls" if result["steps"] > 1 else "")
             if result["max_abs_err"] is not None
             else "  max |devcopy - eager|: not a number (NaN where eager has none)",
             f"  copies executed: {copies[Direction.H2D]} H2D, {copies[Direction.D2H]} D2H; "
@@ -204,6 +224,15 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
         metavar="N",
         help="time every instruction over N calls (default 10): JSON 'profile' rows with measured "
         "and (copies) cost-model predicted seconds",
+    )
+    parser.add_argument(
+        "--steps",
+        type=count_type(1, 1000),
+        default=1,
+        metavar="N",
+        help="run N consecutive calls of one method beside the eager module, comparing each (default 1): state "
+        "such as a KV cache carries over; a model with next_inputs(inputs, outputs) (a decode step) is fed its "
+        "next token and position, any other its inputs again",
     )
     exports.add_run_exports(parser)
     add_capture(parser)

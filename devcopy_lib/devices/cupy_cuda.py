@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..names import Backend, Direction
+from ..names import Backend, Direction, device_string
 from .allocator import DeviceAllocator
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
@@ -52,10 +52,6 @@ class CupyTransport:
 
     def current_stream(self) -> Any:
         return self._cupy.cuda.get_current_stream()
-
-    def new_stream(self) -> Any:
-        with cuda_status("create a copy stream"):
-            return self._cupy.cuda.Stream(non_blocking=True)
 
     def copy(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
         with cuda_status("cudaMemcpyAsync of {} bytes (0x{:x} -> 0x{:x})", nbytes, src, dst):
@@ -107,11 +103,12 @@ class CupyTransport:
 
 
 class CupyRegistrar:
-    """cudaHostRegister / cudaHostUnregister through CuPy for the registration cache; a registered range joins the
-    transport's pinned registry while registered, so the copy engine sends it straight to the DMA engine."""
+    """cudaHostRegister / cudaHostUnregister through CuPy's `runtime` for the registration cache; a registered range
+    joins the transport's pinned `registry` while registered, so the copy engine sends it straight to the DMA
+    engine."""
 
-    def __init__(self, transport: CupyTransport, quiesce: Callable[[], None]) -> None:
-        self._rt, self._registry, self.quiesce = transport._rt, transport.registry, quiesce
+    def __init__(self, runtime: Any, registry: PinnedRegistry, quiesce: Callable[[], None]) -> None:
+        self._rt, self._registry, self.quiesce = runtime, registry, quiesce
 
     def register(self, address: int, nbytes: int) -> None:
         with cuda_status("cudaHostRegister of {} bytes at 0x{:x}", nbytes, address):
@@ -174,7 +171,6 @@ class CupyCudaAllocator(DeviceAllocator):
             raise InvalidArgumentTypeError(
                 f"config must be an EngineConfig or None, got {type(config).__name__}; pass EngineConfig(threads=4)"
             )
-        super().__init__()
         self._cupy = import_cupy()
         self._rt = self._cupy.cuda.runtime
         self.transport = CupyTransport()
@@ -184,13 +180,13 @@ class CupyCudaAllocator(DeviceAllocator):
             self._count: int = self._rt.getDeviceCount()
         c = self.engine.config
         cache = HostRegistrations(
-            CupyRegistrar(self.transport, self.synchronize),
+            CupyRegistrar(self._rt, self.transport.registry, self.synchronize),
             min_bytes=c.register_min_bytes,
             max_bytes=c.register_max_bytes,
             max_count=c.register_max_count,
             enabled=c.register_reused,
         )
-        self._use_host_registrations(cache)
+        super().__init__(registrations=cache)
 
     def device_count(self) -> int:
         """The CUDA devices CuPy sees (counted once, when the allocator was made)."""
@@ -207,12 +203,13 @@ class CupyCudaAllocator(DeviceAllocator):
         with cuda_status("read CUDA device properties"):
             names = [self._rt.getDeviceProperties(i)["name"] for i in range(self.device_count())]
         return [
-            {"device": f"cuda:{i}", "name": n.decode() if isinstance(n, bytes) else str(n)} for i, n in enumerate(names)
+            {"device": device_string(i), "name": n.decode() if isinstance(n, bytes) else str(n)}
+            for i, n in enumerate(names)
         ]
 
     # CuPy's pool hands out 512-byte aligned blocks, so any alignment the base class accepts (<= 256) holds.
     def _allocate(self, nbytes: int, index: int, alignment: int) -> DeviceBlock:
-        with _OnDevice(self._rt, index), cuda_status("allocate {} bytes on cuda:{}", nbytes, index):
+        with _OnDevice(self._rt, index), cuda_status("allocate {} bytes on {}", nbytes, device_string(index)):
             memory = self._cupy.cuda.alloc(max(nbytes, 1))
         return DeviceBlock(index, nbytes, memory.ptr, memory)
 
@@ -224,7 +221,7 @@ class CupyCudaAllocator(DeviceAllocator):
         self.engine.close()
 
     def _trim(self, index: int) -> None:
-        with _OnDevice(self._rt, index), cuda_status("free cached blocks on cuda:{}", index):
+        with _OnDevice(self._rt, index), cuda_status("free cached blocks on {}", device_string(index)):
             self._cupy.get_default_memory_pool().free_all_blocks()
             self._cupy.get_default_pinned_memory_pool().free_all_blocks()
 
@@ -261,13 +258,13 @@ class CupyCudaAllocator(DeviceAllocator):
         return transfer
 
     def _peer_access(self, src_index: int, dst_index: int) -> bool:
-        with cuda_status("ask peer access cuda:{} -> cuda:{}", src_index, dst_index):
+        with cuda_status("ask peer access {} -> {}", device_string(src_index), device_string(dst_index)):
             return bool(self._rt.deviceCanAccessPeer(dst_index, src_index))
 
     def _copy_peer(self, dst: DevicePtr, src: DevicePtr, nbytes: int) -> None:
         with (
             _OnDevice(self._rt, dst.index),
-            cuda_status("peer copy {} bytes cuda:{} -> cuda:{}", nbytes, src.index, dst.index),
+            cuda_status("peer copy {} bytes {} -> {}", nbytes, device_string(src.index), device_string(dst.index)),
         ):
             self._rt.memcpyPeer(dst.address, dst.index, src.address, src.index, nbytes)
 
@@ -317,12 +314,12 @@ class _OnDevice:
         self.rt, self.index = rt, index
 
     def __enter__(self) -> None:
-        with cuda_status("select cuda:{}", self.index):
+        with cuda_status("select {}", device_string(self.index)):
             self.previous = self.rt.getDevice()
             if self.previous != self.index:
                 self.rt.setDevice(self.index)
 
     def __exit__(self, *exc: object) -> None:
         if self.previous != self.index:
-            with cuda_status("restore cuda:{}", self.previous):
+            with cuda_status("restore {}", device_string(self.previous)):
                 self.rt.setDevice(self.previous)

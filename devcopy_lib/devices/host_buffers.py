@@ -48,13 +48,10 @@ def array_address(buf: np.ndarray) -> int:
 def quick_host_address(buf: Any, nbytes: int, writable: bool) -> int:
     """`host_address` for the common case only - a plain C-contiguous NumPy array of data holding `nbytes` > 0
     (writable when `writable`) - else 0, and the caller takes `host_address` for the message."""
-    if (
-        buf.__class__ is np.ndarray
-        and 0 < nbytes <= buf.nbytes
-        and buf.flags.c_contiguous
-        and (buf.flags.writeable or not writable)
-        and not buf.dtype.hasobject
-    ):
+    if buf.__class__ is not np.ndarray or not 0 < nbytes <= buf.nbytes:
+        return 0
+    flags = buf.flags  # a new object on every read: read once (this is the small-copy path)
+    if flags.c_contiguous and (not writable or flags.writeable) and not buf.dtype.hasobject:
         address: int | None = _read_pointer(id(buf) + _DATA_OFFSET).value if _DATA_OFFSET else 0
         return address or array_address(buf)  # `array_address` inlined: this is the small-copy path
     return 0

@@ -59,9 +59,6 @@ class HostTransport:
     def current_stream(self) -> HostStream:
         return self._default
 
-    def new_stream(self) -> HostStream:
-        return HostStream()
-
     def copy(self, dst: int, src: int, nbytes: int, stream: HostStream) -> None:
         self.copies += 1
 

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from ..names import device_string
 from .errors import DeviceMemoryAccessError, DeviceUsageError, InvalidArgumentError, InvalidArgumentTypeError
 
 
@@ -79,7 +80,7 @@ class DeviceBlock:
     def __array__(self, *args: object, **kwargs: object) -> NoReturn:
         """Refuse NumPy's host read: device memory reaches the host only through a D2H copy."""
         raise DeviceMemoryAccessError(
-            f"Host code tried to read device memory (cuda:{self.index}, {self.nbytes} bytes) directly. "
+            f"Host code tried to read device memory ({device_string(self.index)}, {self.nbytes} bytes) directly. "
             "Device memory reaches the host only through a D2H copy (et_copy::_d2h_copy.out)."
         )
 
@@ -136,4 +137,4 @@ class DevicePtr:
         self.block.__array__()
 
     def __repr__(self) -> str:
-        return f"DevicePtr(cuda:{self.index}, 0x{self.address:x}, {self.nbytes} bytes left)"
+        return f"DevicePtr({device_string(self.index)}, 0x{self.address:x}, {self.nbytes} bytes left)"

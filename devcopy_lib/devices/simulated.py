@@ -8,19 +8,21 @@ configurable peer access between indices for direct device-to-device copies.
 from __future__ import annotations
 
 import ctypes
-import itertools
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from ..names import Backend, Direction
-from .allocator import DeviceAllocator, check_inside_owner
+from ..names import Backend, Direction, device_string
+from .allocator import DeviceAllocator
 from .capabilities import Capabilities
 from .device import MAX_DEVICE_INDEX
 from .errors import InvalidArgumentError, InvalidArgumentTypeError
+from .host_registration import HostRegistrations
 from .planned_copy import Transfer
 from .pointers import DeviceBlock, DevicePtr
+from .validation import check_inside_owner, resolve_index
 
 # Fake device addresses: index i owns [(i + 1) * _ADDRESS_SPACE, (i + 2) * _ADDRESS_SPACE), so addresses never
 # collide across indices; never dereferenceable from the host.
@@ -31,17 +33,26 @@ class SimulatedCudaAllocator(DeviceAllocator):
     """A stand-in CUDA device on host memory. It says so: `backend` is `Backend.SIMULATED`.
 
     `peer_access`: True (every pair of indices copies directly, like NVLink), False (none: every cross-device copy
-    hops through host memory), or pairs `{(0, 1), ...}`, each granting both directions."""
+    hops through host memory), or pairs `{(0, 1), ...}`, each granting both directions. `registrations`: a
+    registration cache for reused pageable buffers (the CUDA backend's; here, to test it without CUDA)."""
 
-    def __init__(self, peer_access: bool | Iterable[tuple[int, int]] = True) -> None:
-        super().__init__()
+    def __init__(
+        self, peer_access: bool | Iterable[tuple[int, int]] = True, registrations: HostRegistrations | None = None
+    ) -> None:
+        super().__init__(registrations)
         self._peers = _peer_pairs(peer_access)
         self._current = 0
         self._next_address: dict[int, int] = {}
-        self._ids = itertools.count()
+        self._address_lock = threading.Lock()  # threads allocating at once get distinct addresses
 
     backend = Backend.SIMULATED
     capabilities = Capabilities(real_device=False, device_clock=False, pinned_host=False, peer_copy=True)
+    _memmove_planned = True  # planned copies memmove directly; a subclass's own copy hooks (fault injection) run
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if {"_copy_in", "_copy_out"} & set(vars(cls)):
+            cls._memmove_planned = False
 
     def device_count(self) -> None:
         """Any number of indices: the simulated accelerator has as many devices as a test asks for."""
@@ -53,22 +64,24 @@ class SimulatedCudaAllocator(DeviceAllocator):
 
     def describe_devices(self) -> list[dict[str, str]]:
         used = sorted({0, self._current, *self._next_address})
-        return [{"device": f"cuda:{i}", "name": "simulated accelerator (host memory, not a GPU)"} for i in used]
+        return [{"device": device_string(i), "name": "simulated accelerator (host memory, not a GPU)"} for i in used]
 
     def set_current_index(self, index: int) -> None:
         """Make `index` the current device (what index -1 resolves to), like cudaSetDevice."""
-        self._current = self._resolve_index(index)
+        self._current = resolve_index(self, index)
 
     def _allocate(self, nbytes: int, index: int, alignment: int) -> DeviceBlock:
         if nbytes >= _ADDRESS_SPACE:
-            raise MemoryError(f"the simulated cuda:{index} has {_ADDRESS_SPACE} bytes of address space")
+            raise MemoryError(f"the simulated {device_string(index)} has {_ADDRESS_SPACE} bytes of address space")
         memory = np.zeros(max(nbytes, 1), dtype=np.uint8)  # may raise MemoryError: the counter stays as it was
-        with self._lock:  # threads allocating at once get distinct addresses
+        with self._address_lock:
             base = self._next_address.get(index, (index + 1) * _ADDRESS_SPACE)
             address = -(-base // alignment) * alignment
             end = address + max(nbytes, 1)
             if end > (index + 2) * _ADDRESS_SPACE:
-                raise MemoryError(f"the simulated cuda:{index} has used up its {_ADDRESS_SPACE} bytes of address space")
+                raise MemoryError(
+                    f"the simulated {device_string(index)} has used up its {_ADDRESS_SPACE} bytes of address space"
+                )
             self._next_address[index] = end
         return DeviceBlock(index, nbytes, address, memory)
 
@@ -97,11 +110,7 @@ class SimulatedCudaAllocator(DeviceAllocator):
     def _planned_transfer(self, direction: str, ptr: DevicePtr, address: int, capacity: int, index: int) -> Transfer:
         """A planned copy on the buffer's own index: one memmove between addresses resolved now (the buffer stays
         alive with its method; PlannedCopy refuses it once freed)."""
-        hooks = (
-            type(self)._copy_in is SimulatedCudaAllocator._copy_in
-            and type(self)._copy_out is SimulatedCudaAllocator._copy_out
-        )  # a subclass's own hooks (fault injection) run
-        if ptr.index != index or not capacity or not hooks:
+        if ptr.index != index or not capacity or not self._memmove_planned:
             return super()._planned_transfer(direction, ptr, address, capacity, index)
         device, memmove = ptr.block.handle.ctypes.data + ptr.offset, ctypes.memmove
         if direction == Direction.H2D:

@@ -42,6 +42,12 @@ class AllocatorStats:
     last_d2d: CopyRecord = field(default_factory=CopyRecord)
     host_registration: RegistrationStats = field(default_factory=RegistrationStats)  # reused pageable buffers
 
+    def count_allocate(self, nbytes: int) -> None:
+        """Count one allocation of `nbytes` now live (the caller holds the allocator's lock)."""
+        self.allocate_count += 1
+        self.live_bytes += nbytes
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+
     def count_copy(self, direction: str, record: CopyRecord) -> None:
         """Count one finished "h2d" or "d2h" copy and keep it as the last one (the caller holds the allocator's
         lock)."""

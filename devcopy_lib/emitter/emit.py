@@ -142,6 +142,8 @@ class _Emitter:
         self.program = Program(values=[], instructions=[], operators=[], inputs=[], outputs=[])
         self.op_index: dict[str, int] = {}
         self.node_value: dict[fx.Node, NodeValue] = {}
+        self.buffer_names: dict[str, str] = {}  # a buffer's constant node -> the model's name for it
+        self.identity: dict[Device, int] = {}  # device -> its on-device write-back delegate
         # a subgraph (a branch or loop body) adds to its parent's program: its placeholders are bound to
         # `inputs` (None: a new value, e.g. a loop's slice), its results moved into `outputs` when given
         self.parent = parent
@@ -151,6 +153,7 @@ class _Emitter:
         self.node_value_inputs: list[int] = []
         if parent is not None:
             self.program, self.op_index, self.node_value = parent.program, parent.op_index, parent.node_value
+            self.buffer_names, self.identity = parent.buffer_names, parent.identity
 
     def subgraph(self, graph_module: fx.GraphModule, inputs: list[int | None], outputs: list[int] | None) -> _Emitter:
         """Emit a control-flow submodule inline, as ExecuTorch's emitter does (`_Emitter` over the submodule sharing
@@ -234,9 +237,19 @@ class _Emitter:
         if not isinstance(node.target, str):
             raise TypeError(f"{node.name}: get_attr target {node.target!r} is not an attribute path")
         attr = operator.attrgetter(node.target)(self.gm)
-        if isinstance(attr, torch.Tensor):  # a mutated buffer's initial state is a copy of the model's value
-            mutable = any(u.target is WRITE_BACK and u.args[0] is node for u in node.users)
-            self.node_value[node] = self.constant(attr.clone() if mutable else attr, mutable=mutable, name=node.target)
+        if not isinstance(attr, torch.Tensor):
+            return
+        if not any(u.target is WRITE_BACK and u.args[0] is node for u in node.users):
+            self.node_value[node] = self.constant(attr, name=node.target)
+            return
+        # a mutated buffer: its initial state is a copy of the model's value; a resident one lives in its device's
+        # arena for the whole program (placement/resident.py), filled from that copy at load
+        device = _device_of(node) if self.device_planning else CPU
+        spec = TensorSpec(attr.dtype, tuple(attr.shape), device)
+        data = attr.detach().clone().contiguous()
+        index = self.add(TensorValue(spec, planned=not device.is_cpu, data=data, mutable=True))
+        self.node_value[node] = index
+        self.program.buffers[self.buffer_names.get(node.target, node.target)] = index
 
     def _call_module(self, node: fx.Node) -> None:
         delegate = delegate_of(node)
@@ -248,8 +261,14 @@ class _Emitter:
             self.constant(t, device if self.device_planning else CPU, name=name)
             for name, t in delegate.constants.items()
         )
-        outputs = tuple(self.planned(v, node, device) for v in node.meta["val"])
-        self.program.delegates.append(BackendDelegate(delegate.name, delegate.graph_module, device, constants))
+        in_place = getattr(delegate, "in_place", {})  # output -> the input whose memory the graph wrote it into
+        outputs = tuple(
+            args[in_place[i]] if i in in_place else self.planned(v, node, device)
+            for i, v in enumerate(node.meta["val"])
+        )
+        self.program.delegates.append(
+            BackendDelegate(delegate.name, delegate.graph_module, device, constants, tuple(sorted(in_place)))
+        )
         self.program.instructions.append(DelegateCall(len(self.program.delegates) - 1, args, outputs))
         self.node_value[node] = outputs
 
@@ -323,12 +342,31 @@ class _Emitter:
 
     def write_back(self, node: fx.Node) -> None:
         """`copy_(target, value)` of a mutated buffer or input: `aten::copy.out(target, value, out=target)` writes
-        the new value into the target's own memory, where the next run (a buffer) or the caller (an input) reads it."""
+        the new value into the target's own memory, where the next run (a buffer) or the caller (an input) reads it.
+        A resident buffer already updated in place (its new value is its own memory) needs nothing; one on a device
+        is written there by an on-device copy (`_device_write_back`)."""
         target, value = (self.index(arg) for arg in node.args)
+        self.node_value[node] = target
+        if target == value:
+            return
+        device = self.program.tensor(target).spec.device
+        if not device.is_cpu:
+            self._device_write_back(device, target, value)
+            return
         self.program.instructions.append(
             KernelCall(self.operator("aten::copy.out"), (target, value, self.add(ScalarValue(False)), target))
         )
-        self.node_value[node] = target
+
+    def _device_write_back(self, device: Device, target: int, value: int) -> None:
+        """A resident buffer's write-back on its device: a delegate returning its input, whose output is the
+        buffer's own memory, so the runtime's write of the result is the on-device copy (no host in between)."""
+        if device not in self.identity:
+            graph = fx.Graph()
+            graph.output((graph.placeholder("value"),))
+            module = fx.GraphModule(torch.nn.Module(), graph, class_name="WriteBack")
+            self.program.delegates.append(BackendDelegate(f"write_back_{device}", module, device))
+            self.identity[device] = len(self.program.delegates) - 1
+        self.program.instructions.append(DelegateCall(self.identity[device], (value,), (target,)))
 
     def argument(self, arg: torch._C.Argument, value: Any, node: fx.Node) -> int:
         """One argument as a value index: tensors by their node, scalars lifted where the schema wants a Tensor."""
@@ -398,9 +436,10 @@ def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
     options = getattr(placed, "options", {})
     exported = getattr(placed, "exported_program", None)
     ranges = getattr(exported, "range_constraints", {})
-    program = _Emitter(
-        graph_module, options.get("non_cpu_memory_planning", True), constant_sources(placed), ranges
-    ).run()
+    emitter = _Emitter(graph_module, options.get("non_cpu_memory_planning", True), constant_sources(placed), ranges)
+    signature = getattr(exported, "graph_signature", None)
+    emitter.buffer_names = dict(getattr(signature, "inputs_to_buffers", {}))
+    program = emitter.run()
     program.written_back_inputs = list(getattr(placed, "written_back_inputs", ()))
     if options.get("skip_h2d_for_method_inputs"):
         _unplanned(program, program.inputs)

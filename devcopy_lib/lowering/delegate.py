@@ -19,7 +19,9 @@ class Delegate(torch.nn.Module):
 
     `graph_module`'s placeholders are the delegate's inputs (in call-argument order) followed by its owned
     constants (in `constants` order); its output is a tuple. Owned constants get no H2D: they are copied to the
-    device once, at load.
+    device once, at load. `in_place` maps an output position to the input position whose memory the graph wrote
+    that output into (an in-place update of a resident buffer, placement/resident.py): that output is the input's
+    memory, so nothing is copied for it.
     """
 
     def __init__(
@@ -30,6 +32,7 @@ class Delegate(torch.nn.Module):
         constants: dict[str, torch.Tensor],
         ops: tuple[str, ...],
         input_names: tuple[str, ...],
+        in_place: dict[int, int] | None = None,
     ):
         super().__init__()
         self.name = name
@@ -38,6 +41,7 @@ class Delegate(torch.nn.Module):
         self.constants = dict(constants)
         self.ops = ops
         self.input_names = input_names
+        self.in_place = dict(in_place or {})
 
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return tuple(self.graph_module(*inputs, *self.constants.values()))

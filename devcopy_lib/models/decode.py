@@ -44,6 +44,7 @@ class LlamaDecodeStep(nn.Module):
         cache_utils = require("transformers", "a decode step").cache_utils
         config = model.config  # a transformers PreTrainedModel's
         self.model, self.cache_form, self.layers = model, cache, config.num_hidden_layers
+        self.max_cache_len = max_cache_len
         self.static_cache = cache_utils.StaticCache(max_cache_len=max_cache_len, config=config)
         head_dim = config.hidden_size // config.num_attention_heads
         self.static_cache.early_initialization(1, config.num_key_value_heads, head_dim, torch.float32, "cpu")
@@ -81,6 +82,21 @@ class LlamaDecodeStep(nn.Module):
             for layer, (keys, values, length) in zip(layers, idle, strict=True):
                 layer.keys, layer.values, layer.cumulative_length = keys, values, length
         return output.logits if self.cache_form == "buffers" else (output.logits, *state)
+
+    def next_inputs(self, inputs: tuple[torch.Tensor, ...], outputs: Any) -> tuple[torch.Tensor, ...]:
+        """The next step's inputs after a step with `inputs` returned `outputs` (the logits first, flattened or
+        not): the most likely token, the next position and, with `cache="inputs"`, the updated cache. What
+        `devcopy run --steps N` feeds a model to decode N tokens; past the cache's end is a ValueError."""
+        flat = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        position = inputs[1] + 1
+        if int(position[0]) >= self.max_cache_len:
+            raise ValueError(
+                f"position {int(position[0])} is past the cache's {self.max_cache_len} positions; "
+                "decode fewer steps or build the step with a larger max_cache_len"
+            )
+        token = flat[0][:, -1].argmax(-1, keepdim=True)
+        cache = () if self.cache_form == "buffers" else tuple(flat[1:])
+        return (token, position, *cache)
 
 
 def _decode_step(cache: str, max_cache_len: int, prompt_len: int) -> Sample:

@@ -26,13 +26,14 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from ..devices import CPU, Device
 from ..devices.errors import InvalidArgumentError
 from ..lowering.arguments import expect
+from ..lowering.delegate import Delegate
 from ..lowering.lower import LoweredProgram
 from ..lowering.nodes import COPY_KINDS, D2D, D2H, H2D, call_device, device_of, is_d2d, is_d2h, is_h2d
 from ..names import STRATEGIES, ErrorKind, Strategy
-from . import hoist
+from . import hoist, resident
 from .peer import CrossDevicePair, PeerAccess, peer_rule
 from .pricing import CostModel
-from .report import Others, PlacementReport, Rewrite, build_report, value_bytes
+from .report import Others, PlacementReport, Rewrite, build_report, copy_counts, role_bytes, value_bytes
 from .rewrites import dedupe_rewrite, peer_rewrite
 
 
@@ -284,37 +285,98 @@ def place_devices(
     cost_model: CostModel | None = None,
     peer_access: PeerAccess = None,
     hoist_constants: bool = False,
+    resident_buffers: bool = False,
 ) -> PlacedProgram:
     """Place devices on a copy of `lowered`'s graph; the report compares with the other strategies.
 
     `peer_access` (strategy 'peer'): None asks the registered allocator (none registered: assume yes), a bool
     answers for every pair, a callable `(src, dst) -> bool`, or device pairs `{("cuda:0", "cuda:1")}`.
-    `hoist_constants`: compute constant-derived values and their H2D copies once, at load (placement/hoist.py)."""
+    `hoist_constants`: compute constant-derived values and their H2D copies once, at load (placement/hoist.py).
+    `resident_buffers`: keep each mutable buffer whose readers and writers can run on the device there for the
+    method's life, updated on the device, never copied per call (placement/resident.py); the report says where
+    every mutable buffer lives and why (`PlacementReport.buffers`)."""
     expect(lowered, LoweredProgram, "lowered", "pass lower(export_program(model, inputs)) or export_and_lower(...)")
+    for flag, value in (("hoist_constants", hoist_constants), ("resident_buffers", resident_buffers)):
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
     options = dict(
         skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
         skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
         non_cpu_memory_planning=non_cpu_memory_planning,
     )
-    gm = copy_graph_module(lowered.graph_module)
     placement = PlaceDevicesPass(strategy, **options, peer_access=peer_access)
     placement.peer_access = _remembering(placement.peer_access)  # the comparison, placed later, gets these answers
-    placement(gm)
-    if hoist_constants:
-        hoist.hoist_constants(gm)
+    names = getattr(getattr(lowered.exported_program, "graph_signature", None), "inputs_to_buffers", {})
+    gm, buffers = _placed_graph(lowered.graph_module, placement, hoist_constants, resident_buffers, names)
     base = {f.name: getattr(lowered, f.name) for f in dataclasses.fields(LoweredProgram)}
-    result = PlacedProgram(
-        **{**base, "graph_module": gm}, strategy=strategy, options={**options, "hoist_constants": hoist_constants}
-    )
+    base["delegates"] = {name: m for name, m in gm.named_children() if isinstance(m, Delegate)}
+    extra = {"hoist_constants": hoist_constants, "resident_buffers": resident_buffers}
+    result = PlacedProgram(**{**base, "graph_module": gm}, strategy=strategy, options={**options, **extra})
     others: Others | Callable[[], Others] = (
         _told_from(gm, strategy, placement.peer_access)
         if strategy == Strategy.EXECUTORCH
         else functools.partial(  # placed on the comparison's first read: place_devices alone never pays for it
-            _placed_others, lowered.graph_module, strategy, options, placement.peer_access, hoist_constants
+            _placed_others, lowered.graph_module, strategy, options, placement.peer_access, extra
         )
     )
-    result.report = build_report(result, cost_model, others, placement.cross_device)
+    result.report = build_report(
+        result,
+        cost_model,
+        others,
+        placement.cross_device,
+        buffers,
+        functools.partial(_by_placement, lowered.graph_module, strategy, options, placement.peer_access),
+    )
     return result
+
+
+def _placed_graph(
+    lowered: fx.GraphModule,
+    placement: PlaceDevicesPass,
+    hoist_constants: bool,
+    resident_buffers: bool,
+    names: dict[str, str] | None = None,
+) -> tuple[fx.GraphModule, list[resident.BufferPlacement]]:
+    """`placement` run on a copy of `lowered` (its mutable buffers made resident first, when asked; hoisted after,
+    when asked), and where each mutable buffer lives (`names`: a buffer's node -> the model's name for it)."""
+    gm = copy_graph_module(lowered)
+    buffers = resident.make_resident(gm, apply=resident_buffers, names=names)
+    placement(gm)
+    if hoist_constants:
+        hoist.hoist_constants(gm)
+    return gm, buffers
+
+
+# The report's side-by-side placements: name -> (hoist_constants, resident_buffers), each adding to the one before
+PLACEMENTS = {"plain": (False, False), "hoisted": (True, False), "resident": (True, True)}
+
+
+def _by_placement(
+    lowered: fx.GraphModule,
+    strategy: str,
+    options: dict[str, bool],
+    peer_access: Callable[[Device, Device], bool],
+) -> dict[str, dict[str, Any]]:
+    """Bytes copied per call by role under `strategy` as it is, with hoisting, and with hoisting and resident
+    buffers (`PLACEMENTS`), or the PlacementError one refused with."""
+    table: dict[str, dict[str, Any]] = {}
+    for name, (hoisted, resident_buffers) in PLACEMENTS.items():
+        try:
+            gm, _ = _placed_graph(
+                lowered, PlaceDevicesPass(strategy, **options, peer_access=peer_access), hoisted, resident_buffers
+            )
+        except PlacementError as exc:
+            table[name] = {"error": str(exc)}
+            continue
+        copies, nbytes = copy_counts(gm)
+        table[name] = {
+            "hoist_constants": hoisted,
+            "resident_buffers": resident_buffers,
+            "copies": copies,
+            "copy_bytes": nbytes,
+            "copy_bytes_by_role": role_bytes(gm),
+        }
+    return table
 
 
 def _remembering(rule: Callable[[Device, Device], bool]) -> Callable[[Device, Device], bool]:
@@ -331,14 +393,11 @@ def _remembering(rule: Callable[[Device, Device], bool]) -> Callable[[Device, De
 
 
 def _place_copy(
-    lowered: fx.GraphModule, strategy: str, options: dict[str, bool], peer_access: PeerAccess, hoist_constants: bool
+    lowered: fx.GraphModule, strategy: str, options: dict[str, bool], peer_access: PeerAccess, extra: dict[str, bool]
 ) -> fx.GraphModule:
-    """`strategy`'s placement of a copy of `lowered`, hoisted when asked."""
-    gm = copy_graph_module(lowered)
-    PlaceDevicesPass(strategy, **options, peer_access=peer_access)(gm)
-    if hoist_constants:
-        hoist.hoist_constants(gm)
-    return gm
+    """`strategy`'s placement of a copy of `lowered`, with `extra`'s hoisting and resident buffers when asked."""
+    placement = PlaceDevicesPass(strategy, **options, peer_access=peer_access)
+    return _placed_graph(lowered, placement, extra["hoist_constants"], extra["resident_buffers"])[0]
 
 
 def _told_from(executorch: fx.GraphModule, strategy: str, peer_access: Callable[[Device, Device], bool]) -> Others:
@@ -356,19 +415,19 @@ def _placed_others(
     strategy: str,
     options: dict[str, bool],
     peer_access: Callable[[Device, Device], bool],
-    hoist_constants: bool,
+    extra: dict[str, bool],
 ) -> Others:
     """Every strategy but `strategy` under the same options: told from executorch's placement of a copy of `lowered`
     or, where executorch refuses the program, each placed on its own copy, or the PlacementError it refused with (a
     refusal is part of the comparison)."""
     try:
-        executorch = _place_copy(lowered, Strategy.EXECUTORCH, options, peer_access, hoist_constants)
+        executorch = _place_copy(lowered, Strategy.EXECUTORCH, options, peer_access, extra)
     except PlacementError:  # what executorch refuses, dedupe may accept: each is placed for real
         others: Others = {}
         for name in STRATEGIES:
             if name != strategy:
                 try:
-                    others[name] = _place_copy(lowered, name, options, peer_access, hoist_constants)
+                    others[name] = _place_copy(lowered, name, options, peer_access, extra)
                 except PlacementError as exc:
                     others[name] = exc
         return others

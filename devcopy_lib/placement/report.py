@@ -29,6 +29,7 @@ from .roles import copy_roles
 
 if TYPE_CHECKING:
     from .peer import CrossDevicePair
+    from .resident import BufferPlacement
 
 
 class Placed(Protocol):
@@ -84,16 +85,17 @@ class _Deferred:
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = f"_{name}"
 
-    def __get__(self, report: object, owner: type | None = None) -> Comparison:
+    def __get__(self, report: object, owner: type | None = None) -> Any:
         if report is None:  # the dataclass asks the class for the field's default: none given means empty
-            return ()  # type: ignore[return-value]  # immutable, as a dataclass default must be; set turns it into []
-        value: Comparison | Callable[[], Comparison] = report.__dict__[self._name]
+            return ()  # immutable, as a dataclass default must be; set turns it into []
+        value: Any = report.__dict__[self._name]
         if callable(value):
             value = report.__dict__[self._name] = value()
         return value
 
-    def __set__(self, report: object, value: Sequence[dict[str, Any]] | Callable[[], Comparison]) -> None:
-        report.__dict__[self._name] = value if callable(value) or isinstance(value, list) else list(value)
+    def __set__(self, report: object, value: Any) -> None:
+        keep = callable(value) or isinstance(value, (list, dict))
+        report.__dict__[self._name] = value if keep else list(value)
 
 
 @dataclass
@@ -119,6 +121,11 @@ class PlacementReport:
     pricing: dict[str, str] | None = None  # the cost model's basis (backend, memory, clock, measured_on, error), if any
     # role (cache, weights, activations: roles.py) -> direction -> bytes copied per call; adds up to copy_bytes
     copy_bytes_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
+    # every mutable buffer (program state): name, bytes, device it lives on, resident or not, and why
+    buffers: list[dict[str, Any]] = field(default_factory=list)
+    # the same program placed plain, with hoisting, and with hoisting and resident buffers (place.PLACEMENTS), side
+    # by side: per placement its options, copies, copy_bytes and copy_bytes_by_role per call (worked out on first read)
+    bytes_by_placement: _Deferred = _Deferred()
     # each torch.cond / map / scan: its branches with the copies each needs, and the branch the example inputs take
     control_flow: list[dict[str, Any]] = field(default_factory=list)
 
@@ -128,7 +135,7 @@ class PlacementReport:
 
     def __getstate__(self) -> dict[str, Any]:
         """A pickled or copied report carries its comparison, worked out now, not the means to place it."""
-        _ = self.comparison
+        _ = self.comparison, self.bytes_by_placement
         return dict(self.__dict__)
 
     def to_dict(self) -> dict[str, Any]:
@@ -166,6 +173,14 @@ class PlacementReport:
             strategy, against, _saved(their_copies, copies), _saved(their_bytes, nbytes), peak - their_peak
         )
 
+    def placements_table(self) -> list[dict[str, Any]]:
+        """`bytes_by_placement` as rows for people (`placements_rows`)."""
+        return placements_rows(self.bytes_by_placement)
+
+    def placements_lines(self) -> list[str]:
+        """`bytes_by_placement` as aligned text lines (`placements_text`)."""
+        return placements_text(self.bytes_by_placement)
+
 
 def _amounts(copies: dict[str, int], nbytes: dict[str, int], sign: int) -> str:
     """'1 H2D, 4 KiB and 1 D2H, 64 B' over the directions whose count has `sign`."""
@@ -198,6 +213,39 @@ def roles_text(split: dict[str, dict[str, int]]) -> str:
         for role, directions in split.items()
     ]
     return "per call: " + " · ".join(parts)
+
+
+def placements_rows(by_placement: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The side-by-side placements (`PlacementReport.bytes_by_placement`) as rows: `placement`, then bytes per call
+    per role and direction (`cache H2D`, ...), then `total H2D` / `total D2H`; a refused one has `error`."""
+    rows = []
+    for name, entry in by_placement.items():
+        if "error" in entry:
+            rows.append({"placement": name, "error": entry["error"]})
+            continue
+        row: dict[str, Any] = {"placement": name}
+        for role, directions in entry["copy_bytes_by_role"].items():
+            for direction in (Direction.H2D, Direction.D2H):
+                row[f"{role} {direction.upper()}"] = directions.get(direction, 0)
+        row["total H2D"] = entry["copy_bytes"].get(Direction.H2D, 0)
+        row["total D2H"] = entry["copy_bytes"].get(Direction.D2H, 0)
+        rows.append(row)
+    return rows
+
+
+def placements_text(by_placement: dict[str, dict[str, Any]]) -> list[str]:
+    """The one wording of the side-by-side placements: a header line, then one line per placement with its bytes
+    per call by role and direction (`devcopy place` prints it)."""
+    rows = placements_rows(by_placement)
+    columns = [c for c in next((r for r in rows if "error" not in r), {}) if c != "placement"]
+    width = max((len(c) for c in columns), default=0) + 2
+    lines = ["bytes per call by role:" + "".join(c.rjust(width) for c in columns)]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"  {row['placement']:<21}refused: {row['error']}")
+        else:
+            lines.append(f"  {row['placement']:<21}" + "".join(format_bytes(row[c]).rjust(width) for c in columns))
+    return lines
 
 
 def value_bytes(value: object) -> int:
@@ -312,17 +360,24 @@ def build_report(
     cost_model: CostModel | None = None,
     others: Others | Callable[[], Others] | None = None,
     cross_device: Sequence[CrossDevicePair] | None = None,
+    buffers: Sequence[BufferPlacement] = (),
+    by_placement: Callable[[], dict[str, dict[str, Any]]] | None = None,
 ) -> PlacementReport:
     """The report of a PlacedProgram; `others`: another strategy -> its placed graph (or a placed graph and the
     Rewrite that tells that strategy's from it), or the error it refused with; or a function returning that, called
-    on the comparison's first read; `cross_device`: the pass's CrossDevicePairs (values going device to device)."""
+    on the comparison's first read; `cross_device`: the pass's CrossDevicePairs (values going device to device);
+    `buffers`: where each mutable buffer lives and why (placement/resident.py); `by_placement`: a function giving
+    the side-by-side placements (place.PLACEMENTS), called on first read."""
     gm = placed.graph_module
     hoistable = set(hoistable_copies(gm))
+    buffer_reason = {b.node: b.reason for b in buffers}
     rows = []
     for node in gm.graph.nodes:
         kind = node_kind(node)
         value_nbytes = value_bytes(node.meta.get("val"))
         reason = _reason(node, kind)
+        if node.op == "get_attr" and node.name in buffer_reason:
+            reason = f"mutable buffer (program state), {buffer_reason[node.name]}"
         if node in hoistable:
             reason += (
                 " (constant-derived: hoisted, computed and copied once at load)"
@@ -377,6 +432,8 @@ def build_report(
         ],
         pricing=_pricing(cost_model),
         copy_bytes_by_role=role_bytes(gm),
+        buffers=[b.to_dict() for b in buffers],
+        bytes_by_placement=by_placement if by_placement is not None else {},
         control_flow=control_flow_summary(gm, getattr(placed, "example_inputs", ())),
     )
 

@@ -29,7 +29,7 @@ from .hoist import constant_derived, mutable
 aten = torch.ops.aten
 # Ops whose result holds the elements of their first argument, rearranged or cast: what carries the cache's bytes from
 # one value to the next.
-_CARRIES = frozenset(
+CARRIES = frozenset(
     {
         aten.view,
         aten._unsafe_view,
@@ -49,7 +49,7 @@ _CARRIES = frozenset(
     }
 )
 # Ops whose result is their first argument with a few positions written: a cache update.
-_WRITES = frozenset({aten.index_put, aten.index_copy, aten.slice_scatter, aten.select_scatter})
+WRITES = frozenset({aten.index_put, aten.index_copy, aten.slice_scatter, aten.select_scatter})
 
 # A value's lineage: the input, constant or (inside a delegate) placeholder whose elements it holds, and whether some
 # positions were written on the way; None for a value computed anew.
@@ -64,9 +64,9 @@ def _step(node: fx.Node) -> bool | None:
     if node.target is WRITE_BACK:
         return True
     packet = getattr(node.target, "overloadpacket", None)
-    if node.target in COPY_KINDS or packet in _CARRIES:
+    if node.target in COPY_KINDS or packet in CARRIES:
         return False
-    return True if packet in _WRITES else None
+    return True if packet in WRITES else None
 
 
 def _lineages(graph: fx.Graph) -> dict[fx.Node, Lineage]:

@@ -107,7 +107,8 @@ def prepare_delegate(
     forward = direct_module(delegate.module).forward
     getters = [_input_getter(value, tensors) for value in inputs]
     fixed = tuple(get() for get in getters) if all(isinstance(v, Slot) and v.static for v in inputs) else None
-    writes = [(slot, code_view(slot, tensors)) for slot in outputs]
+    in_place = set(getattr(delegate, "in_place", ()))  # outputs the graph wrote into an input's memory itself
+    writes = [(slot, code_view(slot, tensors)) for position, slot in enumerate(outputs) if position not in in_place]
     resize = tensors.resize
     real = next(
         (s.allocator for s in outputs if s.allocator is not None and s.allocator.capabilities.real_device), None
@@ -118,14 +119,18 @@ def prepare_delegate(
         (slot, view, view() if static else None) for slot, view in writes
     ]
 
+    def written(results: Any) -> Any:
+        """The results the runtime writes into their outputs (not those the graph wrote in place)."""
+        return [r for position, r in enumerate(results) if position not in in_place] if in_place else results
+
     def compute_static() -> None:
         assert fixed is not None  # offered only then
-        for (_, _, target), result in zip(targets, forward(*fixed), strict=True):  # runs while recording only
+        for (_, _, target), result in zip(targets, written(forward(*fixed)), strict=True):  # while recording only
             assert target is not None  # static outputs
             target.copy_(result)
 
     def run() -> None:
-        results = forward(*(fixed if fixed is not None else [get() for get in getters]))
+        results = written(forward(*(fixed if fixed is not None else [get() for get in getters])))
         # one result per output (the GraphModule's signature); zip's strict keyword would cost ~0.1 us per call
         for (slot, view, target), result in zip(targets, results):  # noqa: B905
             if target is None:

@@ -191,11 +191,19 @@ def lifetimes(program: Program) -> dict[int, tuple[int, int]]:
 
 
 def plan_program(program: Program, alignment: int = DEFAULT_ALIGNMENT) -> MemoryPlan:
-    """Plan every planned, non-constant tensor of `program` (at its upper-bound size) and store the plan on it."""
+    """Plan every planned, non-constant tensor of `program` (at its upper-bound size) and store the plan on it; a
+    planned mutable buffer (a resident one) is live for the whole program, so no other tensor ever shares its bytes."""
+    spans = lifetimes(program)
+    whole = (0, len(program.instructions))
+    for index, value in enumerate(program.values):
+        if isinstance(value, TensorValue) and value.planned and value.mutable:
+            spans[index] = whole
     requests = [
         Request(index, value.spec.device, value.spec.nbytes, span)
-        for index, span in sorted(lifetimes(program).items())
-        if isinstance(value := program.values[index], TensorValue) and value.planned and not value.is_constant
+        for index, span in sorted(spans.items())
+        if isinstance(value := program.values[index], TensorValue)
+        and value.planned
+        and (not value.is_constant or value.mutable)
     ]
     memory_plan = plan(requests, alignment)
     program.memory_plan = memory_plan

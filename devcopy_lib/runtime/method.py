@@ -122,12 +122,12 @@ class Method:
         if data is not None and spec.device.is_cpu:  # the method's own copy: the model's later changes never reach it
             own = self._host_constants[index] = data.detach().cpu().clone(memory_format=torch.contiguous_format)
             return Slot(spec, self._tensors.constant(own))
-        if value.planned and not value.is_constant:
+        if value.planned and (not value.is_constant or value.mutable):  # a resident buffer: filled at load
             where = self.program.memory_plan.allocations[index]
             base = arenas[where.buffer]
             if spec.device.is_cpu:
                 return self._host_slot(spec, base[where.offset : where.offset + spec.nbytes])
-            return self._device_slot(spec, base + where.offset)
+            return self._device_slot(spec, base + where.offset, data)
         if spec.device.is_cpu:  # a graph input/output the caller provides (skip switches)
             return self._host_slot(spec, self._memory.host(spec.nbytes))
         return self._device_slot(spec, self._memory.device(spec.device, spec.nbytes), data)
@@ -165,6 +165,38 @@ class Method:
                 self._note_interrupt(exc)
                 raise
             self._snapshot.commit(taken)
+
+    def buffers(self) -> dict[str, torch.Tensor]:
+        """The current value of every mutable buffer (program state such as a KV cache), by the model's name for
+        it, as new CPU tensors: a buffer on the host is cloned, a resident one (placement/resident.py) is read with
+        one D2H each, counted in `caller_copies`: reading the state crosses the link, running the method does not."""
+        with self._lock:
+            self._ready()
+            values = {}
+            for name, index in self.program.buffers.items():
+                slot = self._slots[index]
+                if slot.ptr is None or slot.allocator is None:
+                    values[name] = self._host_constants[index].clone()
+                    continue
+                host = torch.empty(slot.spec.sizes, dtype=slot.spec.dtype)
+                slot.allocator.copy_device_to_host(host_bytes(host), slot.ptr, slot.spec.nbytes, slot.ptr.index)
+                self._plan.caller_copies += 1
+                values[name] = host
+            return values
+
+    def reset_buffers(self) -> None:
+        """Put every mutable buffer back to its value at load (the program's initial state, as a newly loaded method
+        starts from): a host buffer in place, a resident one with one H2D each (counted like loading's, apart from
+        `copies_executed`). The next call then computes as the first call after loading did."""
+        with self._lock:
+            self._ready()
+            for index in self.program.buffers.values():
+                value, slot = self.program.tensor(index), self._slots[index]
+                assert value.data is not None  # a mutable buffer holds its initial value
+                if slot.ptr is None or slot.allocator is None:
+                    self._host_constants[index].copy_(value.data)
+                else:
+                    _load_constant(slot.allocator, slot.ptr, slot.spec, value.data)
 
     @property
     def load_copies(self) -> dict[str, int]:

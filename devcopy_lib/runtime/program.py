@@ -63,7 +63,8 @@ class TensorValue:
     delegate). `source`: the model's tensor behind `data`, when it came from a model (a parameter, buffer or tensor
     constant). A loaded method computes on its own copy of every constant, taken at load (docs/reliability.md,
     "Constants"). `mutable`: a buffer the program writes back; each method starts from its own copy of `data`
-    (ExecuTorch's mutable buffers)."""
+    (ExecuTorch's mutable buffers). A mutable buffer that is `planned` lives in its device's arena for the whole
+    program (a resident buffer, placement/resident.py), filled from `data` at load."""
 
     spec: TensorSpec
     planned: bool = True
@@ -159,12 +160,15 @@ ControlInstruction = JumpFalseCall | MoveCall | FreeCall
 
 @dataclass(frozen=True)
 class BackendDelegate:
-    """A lowered partition: a GraphModule run on `device`, called with its inputs then its owned constants."""
+    """A lowered partition: a GraphModule run on `device`, called with its inputs then its owned constants.
+    `in_place`: output positions the GraphModule writes into an input's memory itself (its call's output value is
+    that input's), so the runtime copies nothing for them."""
 
     name: str
     module: torch.fx.GraphModule = field(compare=False)
     device: Device
     constants: tuple[int, ...] = ()
+    in_place: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,8 @@ class Program:
     load_instructions: int = 0  # the first N instructions run once, at load (hoisted constants), not on every call
     value_nodes: dict[int, str] = field(default_factory=dict)  # value index -> the graph node it was emitted for
     control_flow: list[ControlRegion] = field(default_factory=list)  # where each cond / map / scan was emitted
+    # mutable buffers (program state) by the model's name for them -> value index; a resident one is device memory
+    buffers: dict[str, int] = field(default_factory=dict)
 
     def tensor(self, index: int) -> TensorValue:
         value = self.values[index]

@@ -106,3 +106,12 @@ def test_run_with_capture_required_where_impossible_exits_1_naming_why(capsys):
         "capture=True, but no step can be recorded: the simulated backend has no CUDA graphs"
         in (result["error"]["message"])
     )
+
+
+def test_a_resident_kv_cache_decodes_equal_to_eager_over_several_steps(capsys):
+    """The decode step fed its own next token and position: five calls of one method beside five eager steps."""
+    code, result, _ = _run(capsys, "llama_decode_step", "--resident-buffers", "--mode", "aten", "--steps", "5")
+    assert code == 0 and result["ok"] is True and result["resident_buffers"] is True
+    assert result["steps"] == 5 and len(result["step_errors"]) == 5 and max(result["step_errors"]) < 1e-4
+    code, placed = main(["place", "llama_decode_step", "--resident-buffers", "--json"]), capsys.readouterr()
+    assert code == 0 and json.loads(placed.out)["copy_bytes_by_role"]["cache"] == {"h2d": 0, "d2h": 0}

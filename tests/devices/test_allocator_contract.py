@@ -218,11 +218,11 @@ def test_one_allocator_shared_by_threads_keeps_exact_data_and_counters(alloc):
 
 
 class _SlowChecks(SimulatedCudaAllocator):
-    """Fault injection: validation takes long enough for another thread to run in the middle of a deallocate."""
+    """Fault injection: freeing takes long enough for another thread to run in the middle of a deallocate."""
 
-    def _check_index(self, ptr, index, what):
+    def _free(self, block):
         time.sleep(0.001)
-        super()._check_index(ptr, index, what)
+        super()._free(block)
 
 
 def test_two_threads_freeing_one_pointer_free_it_once():

@@ -239,8 +239,7 @@ def test_a_torch_tensors_storage_is_the_owner_and_its_death_unregisters():
 
 def test_the_simulated_allocator_copies_through_the_cache_and_close_unregisters():
     reg = FakeRegistrar()
-    sim = SimulatedCudaAllocator()
-    sim._use_host_registrations(_cache(reg))
+    sim = SimulatedCudaAllocator(registrations=_cache(reg))
     src, out = np.arange(64 * KiB, dtype=np.uint8) % 251, np.zeros(64 * KiB, np.uint8)
     ptr = sim.allocate(src.nbytes)
     for _ in range(3):

@@ -27,10 +27,9 @@ def test_an_interrupt_while_counting_a_copy_still_unmarks_the_buffer(monkeypatch
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    # the synchronous copies count through the statistics directly (their small-copy path), the others through
-    # `_count_success`
+    # the synchronous copies count by their parts (their small-copy path), the stream-ordered ones by a record
     monkeypatch.setattr(alloc.stats, "count_call", interrupted)
-    monkeypatch.setattr(alloc, "_count_success", interrupted)
+    monkeypatch.setattr(alloc.stats, "count_copy", interrupted)
     with pytest.raises(KeyboardInterrupt):
         getattr(alloc, copy)(ptr, np.zeros(64, np.uint8), 64)
     assert ptr.block.running == []
@@ -39,13 +38,13 @@ def test_an_interrupt_while_counting_a_copy_still_unmarks_the_buffer(monkeypatch
 
 @pytest.mark.parametrize("free", ["deallocate", "close"])
 def test_a_marker_left_by_this_threads_interrupted_copy_does_not_hang_its_free(free):
-    """An interrupt right after `_pin` put the marker in (the `with` never entered): the same thread then frees."""
+    """An interrupt right after `pin` put the marker in (the `try` never entered): the same thread then frees."""
     alloc = SimulatedCudaAllocator()
     ptr = alloc.allocate(64)
     done = threading.Event()
 
     def interrupted_then_freed():
-        alloc._pin(ptr.block, "copy_host_to_device")  # the marker of a copy that Ctrl-C stopped right here
+        alloc._blocks.pin(ptr.block, "copy_host_to_device")  # the marker of a copy that Ctrl-C stopped right here
         alloc.deallocate(ptr) if free == "deallocate" else alloc.close()
         done.set()
 
@@ -60,10 +59,10 @@ def test_a_copy_running_in_another_thread_is_still_waited_for():
     pinned, freed, early = threading.Event(), threading.Event(), []
 
     def copy_in_flight():
-        alloc._pin(ptr.block, "copy_host_to_device")
+        marker = alloc._blocks.pin(ptr.block, "copy_host_to_device")
         pinned.set()
         early.append(freed.wait(0.3))  # True: the free did not wait for this copy
-        alloc._unpin(ptr.block)
+        alloc._blocks.unpin(ptr.block, marker)
 
     worker = threading.Thread(target=copy_in_flight, daemon=True)
     worker.start()

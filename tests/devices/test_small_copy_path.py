@@ -12,6 +12,7 @@ import pytest
 from devcopy_lib.devices import SimulatedCudaAllocator
 from devcopy_lib.devices.errors import DeviceUsageError, InvalidArgumentError
 from devcopy_lib.devices.host_buffers import array_address, quick_host_address
+from devcopy_lib.devices.validation import quick_copy_address
 
 
 @pytest.mark.parametrize(
@@ -35,8 +36,8 @@ def _common():
 
 def test_the_common_case_takes_the_quick_checks():
     sim, ptr, host = _common()
-    assert sim._quick_copy_checks(ptr, host, 64, -1, False) == host.ctypes.data
-    assert sim._quick_copy_checks(ptr + 8, host, 56, 0, True) == host.ctypes.data
+    assert quick_copy_address(sim._blocks.live, ptr, host, 64, -1, False) == host.ctypes.data
+    assert quick_copy_address(sim._blocks.live, ptr + 8, host, 56, 0, True) == host.ctypes.data
 
 
 @pytest.mark.parametrize(
@@ -89,7 +90,7 @@ def test_anything_uncommon_falls_back_to_the_full_checks(case):
         host = bytearray(64)
     elif case == "host-subclass":
         host = np.zeros(64, np.uint8).view(np.matrix)
-    assert sim._quick_copy_checks(ptr, host, nbytes, index, writable) == 0
+    assert quick_copy_address(sim._blocks.live, ptr, host, nbytes, index, writable) == 0
     assert quick_host_address(host, 64, writable) == 0 or not case.startswith("host")
 
 

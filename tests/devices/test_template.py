@@ -1,5 +1,5 @@
-"""The DeviceAllocator template: every copy path it offers checks and counts in one place, backends implement hooks
-only, and the stream-ordered copies work (synchronously) on a backend without streams."""
+"""The DeviceAllocator template: every copy path it offers checks and counts in one place, backends implement the
+hooks of BackendHooks only, and the stream-ordered copies work (synchronously) on a backend without streams."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from devcopy_lib.devices import DeviceAllocator, SimulatedCudaAllocator
 from devcopy_lib.devices.capabilities import Capabilities
 from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
+from devcopy_lib.devices.hooks import BackendHooks
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def test_every_copy_path_is_counted(sim, name):
     assert getattr(sim.stats, counter) == before + 1
 
 
-TEMPLATE = {
+PUBLIC = {
     "allocate",
     "deallocate",
     "borrow",
@@ -59,13 +60,21 @@ TEMPLATE = {
     "device_array",
     *COPY_CALLS,
 }
+# Everything `DeviceAllocator` itself defines is the template around the hooks (the hooks live in BackendHooks).
+TEMPLATE = {n for n in vars(DeviceAllocator) if not (n.startswith("__") and n.endswith("__")) and n != "_abc_impl"}
 
 
 @pytest.mark.parametrize("backend", [SimulatedCudaAllocator, CupyCudaAllocator])
 def test_backends_implement_hooks_and_leave_the_template_alone(backend):
     """A backend that overrides a template method skips its checks or its statistics (CuPy's async copies did)."""
-    assert TEMPLATE <= set(dir(DeviceAllocator))
+    assert PUBLIC <= TEMPLATE
     assert TEMPLATE & set(vars(backend)) == set()
+
+
+def test_the_template_defines_no_hook_and_the_hooks_no_public_call():
+    """The hooks are `BackendHooks`' alone (what a backend writes), the public calls `DeviceAllocator`'s."""
+    assert TEMPLATE & set(vars(BackendHooks)) == set()
+    assert PUBLIC & set(dir(BackendHooks)) == set()
 
 
 def test_async_copies_land_and_return_a_done_ticket_without_streams(sim):

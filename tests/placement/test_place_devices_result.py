@@ -32,6 +32,7 @@ def test_strategy_and_options_are_recorded(strategy):
         "skip_d2h_for_method_outputs": True,
         "non_cpu_memory_planning": True,
         "hoist_constants": False,
+        "resident_buffers": False,
     }
     assert placed.strategy == placed.report.strategy == strategy
     assert placed.options == placed.report.options == expected

@@ -39,7 +39,9 @@ def test_placing_runs_the_pass_once_and_the_first_read_places_the_others(monkeyp
     assert [entry["strategy"] for entry in report.comparison] == ["executorch", "peer"]
     assert runs == ["dedupe", "executorch"]  # peer is told from executorch's placement
     report.to_dict()
-    assert len(runs) == 2  # placed once, then kept
+    assert runs[2:] == ["dedupe"] * 3  # the side-by-side placements (plain, hoisted, resident), on first read
+    report.to_dict()
+    assert len(runs) == 5  # each placed once, then kept
 
 
 def test_under_executorch_the_others_are_told_without_placing_them(monkeypatch):

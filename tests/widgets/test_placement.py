@@ -267,3 +267,25 @@ def test_after_a_model_that_fails_to_export_the_last_model_stays_selected():
     assert panel.error is not None and "branchy" in panel.model.options
     _controls_agree_with_the_view(panel)
     assert panel.model.value == "add" and [box.description for box in panel.op_boxes] == ["add.Tensor"]
+
+
+def test_resident_buffers_keep_a_cache_on_the_device_and_the_counts_compare_three_placements(export_calls):
+    import torch
+
+    class Ring(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cache", torch.zeros(8, 4))
+
+        def forward(self, row, position):
+            self.cache.index_copy_(0, position, row)
+            return torch.mm(self.cache, self.cache.t())
+
+    view = PlacementExplorer.for_model(Ring(), (torch.randn(1, 4), torch.tensor([3])))
+    assert "resident_buffers=True would keep it on cuda:0" in view.table.value
+    assert "<td>plain</td><td>128 B / 0 B</td>" in view.counts.value  # the cache crosses every call
+    assert "<td>resident</td><td>0 B / 0 B</td>" in view.counts.value
+    view.resident.value = True
+    assert view.error is None and view.state.resident_buffers
+    assert "resident on cuda:0: copied there once at load" in view.table.value
+    assert view.placed.report.bytes_by_role()["cache"] == {"h2d": 0, "d2h": 0} and len(export_calls) == 1

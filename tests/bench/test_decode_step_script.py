@@ -1,0 +1,26 @@
+"""benchmarks/decode_step.py runs small on the simulated backend: every placement equal to eager, the cache's bytes
+gone from each token once it is resident, and the JSON the GPU run publishes."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_decode_step_benchmark_runs_small_on_the_simulated_backend(tmp_path):
+    spec = importlib.util.spec_from_file_location("decode_step", ROOT / "benchmarks/decode_step.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "decode.json"
+    assert module.main(["--backend", "simulated", "--small", "--rounds", "1", "--calls", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    rows = {row["variant"]: row for row in result["rows"]}
+    assert list(rows) == ["executorch", "hoisted", "resident"]  # no graphs on the simulated backend
+    assert all(row["ok"] for row in rows.values()) and result["backend"] == "simulated"
+    cache = 4 * 2 * 128 * 16 * 4  # keys and values of 2 layers, 2 heads x 128 positions x 16 wide, fp32
+    assert rows["executorch"]["copy_bytes_by_role"]["cache"]["h2d"] == cache
+    assert rows["resident"]["copy_bytes_by_role"]["cache"] == {"h2d": 0, "d2h": 0}
+    assert rows["executorch"]["bytes_per_token"]["h2d"] - rows["resident"]["bytes_per_token"]["h2d"] >= cache
+    assert result["eager"]["bytes_per_token"] == {"h2d": 16, "d2h": 4 * 1024}  # token id and position; logits
+    assert result["meta"]["command"].startswith("python benchmarks/decode_step.py --backend simulated --small")
