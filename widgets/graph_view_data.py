@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
 from devcopy_lib.bench.cost_model import price_text
-from devcopy_lib.names import COPY_OP, DIRECTIONS, device_string, format_bytes
+from devcopy_lib.names import COPY_OP, DIRECTIONS, Direction, device_string, format_bytes
 
 from .graph_inspector import node_rows, tensor_text
 
@@ -120,7 +120,7 @@ def branch_notes(placed) -> dict[str, str]:
             copies = branch["copies"]
             notes[module] = (
                 f"{label} branch of {row['node']}: {branch['ops']} ops on the CPU, "
-                f"{copies['h2d']} H2D + {copies['d2h']} D2H around it"
+                f"{copies[Direction.H2D]} H2D + {copies[Direction.D2H]} D2H around it"
             )
         taken = row["example"]
         iterations = f", {row['iterations']} iterations" if "iterations" in row else ""
