@@ -255,8 +255,12 @@ def prices_section(model: CostModel) -> list[str]:
         "--profile` and this page use it, and each says its basis: the backend the copy runs on, the host memory "
         "kind that backend gives a method's planned buffers (pinned where its allocator pins host memory: CuPy; "
         "pageable on the simulated backend), the clock of the model's line, and the machine it was measured on. "
-        "A profile keeps its measured time and shows the price beside it, for the copy's own host memory. So one "
-        "64 B H2D costs:",
+        "A profile keeps its measured time and shows the price beside it, for the copy's own host memory. The basis "
+        "is one record (`CopyPricer.basis()`: backend, memory, clock, measured_on) that the placement report, its "
+        "HTML and JSON files (`provenance.pricing`), the explorer's export and the profile carry unchanged. The "
+        "simulated backend has no device to time, so its prices are what each copy would cost on the machine the "
+        "model was measured on (the record's `times_of`), and every surface says so rather than calling them the "
+        "simulated backend's time. So one 64 B H2D costs:",
         "",
         "| backend | host memory | clock | predicted |",
         "|---|---|---|---:|",

@@ -9,8 +9,10 @@ these vocabularies anywhere else in the library. docs/design.md §7 lists them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class Name(str, Enum):
@@ -182,3 +184,57 @@ def format_seconds(seconds: float | None) -> str:
     if size < 1e-3:
         return f"{seconds * 1e6:.1f} us"
     return f"{seconds * 1e3:.1f} ms" if size < 1 else f"{seconds:.2f} s"
+
+
+def basis_text(basis: Mapping[str, str]) -> str:
+    """What copy prices assume, in one line, the same on every surface (CLI, reports, explorer, profile), with the
+    model's out-of-sample error where it was checked. `basis` is the one provenance record of a price
+    (bench.cost_model's `CopyPricer.basis()`: backend, memory, clock, measured_on, and `times_of` where the backend
+    has no real device, so the figure is what the copy would cost on the measured machine, never that backend's)."""
+    checked = f"; error {basis['error']}" if basis.get("error") else ""
+    if basis.get("times_of"):
+        return (
+            f"copy times predicted for {basis['times_of']}, where the cost model was measured: what each copy would "
+            f"cost there ({basis['memory']} host memory, {basis['clock']} clock), not a time of the "
+            f"{basis['backend']} backend{checked}"
+        )
+    return (
+        f"copy times predicted for the {basis['backend']} backend: {basis['memory']} host memory, "
+        f"{basis['clock']} clock, cost model measured on {basis['measured_on']}{checked}"
+    )
+
+
+def price_text(seconds: float | None, basis: Mapping[str, str] | None, error: float | None = None) -> str:
+    """A predicted copy time after what it assumes: 'NVIDIA H200 (cupy) model, cupy backend, pinned host memory,
+    wall clock: 10.9 us', or where the backend has no real device 'as on NVIDIA H200 (cupy), not a time of the
+    simulated backend, pageable host memory, wall clock: 10.9 us' (the time last, where the explorer's inspector reads
+    it), then its out-of-sample `error` where the model was checked (' ±8%'); just the time without a basis, ''
+    when nothing priced it."""
+    time = format_seconds(seconds) + (f" ±{error:.0%}" if seconds is not None and error is not None else "")
+    if seconds is None or not basis:
+        return time
+    if basis.get("times_of"):
+        return (
+            f"as on {basis['times_of']}, not a time of the {basis['backend']} backend, {basis['memory']} host "
+            f"memory, {basis['clock']} clock: {time}"
+        )
+    return (
+        f"{basis['measured_on']} model, {basis['backend']} backend, {basis['memory']} host memory, "
+        f"{basis['clock']} clock: {time}"
+    )
+
+
+def loaded_text(constant_bytes: int, buffers: Sequence[Mapping[str, Any]]) -> str:
+    """The one wording of what a method holds besides its copies: constants, loaded once, and mutable buffers,
+    program state the method reads and updates on every call (a KV cache), apart from the constants, since a buffer
+    the CPU updates is copied per call, not once: e.g. 'constants 873.3 KiB loaded once; mutable buffers 64 KiB
+    (program state, read and updated every call) on cpu'. `constant_bytes` counts the buffers' initial values too
+    (`PlacementReport.constant_bytes`: everything a load copies in)."""
+    buffer_bytes = sum(int(b["bytes"]) for b in buffers)
+    text = f"constants {format_bytes(max(constant_bytes - buffer_bytes, 0))} loaded once"
+    if buffers:
+        where = ", ".join(dict.fromkeys(str(b["device"]) + (" (resident)" if b["resident"] else "") for b in buffers))
+        text += (
+            f"; mutable buffers {format_bytes(buffer_bytes)} (program state, read and updated every call) on {where}"
+        )
+    return text

@@ -75,3 +75,12 @@ def test_the_package_list_is_every_package_folder_on_disk():
         if "node_modules" not in init.parts
     }
     assert sorted(_setuptools()["packages"]) == sorted(on_disk)
+
+
+def test_license_is_an_spdx_string_with_a_setuptools_that_reads_it():
+    """The table form (`license = {text = ...}`) is deprecated by setuptools and warned about at every install;
+    the SPDX string needs setuptools >= 77 as the build requirement."""
+    whole = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert whole["project"]["license"] == "BSD-3-Clause"
+    (setuptools,) = [r for r in whole["build-system"]["requires"] if _name(r) == "setuptools"]
+    assert int(re.search(r">=\s*(\d+)", setuptools).group(1)) >= 77

@@ -88,7 +88,7 @@ def test_aten_mode_with_libs_that_leave_out_the_peer_lib_names_the_lib_and_the_f
     with pytest.raises(MissingOperatorError, match="link peer_copy_ops_aten_lib") as refused:
         load_method(place_devices(lowered[0], strategy="peer"), "aten", ["native", "device_copy_ops_aten_lib"])
     assert "Missing operator: [1] et_copy::_d2d_copy.out" in str(refused.value)
-    assert "(--aten-libs native,device_copy_ops_aten_lib,peer_copy_ops_aten_lib)" in str(refused.value)
+    assert "(--libs native,device_copy_ops_aten_lib,peer_copy_ops_aten_lib)" in str(refused.value)
 
 
 class SharedInput(torch.nn.Module):

@@ -397,7 +397,7 @@ class PlacementExplorer(w.VBox):
         report = self.placed.report.to_dict()
         if self.compare_with.value in _strategies(s):
             report["diff"] = placement_diff(self.placed, self._other_placement())
-        written = export_report(report, path, s.model, s.cost_model)
+        written = export_report(report, path, s.model, s.cost_model, getattr(s.cost_model, "backend", None))
         self.export_note.value = html.note(f"report written to {written}", "devcopy-export")
         return written
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from devcopy_lib.names import Direction, Strategy, format_bytes, format_seconds
+from devcopy_lib.names import Direction, Strategy, format_bytes, format_seconds, loaded_text
 
 H2D, D2H = Direction.H2D, Direction.D2H
 TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
@@ -49,7 +49,7 @@ def totals_line(report) -> str:
         f"strategy {report.strategy} · delegates {report.delegates} · "
         f"H2D {report.copies[H2D]} ({format_bytes(report.copy_bytes[H2D])}) · "
         f"D2H {report.copies[D2H]} ({format_bytes(report.copy_bytes[D2H])}) · "
-        f"constants {format_bytes(report.constant_bytes)}"
+        f"{loaded_text(report.constant_bytes, report.buffers)}"
     )
     if report.predicted_copy_s is not None:
         line += f" · predicted copy time {format_seconds(report.predicted_copy_s)}"

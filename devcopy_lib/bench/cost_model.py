@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..names import BACKENDS, format_bytes, format_seconds
+from ..names import basis_text as basis_text  # re-exported: the wording every surface imports from here
+from ..names import price_text as price_text
 from .harness import SweepResult
 from .measurement import ONE_WAY
 
@@ -314,6 +316,14 @@ def host_memory(backend: str | None = None) -> str:
     return PINNED if backend_capabilities(backend).pinned_host else PAGEABLE
 
 
+def _real_device(backend: str) -> bool:
+    """Whether `backend`'s copies cross to a real device: on one that does not (the simulated accelerator) a price
+    is what the copy would cost on the machine the model was measured on, not a time of this backend."""
+    from ..devices.backend import backend_capabilities
+
+    return bool(backend_capabilities(backend).real_device)
+
+
 @dataclass(frozen=True)
 class CopyPrice:
     """One copy priced by the cost model, with its basis; `seconds` is None where the model has no line (d2d).
@@ -337,20 +347,9 @@ class CopyPrice:
     def label(self) -> str:
         """The price with its basis, as `price_text` words it."""
         basis = {"backend": self.backend, "memory": self.memory, "clock": self.clock, "measured_on": self.measured_on}
+        if not _real_device(self.backend):
+            basis["times_of"] = self.measured_on
         return price_text(self.seconds, basis, self.error.error if self.error is not None else None)
-
-
-def price_text(seconds: float | None, basis: Mapping[str, str] | None, error: float | None = None) -> str:
-    """A predicted copy time after what it assumes: 'NVIDIA H200 (cupy) model, simulated backend, pageable host
-    memory, wall clock: 10.9 us' (the time last, where the explorer's inspector reads it), then its out-of-sample
-    `error` where the model was checked (' ±8%'); just the time without a basis, '' when nothing priced it."""
-    time = format_seconds(seconds) + (f" ±{error:.0%}" if seconds is not None and error is not None else "")
-    if seconds is None or not basis:
-        return time
-    return (
-        f"{basis['measured_on']} model, {basis['backend']} backend, {basis['memory']} host memory, "
-        f"{basis['clock']} clock: {time}"
-    )
 
 
 @dataclass(frozen=True)
@@ -405,6 +404,8 @@ class CopyPricer:
             "clock": self.model.line_clock(self.memory),
             "measured_on": self.where,
         }
+        if not _real_device(self.backend):  # the figure is the measured machine's time, never this backend's
+            basis["times_of"] = self.where
         checked = [band for band in self.model.checks if band.memory == self.memory]
         if checked:
             basis["error"] = "; ".join(band.text for band in checked)
@@ -413,16 +414,6 @@ class CopyPricer:
     def describe(self) -> str:
         """The basis in one line, `basis_text`'s words."""
         return basis_text(self.basis())
-
-
-def basis_text(basis: Mapping[str, str]) -> str:
-    """What copy prices assume, in one line, the same on every surface (CLI, explorer, profile), with the model's
-    out-of-sample error where it was checked."""
-    checked = f"; error {basis['error']}" if basis.get("error") else ""
-    return (
-        f"copy times predicted for the {basis['backend']} backend: {basis['memory']} host memory, "
-        f"{basis['clock']} clock, cost model measured on {basis['measured_on']}{checked}"
-    )
 
 
 def copy_pricer(backend: str | None = None, memory: str | None = None, model: CostModel | None = None) -> CopyPricer:

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from . import model_spec, process
-from .common import JSON_STREAM, JsonStream, Outcome, Parser, encodable, failure, to_json
+from .common import JSON_STREAM, JsonStream, Outcome, Parser, UsageError, encodable, failure, to_json
 
 Announce = Callable[[str, str], Any]  # told (file, factory) of the user's model file before its code runs
 
@@ -33,8 +33,14 @@ COMMANDS = {
     "info": "info",
 }
 
-# Known third-party noise, filtered here only: torch.export's own use of a pytree API it deprecated.
-QUIET_WARNINGS = ((FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),)
+# Known noise, filtered here only: torch.export's own use of a pytree API it deprecated; and the note that
+# torchvision's compiled ops did not load (a CUDA torchvision wheel beside a CPU torch, models/extras.py): the models
+# the command runs are pure Python and never call those ops, so repeating it on every `devcopy run resnet18` tells
+# the user nothing they can act on (the library API still warns once; docs/real_models.md has the matching wheel).
+QUIET_WARNINGS = (
+    (FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),
+    (RuntimeWarning, r"torchvision's compiled ops did not load"),
+)
 
 
 def _available() -> Iterator[tuple[str, ModuleType]]:
@@ -58,9 +64,12 @@ def build_parser() -> Parser:
 def _parse(argv: list[str]) -> argparse.Namespace | Outcome:
     """The parsed arguments, or the Outcome of `--help`: the help text, as `{"ok": true, "help": ...}` under --json."""
     shown = io.StringIO()
+    parser = build_parser()
+    if not [arg for arg in argv if arg != "--json"]:  # bare `devcopy`: what it can do, as a usage error (exit 2)
+        raise UsageError(f"devcopy: give a subcommand\n{parser.format_help().rstrip()}")
     try:
         with contextlib.redirect_stdout(shown):
-            return build_parser().parse_args(argv)
+            return parser.parse_args(argv)
     except SystemExit as exc:  # --help (argparse's errors raise UsageError)
         if exc.code not in (None, 0):
             raise

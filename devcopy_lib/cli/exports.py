@@ -78,11 +78,16 @@ def diff_target(
 
 
 def write_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
-    """Write `devcopy place`'s result (the report's dict and what the command adds) to --report."""
+    """Write `devcopy place`'s result (the report's dict and what the command adds) to --report, with the pricer
+    that priced it (the one copy_pricer for the backend its `pricing` names), so the file's provenance is the
+    result's own."""
+    from ..bench.cost_model import copy_pricer
     from ..placement.report_export import export_report
 
     report = {key: value for key, value in result.items() if key != "ok"}
-    return export_report(report, args.report, args.model, result.get("cost_model"))
+    backend = (result.get("pricing") or {}).get("backend")
+    pricer = copy_pricer(backend) if backend else None
+    return export_report(report, args.report, args.model, pricer, backend)
 
 
 def check_trace(args: argparse.Namespace, default_calls: int) -> None:

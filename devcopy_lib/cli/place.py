@@ -290,7 +290,10 @@ def collect(args: argparse.Namespace, diff_target: argparse.Namespace | None = N
 
 
 def _copies_line(result: dict[str, Any]) -> str:
-    """Copies per call with their bytes and predicted time, constants, device peak; units throughout."""
+    """Copies per call with their bytes and predicted time, constants, mutable buffers, device peak; units
+    throughout."""
+    from ..placement.report import loaded_text
+
     copies, nbytes = result["copies"], result["copy_bytes"]
     parts = [f"{copies[d]} {d.upper()} ({format_bytes(nbytes[d])})" for d in (Direction.H2D, Direction.D2H)]
     if Direction.D2D in copies:
@@ -299,7 +302,7 @@ def _copies_line(result: dict[str, Any]) -> str:
     return (
         f"copies: {', '.join(parts)} per call"
         + (f", predicted {format_seconds(predicted)}" if predicted else "")
-        + f"; constants {format_bytes(result['constant_bytes'])} loaded once; device peak "
+        + f"; {loaded_text(result['constant_bytes'], result['buffers'])}; device peak "
         f"{format_bytes(result['device_peak_bytes'])}"
     )
 
@@ -333,7 +336,7 @@ def _render(result: dict[str, Any]) -> str:
     lines.extend(f"buffer {b['name']} ({format_bytes(b['bytes'])}): {b['reason']}" for b in result["buffers"])
     lines.extend(control_flow_text(result.get("control_flow", ())))
     if result["pricing"]:
-        from ..bench.cost_model import basis_text
+        from ..names import basis_text
 
         lines.append(basis_text(result["pricing"]))
     for pair in result["cross_device"]:

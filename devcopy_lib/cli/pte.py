@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..names import DEFAULT_LIBS, MODES, NATIVE_LIB, Direction, Mode, Partition, Strategy, format_bytes
+from ..runtime.files import write_bytes
 from . import model_spec
 from .common import Outcome, UsageError, capture_option, check_output_path, linked_libs, method_fields
 
@@ -268,15 +268,7 @@ def save(
             args.skip_h2d_inputs,
             args.skip_d2h_outputs,
         )
-    folder = os.path.dirname(os.path.abspath(args.save_pte))
-    handle, temporary = tempfile.mkstemp(suffix=SUFFIX, dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, args.save_pte)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_bytes(args.save_pte, data)  # whole or not at all, 0644 like a report
     program = open_pte(data)
     copies = program.copies()
     saved = {"path": args.save_pte, "bytes": len(data), "operators": program.operators}

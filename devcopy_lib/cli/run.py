@@ -48,12 +48,12 @@ DEFAULT_PROFILE_CALLS = 10
 
 
 def _libs(args: argparse.Namespace) -> list[KernelLib] | None:
-    """The linked libs: the mode's default in portable mode, `--aten-libs` with the device rule in ATen mode; the
+    """The linked libs: the mode's default in portable mode, `--libs` with the device rule in ATen mode; the
     ATen options in portable mode, or a lib of the other mode, are UsageErrors."""
     if args.mode != Mode.ATEN:
         given = [
             option
-            for option, value in (("--aten-libs", args.aten_libs), ("--aten-device-rule", args.aten_device_rule))
+            for option, value in (("--libs", args.aten_libs), ("--aten-device-rule", args.aten_device_rule))
             if value is not None
         ]
         if given:
@@ -63,10 +63,10 @@ def _libs(args: argparse.Namespace) -> list[KernelLib] | None:
             )
         return None
     aten_libs = DEFAULT_ATEN_LIBS if args.aten_libs is None else args.aten_libs
-    names = split_list(aten_libs, "--aten-libs")
+    names = split_list(aten_libs, "--libs")
     if args.strategy == Strategy.PEER and args.aten_libs is None:  # the default links what the strategy needs
         names.append(PEER_COPY_LIB)
-    return linked_libs(names, LINKABLE_LIBS, Mode.ATEN, "--aten-libs", args.aten_device_rule or DeviceRule.SEED)
+    return linked_libs(names, LINKABLE_LIBS, Mode.ATEN, "--libs", args.aten_device_rule or DeviceRule.SEED)
 
 
 def _on_existing_devices(placed: PlacedProgram, allocator: DeviceAllocator) -> PlacedProgram:
@@ -113,11 +113,14 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         scoped_allocators(allocator),
         load_method(_on_existing_devices(placed, allocator), args.mode, libs, capture=capture_option(args)) as method,
     ):
-        # each step: the method, then the eager module (which keeps its own state), on the same inputs
+        # each step: the method, then the eager module (which keeps its own state), on the same inputs: eager gets
+        # a copy taken before the method ran, since a model that writes its input in place would otherwise run
+        # eager on what the method already wrote
         for step in range(args.steps):
+            eager_inputs = pytree.tree_map_only(torch.Tensor, torch.clone, step_inputs)
             outputs = method(*step_inputs)
             with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
-                expected = pytree.tree_leaves(module(*step_inputs))
+                expected = pytree.tree_leaves(module(*eager_inputs))
                 if step + 1 < args.steps:
                     step_inputs = _next_inputs(module, step_inputs, expected)
             ok, max_abs_err = compare_outputs(outputs, expected)
@@ -166,8 +169,8 @@ def _render(result: dict[str, Any]) -> str:
     copies, arenas = result["copies_executed"], result["arena_bytes"]
     profile = []
     if "profile" in result:
-        from ..bench.cost_model import basis_text
         from ..bench.profile_view import markdown_table
+        from ..names import basis_text
 
         profile = [
             f"  profile (median of the profiled calls; {basis_text(result['pricing'])}):",
@@ -192,9 +195,31 @@ def _render(result: dict[str, Any]) -> str:
     )
 
 
+# The capture refusal's way out, in the flags of `devcopy run` rather than load_method's arguments.
+CAPTURE_FALLBACK_FLAGS = "leave out --capture to fall back where no step can be recorded, or pass --no-capture"
+
+
+def _collect_in_flag_terms(args: argparse.Namespace) -> dict[str, Any]:
+    """`collect(args)`; a refused `--capture` is told in terms of the flags, not of load_method's `capture=`."""
+    from ..runtime.capture import FALLBACK_HINT
+    from ..runtime.failures import MethodError
+
+    try:
+        result = collect(args)
+    except MethodError as exc:
+        if not str(exc).startswith("capture=True"):
+            raise
+        told = str(exc).replace("capture=True", "--capture", 1).replace(FALLBACK_HINT, CAPTURE_FALLBACK_FLAGS)
+        raise type(exc)(exc.error, told) from None
+    capture = result.get("capture")
+    if isinstance(capture, dict) and capture.get("option") is False:
+        capture["line"] = str(capture["line"]).replace("(capture=False)", "(--no-capture)")
+    return result
+
+
 def run(args: argparse.Namespace) -> Outcome:
     exports.check_trace(args, DEFAULT_PROFILE_CALLS)  # before any work
-    result = collect(args)
+    result = _collect_in_flag_terms(args)
     return Outcome(result, _render, 0 if result["ok"] else 1)
 
 
@@ -202,11 +227,13 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     parser = subparsers.add_parser("run", help="place, load and run a model in a runtime mode; compare with eager")
     add_placement_args(parser)
     parser.add_argument("--mode", default=Mode.PORTABLE, choices=MODES, help="runtime mode (default portable)")
-    parser.add_argument(
+    parser.add_argument(  # --libs, as on every subcommand that links libs; --aten-libs is its older name
+        "--libs",
         "--aten-libs",
+        dest="aten_libs",
         default=None,
         metavar="LIBS",
-        help=f"ATen mode only: comma list of libs to link (default {DEFAULT_ATEN_LIBS})",
+        help=f"ATen mode only: comma list of libs to link (default {DEFAULT_ATEN_LIBS}); alias --aten-libs",
     )
     parser.add_argument(
         "--aten-device-rule",

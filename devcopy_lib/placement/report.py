@@ -22,6 +22,7 @@ from ..lowering.delegate import delegate_of
 from ..lowering.nodes import device_of, node_arg, node_kind
 from ..lowering.ops import overload_name
 from ..names import DIRECTIONS, CopyRole, Direction, format_bytes
+from ..names import loaded_text as loaded_text  # re-exported: the report's wording of constants and buffers
 from .branches import control_flow_summary, control_flow_text
 from .hoist import HOISTED, hoistable_copies
 from .pricing import CostModel, predict_error, predict_seconds
@@ -202,6 +203,15 @@ def savings_text(
     if extra_device_bytes:
         more = "more" if extra_device_bytes > 0 else "less"
         text += f"; holds {format_bytes(abs(extra_device_bytes))} {more} device memory at peak"
+    return text
+
+
+def saving_text(before: int, after: int) -> str:
+    """`before -> after per call`, byte sizes rounded for reading; where the rounding makes both read the same, the
+    saving is given exactly, e.g. '6.3 MiB -> 6.3 MiB per call, 776 B less', so a real saving never reads as none."""
+    text = f"{format_bytes(before)} -> {format_bytes(after)} per call"
+    if before != after and format_bytes(before) == format_bytes(after):
+        text += f", {format_bytes(abs(before - after))} {'less' if after < before else 'more'}"
     return text
 
 
@@ -427,8 +437,7 @@ def build_report(
         else [
             f"{len(hoistable)} H2D copies ({format_bytes(derived_bytes)} per call) move values computed only from "
             f"parameters, buffers and constants: hoist_constants=True (devcopy place --hoist-constants) computes "
-            f"them once at load and keeps them on the device ({format_bytes(without)} -> "
-            f"{format_bytes(without - derived_bytes)} per call)."
+            f"them once at load and keeps them on the device ({saving_text(without, without - derived_bytes)})."
         ],
         pricing=_pricing(cost_model),
         copy_bytes_by_role=role_bytes(gm),

@@ -12,10 +12,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..names import DIRECTIONS, Direction, format_bytes
+from ..names import DIRECTIONS, Direction, basis_text, format_bytes
 from ..runtime.files import write_text
 from .diff import DIFF_COLUMNS, diff_lines, diff_rows
-from .report import PlacementReport, roles_text
+from .report import PlacementReport, loaded_text, roles_text
 
 REPORT_SUFFIXES = (".html", ".htm", ".json")
 PRICED_MEMORY = "pinned"  # the host memory kind a report prices its copies for (placement/report.py)
@@ -31,17 +31,26 @@ CSS = (
 )
 
 
-def provenance(model: str | None = None, cost_model: Any = None, backend: str | None = None) -> dict[str, Any]:
-    """Where a report's numbers come from: devcopy's version, when, the model, the backend (placement itself runs
-    on none) and the cost model that priced the copies (its `source`, or the dict given)."""
+def provenance(
+    model: str | None = None,
+    cost_model: Any = None,
+    backend: str | None = None,
+    pricing: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Where a report's numbers come from: devcopy's version, when, the model, and the one record of what the copy
+    prices assume (`pricing`: the report's own, `PlacementReport.pricing`, so every surface carries the same record
+    unchanged), with the backend it names, the host memory kind it prices and the cost model's `source` (from
+    `cost_model`, or the dict given). A bare cost model with no basis prices pinned host memory."""
     source = cost_model if isinstance(cost_model, Mapping) else getattr(cost_model, "source", None)
+    priced = dict(pricing) if pricing else None
     return {
         "generator": f"devcopy {importlib.metadata.version('devcopy')}",
         "generated_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "model": model,
-        "backend": backend,
+        "backend": (priced or {}).get("backend") or backend,
         "cost_model": dict(source) if source is not None else None,
-        "priced_memory": PRICED_MEMORY if source is not None else None,
+        "pricing": priced,
+        "priced_memory": (priced or {}).get("memory") or (PRICED_MEMORY if source is not None else None),
     }
 
 
@@ -54,7 +63,7 @@ def report_document(
     """The report's dict (`PlacementReport.to_dict()`, or a dict that holds it, such as `devcopy place --json`'s)
     with a `provenance` entry: what a JSON report holds and an HTML report shows."""
     data = report.to_dict() if isinstance(report, PlacementReport) else dict(report)
-    return {**data, "provenance": provenance(model or data.get("model"), cost_model, backend)}
+    return {**data, "provenance": provenance(model or data.get("model"), cost_model, backend, data.get("pricing"))}
 
 
 def export_report(
@@ -103,12 +112,15 @@ def _facts(facts: Sequence[tuple[str, Any]]) -> str:
 def _provenance_html(data: Mapping[str, Any]) -> str:
     p = data["provenance"]
     source = p["cost_model"]
-    priced = (
-        f"{source.get('device', '?')} ({source.get('method', '?')}, {source.get('clock', '?')} clock, "
-        f"{p['priced_memory']} host memory)"
-        if source
-        else "not priced: no cost model was given"
-    )
+    if p.get("pricing"):  # the report's own record, in the words every surface uses
+        priced = basis_text(p["pricing"])
+    elif source:
+        priced = (
+            f"{source.get('device', '?')} ({source.get('method', '?')}, {source.get('clock', '?')} clock, "
+            f"{p['priced_memory']} host memory)"
+        )
+    else:
+        priced = "not priced: no cost model was given"
     return _facts(
         [
             ("model", p["model"] or "(not named)"),
@@ -135,7 +147,7 @@ def _totals_html(data: Mapping[str, Any]) -> str:
             ("delegates", data["delegates"]),
             *per_direction,
             ("predicted copy time per call", _us(data["predicted_copy_s"]) or "not priced"),
-            ("constants (loaded once)", format_bytes(data["constant_bytes"])),
+            ("constants and mutable buffers", loaded_text(data["constant_bytes"], data.get("buffers", ()))),
             ("device memory at peak", format_bytes(data["device_peak_bytes"])),
             *[(f"bytes per call {k.replace('_', ' ')}", format_bytes(v)) for k, v in data["per_call_bytes"].items()],
             ("bytes by role (KV cache, weights-derived, activations)", roles_text(data["copy_bytes_by_role"])),

@@ -21,6 +21,7 @@ import torch
 
 from ..lowering.lower import DEFAULT_DELEGATE_OPS
 from ..names import Partition
+from .executorch_import import import_executorch
 from .pipeline import ExecuTorchOptions, lower_in_executorch, partitioner_for
 
 BACKEND_ID = "DevcopyExportBackend"  # the BackendDelegate.id ExecuTorch writes into the .pte: the backend's class name
@@ -32,6 +33,7 @@ def _to_aten(program: Any) -> Any:
     `torch.export.save` (which knows ATen ops, not ExecuTorch's EdgeOpOverload) can serialize it; its verifier
     becomes torch's own, so `torch.export.load` checks it as the ATen program it now is (with ExecuTorch's edge
     verifier registered, a program saved as edge dialect fails to load)."""
+    import_executorch()
     from executorch.exir.dialects.edge._ops import EdgeOpOverload
     from torch._export.verifier import Verifier
 
@@ -62,6 +64,7 @@ def load_delegate(blob: bytes) -> torch.export.ExportedProgram:
 @functools.lru_cache(maxsize=1)
 def backend() -> type:
     """devcopy's ExecuTorch backend class (ExecuTorch finds a backend by its class name, BACKEND_ID)."""
+    import_executorch()
     from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 
     class DevcopyExportBackend(BackendDetails):  # type: ignore[misc]

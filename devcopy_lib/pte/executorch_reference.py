@@ -20,6 +20,7 @@ from torch.export import ExportedProgram
 
 from ..lowering.lower import TargetDevice
 from ..names import Direction, Partition
+from .executorch_import import import_executorch
 from .pipeline import (
     ExecuTorchOptions,
     ExecuTorchRefusal,
@@ -36,6 +37,7 @@ from .pipeline import (
 @functools.lru_cache(maxsize=1)
 def _backend() -> type:
     """devcopy's pass-through ExecuTorch backend (found by ExecuTorch by its class name): accepts every op."""
+    import_executorch()
     from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 
     class DevcopyPassThroughBackend(BackendDetails):  # type: ignore[misc]  # executorch has no type information
@@ -93,6 +95,7 @@ def executorch_counts(
     `order`: the kinds of the graph's input, delegate, copy and output nodes in graph order; `delegate_devices`:
     each delegate's `target_device` (None: none) and `delegate_ops` its ops in devcopy's spelling, both in graph
     order. Raises ExecuTorchRefusal when ExecuTorch refuses the program."""
+    import_executorch()
     from executorch.exir.delegate import executorch_call_delegate
     from executorch.exir.passes.propagate_device_pass import TARGET_DEVICE_COMPILE_SPEC_KEY
 

@@ -21,8 +21,11 @@ from typing import Any
 
 import torch
 
+from .executorch_import import import_executorch
+
 PORTABLE_LIB = "executorch.extension.pybindings.portable_lib"  # ExecuTorch's Python runtime module
 PACKAGE = "executorch"  # names: the package ExecuTorch installs, not the placement strategy
+RUNTIME_MODULE = f"{PACKAGE}.extension.pybindings.portable_lib"  # ExecuTorch's runtime, imported under the lock
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ def executorch_operators() -> set[str] | None:
         return None
     with _stderr_lines():
         try:
+            import_executorch(RUNTIME_MODULE)
             import executorch.extension.pybindings.portable_lib as runtime
         except ImportError:
             return None
@@ -97,6 +101,7 @@ def run_in_executorch(data: bytes, inputs: Sequence[Any], operators: Sequence[st
     names = executorch_operators()
     if names is None:
         return ExecuTorchRun(available=False)
+    import_executorch(RUNTIME_MODULE)
     import executorch.extension.pybindings.portable_lib as runtime
 
     with _stderr_lines() as log:  # `log` is filled when the block ends, the returned result keeps the same list

@@ -27,6 +27,7 @@ from ..lowering.lower import TargetDevice, resolve_device
 from ..lowering.ops import overload_name
 from ..names import ErrorKind, Partition
 from ..ops.aot import EXECUTORCH_PACKAGE
+from .executorch_import import import_executorch
 
 # The device of partition `index` with devcopy op names `names`: a device string, or None for no device
 PartitionDevice = Callable[[int, tuple[str, ...]], str | None]
@@ -102,6 +103,7 @@ def tag_origins(exported: ExportedProgram) -> None:
 def partition_groups(gm: torch.fx.GraphModule, wanted: frozenset[str], partition: str) -> list[list[torch.fx.Node]]:
     """The supported nodes grouped as ExecuTorch's pattern-op partitioner (or one node each, with its getitems)
     groups them, in graph order of each group's first node."""
+    import_executorch()
     from executorch.exir.backend.canonical_partitioners.pattern_op_partitioner import generate_pattern_op_partitions
     from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -142,6 +144,7 @@ def partitioner_for(
     backend class named `backend`, each group tagged `<tag><index>` with the `target_device` compile spec of its
     device (`target_device`: one device string for every group, None for none, or a `PartitionDevice` rule).
     Constants a delegate reads are tagged to it (`tag_constant_data`)."""
+    import_executorch()
     from executorch.exir.backend.compile_spec_schema import CompileSpec
     from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
     from executorch.exir.backend.utils import tag_constant_data
@@ -189,6 +192,7 @@ class ExecuTorchOptions:
 
     def backend_config(self) -> Any:
         """ExecuTorch's `to_executorch` config for a device-placed program."""
+        import_executorch()
         from executorch.exir import ExecutorchBackendConfig
         from executorch.exir.passes import MemoryPlanningPass
         from executorch.exir.passes.propagate_device_pass import PropagateDeviceConfig
@@ -210,6 +214,7 @@ def lower_in_executorch(
     """ExecuTorch's `ExecutorchProgramManager` for `model`: exported, decomposed, tagged with devcopy's op names,
     then `to_edge_transform_and_lower(partitioner=[partitioner])` and `to_executorch(options.backend_config())`.
     Raises ExecuTorchRefusal, naming the stage, when ExecuTorch refuses."""
+    import_executorch()
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     exported = torch.export.export(

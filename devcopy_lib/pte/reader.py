@@ -23,6 +23,7 @@ from ..devices.device import CPU, Device, DeviceType
 from ..names import COPY_OP_BY_NAME, ErrorKind
 from ..runtime.failures import LoadError
 from ..tensors.error import Error
+from .executorch_import import import_executorch
 
 PTE_MAGIC = b"ET12"  # ExecuTorch 1.5.1's file_identifier (exir/_serialize/program.fbs), bytes 4..8 of a .pte
 MAX_PTE_BYTES = 1 << 31  # a larger file is refused before it is read (a .pte is a flatbuffer, < 2 GiB)
@@ -321,6 +322,7 @@ def _check_magic(data: bytes) -> None:
 
 def _deserialize(data: bytes) -> Any:
     """ExecuTorch's own parse of the bytes; whatever it raises on a damaged file becomes a PteLoadError."""
+    import_executorch()
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     try:
@@ -360,6 +362,7 @@ def _device(device_type: Any, index: Any, what: str) -> Device:
 
 
 def _tensor(t: Any, where: str, n_buffers: int, n_constants: int) -> PteTensor:
+    import_executorch()
     from executorch.exir.tensor import get_scalar_type
 
     try:
@@ -390,6 +393,7 @@ def _tensor(t: Any, where: str, n_buffers: int, n_constants: int) -> PteTensor:
 
 
 def _value(evalue: Any, where: str, n_values: int, n_buffers: int, n_constants: int) -> PteValue:
+    import_executorch()
     from executorch.exir import schema
 
     val = evalue.val
@@ -417,6 +421,7 @@ def _value(evalue: Any, where: str, n_values: int, n_buffers: int, n_constants: 
 
 
 def _instruction(ins: Any, where: str, n_ops: int, n_values: int, n_delegates: int, n_ins: int) -> PteInstruction:
+    import_executorch()
     from executorch.exir import schema
 
     args = ins.instr_args
@@ -447,6 +452,7 @@ def _instruction(ins: Any, where: str, n_ops: int, n_values: int, n_delegates: i
 
 
 def _delegate(d: Any, where: str, inline: Sequence[Any]) -> PteBackendDelegate:
+    import_executorch()
     from executorch.exir import schema
     from executorch.exir.passes.propagate_device_pass import TARGET_DEVICE_COMPILE_SPEC_KEY
 

@@ -192,6 +192,10 @@ def _replay(graph: torch.cuda.CUDAGraph, steps: Sequence[CaptureStep]) -> Run:
     return run
 
 
+# How a caller of load_method gets past a refused capture=True; the CLI says the same in its flags' terms.
+FALLBACK_HINT = "load with capture='auto' to fall back, or capture=False"
+
+
 class Capture:
     """A method's graphs: the groups and every other step's reason, decided at load; recorded after the first
     successful call (`pending` until then); `summary()` and `reason(step)` say what runs as a graph and why not."""
@@ -217,7 +221,7 @@ class Capture:
         reasons = sorted({step.no_capture for step in self._steps if step.no_capture}) or ["the method has no steps"]
         if self._control:
             reasons = [CONTROL_FLOW_REASON]
-        return "; ".join(reasons) + " (load with capture='auto' to fall back, or capture=False)"
+        return "; ".join(reasons) + f" ({FALLBACK_HINT})"
 
     def reason(self, position: int) -> str:
         """What step `position` runs as: its graph, or why it runs uncaptured."""

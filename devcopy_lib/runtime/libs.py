@@ -190,7 +190,7 @@ def default_libs(mode: str, operators: Iterable[str] = ()) -> tuple[str, ...]:
     """The libs a `mode` method links when none are given: the mode's default (`names.DEFAULT_LIBS`), plus what the
     program's `operators` need beyond it that the mode keeps in a lib of its own - in ATen mode
     `peer_copy_ops_aten_lib` for the `_d2d_copy.out` that the `peer` strategy emits. So the default follows the
-    placement strategy, as the CLI's `--aten-libs` default does."""
+    placement strategy, as the CLI's `--libs` default does."""
     defaults = DEFAULT_LIBS[Mode(mode)]
     if mode == Mode.ATEN and COPY_OP[Direction.D2D].name in set(operators):
         return (*defaults, PEER_COPY_LIB)

@@ -84,7 +84,7 @@ def fix_hint(mode: str, linked: Sequence[str], missing: Sequence[str]) -> str:
             "or delegate the op so that it runs on the device."
         )
     every = ",".join([*linked, *holders])
-    cli = f" (--aten-libs {every})" if mode == Mode.ATEN else ""
+    cli = f" (--libs {every})" if mode == Mode.ATEN else ""
     return "\n".join(
         f"To fix: link {lib}{_WHY_LINK.get(lib, '')}; it registers {', '.join(ops)}{cli}."
         for lib, ops in holders.items()

@@ -38,7 +38,9 @@ def test_the_selected_backend_is_the_default(monkeypatch):
     price = price_copy("h2d", 64)
     assert (price.backend, price.memory, price.nbytes) == ("simulated", "pageable", 64)
     assert price.seconds == default_model().predict("h2d", 64, "pageable")
-    assert price.label == f"NVIDIA H200 (cupy) model, simulated backend, pageable host memory, wall clock: {price.text}"
+    assert price.label == (  # the H200's time, said so: the simulated backend has no device of its own to time
+        f"as on NVIDIA H200 (cupy), not a time of the simulated backend, pageable host memory, wall clock: {price.text}"
+    )
 
 
 def test_a_direction_without_a_line_is_not_priced_and_predict_says_so():

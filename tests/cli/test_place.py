@@ -109,3 +109,26 @@ def test_the_bytes_of_a_call_are_split_by_role_in_json_and_text(capsys):
     assert main(["place", "residual", "--delegate", "addmm.default"]) == 0
     weights = split["weights"]["h2d"]
     assert f"bytes by role per call: cache 0 B H2D, 0 B D2H · weights {weights} B H2D" in capsys.readouterr().out
+
+
+def test_mutable_buffers_are_program_state_not_constants_loaded_once(capsys):
+    """A KV cache is read and updated on every call (its CPU copy is moved per call): the text counts it apart from
+    the constants, where it lives, resident or not."""
+    assert main(["place", "llama_decode_step"]) == 0
+    out = capsys.readouterr().out
+    line = next(li for li in out.splitlines() if li.startswith("copies:"))
+    assert (
+        "constants 873.3 KiB loaded once; mutable buffers 64 KiB (program state, read and updated every call) on cpu"
+        in line
+    )
+    assert "constant read on CPU" not in out
+    assert main(["place", "llama_decode_step", "--resident-buffers"]) == 0
+    assert "mutable buffers 64 KiB (program state, read and updated every call) on cuda:0 (resident)" in (
+        capsys.readouterr().out
+    )
+
+
+def test_the_hoisting_suggestion_gives_the_saving_exactly_where_rounding_hides_it(capsys):
+    assert main(["place", "gpt2_2l"]) == 0
+    suggestion = next(li for li in capsys.readouterr().out.splitlines() if li.startswith("suggestion: "))
+    assert suggestion.endswith("(6.3 MiB -> 6.3 MiB per call, 776 B less).")

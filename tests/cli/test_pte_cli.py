@@ -149,6 +149,7 @@ def test_save_pte_writes_executorchs_program_of_the_model(capsys, tmp_path):
     assert result["saved_pte"]["copies"]["h2d"] == result["copies"]["h2d"] == program.copies()["h2d"][0]
     assert [d.device for d in program.delegates] and all(str(d.device) == "cuda:0" for d in program.delegates)
     assert [p.name for p in tmp_path.iterdir()] == ["mlp.pte"]  # no temporary left beside it
+    assert path.stat().st_mode & 0o777 == 0o644  # readable like a report, not mkstemp's 0600
 
 
 @pytest.mark.parametrize(

@@ -25,11 +25,29 @@ def test_run_add_matches_eager_in_each_mode(capsys, mode):
     assert result["copies_executed"] == {"h2d": 2, "d2h": 1} and result["caller_copies"] == 0
 
 
-@pytest.mark.parametrize("option", [["--aten-libs", "native"], ["--aten-libs", ""], ["--aten-device-rule", "tensor"]])
-def test_aten_options_in_portable_mode_are_argument_errors(capsys, option):
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        (["--libs", "native"], "--libs"),
+        (["--aten-libs", "native"], "--libs"),
+        (["--aten-libs", ""], "--libs"),
+        (["--aten-device-rule", "tensor"], "--aten-device-rule"),
+    ],
+)
+def test_aten_options_in_portable_mode_are_argument_errors(capsys, option, named):
     code, result, _ = _run(capsys, "add", *option)
     assert code == 2 and result["error"]["kind"] == "usage"
-    assert re.search(f"{option[0]} only apply in ATen mode", result["error"]["message"])
+    assert re.search(f"{named} only apply in ATen mode", result["error"]["message"])
+
+
+@pytest.mark.parametrize("flag", ["--libs", "--aten-libs"])
+def test_run_takes_the_libs_flag_of_every_subcommand_and_its_older_name(capsys, flag):
+    """`--libs` links libs on `run` as on `registry`; `--aten-libs` stays an alias; the fix names `--libs`."""
+    code, result, err = _run(capsys, "add", "--mode", "aten", flag, "native")
+    assert code == 1 and "(--libs native,device_copy_ops_aten_lib)" in err
+    code, result, _ = _run(capsys, "add", "--mode", "aten", flag, "native,device_copy_ops_aten_lib")
+    assert code == 0 and result["ok"] is True
+    assert main(["registry", "--mode", "aten", "--libs", "native", "--json"]) in (0, 1)
 
 
 def test_aten_mode_with_only_native_lists_each_missing_operator_and_the_fix(capsys):
@@ -96,16 +114,15 @@ def test_run_reports_graph_replay_and_no_capture_turns_it_off(capsys):
     )
     code, result, _ = _run(capsys, "add", "--no-capture")
     assert code == 0 and result["capture"]["option"] is False
-    assert result["capture"]["line"] == "graph replay: off (capture=False)"
+    assert result["capture"]["line"] == "graph replay: off (--no-capture)"
 
 
-def test_run_with_capture_required_where_impossible_exits_1_naming_why(capsys):
+def test_run_with_capture_required_where_impossible_exits_1_naming_why_in_flag_terms(capsys):
     code, result, _ = _run(capsys, "add", "--capture")
     assert code == 1 and result["error"]["kind"] == "load"
-    assert (
-        "capture=True, but no step can be recorded: the simulated backend has no CUDA graphs"
-        in (result["error"]["message"])
-    )
+    message = result["error"]["message"]
+    assert "--capture, but no step can be recorded: the simulated backend has no CUDA graphs" in message
+    assert "--no-capture" in message and "capture=" not in message
 
 
 def test_a_resident_kv_cache_decodes_equal_to_eager_over_several_steps(capsys):
@@ -115,3 +132,26 @@ def test_a_resident_kv_cache_decodes_equal_to_eager_over_several_steps(capsys):
     assert result["steps"] == 5 and len(result["step_errors"]) == 5 and max(result["step_errors"]) < 1e-4
     code, placed = main(["place", "llama_decode_step", "--resident-buffers", "--json"]), capsys.readouterr()
     assert code == 0 and json.loads(placed.out)["copy_bytes_by_role"]["cache"] == {"h2d": 0, "d2h": 0}
+
+
+INPLACE_MODEL = """
+import torch
+
+
+class WritesItsInput(torch.nn.Module):
+    def forward(self, a, b):
+        a.mul_(2)
+        return a + b
+
+
+def factory():
+    return WritesItsInput(), (torch.randn(4), torch.randn(4))
+"""
+
+
+def test_a_model_that_writes_its_input_in_place_compares_ok(capsys, tmp_path):
+    """Eager runs on the inputs as they were before the method ran, not on what the method wrote into them."""
+    path = tmp_path / "inplace.py"
+    path.write_text(INPLACE_MODEL)
+    code, result, _ = _run(capsys, f"{path}:factory")
+    assert code == 0 and result["ok"] is True and result["max_abs_err"] == 0.0

@@ -107,3 +107,11 @@ def test_any_placement_renders_a_page_that_parses_and_names_every_node(dag):
     parse(page)
     for row in report.rows:
         assert html.escape(row.reason) in page
+
+
+def test_a_saving_the_rounding_hides_is_given_exactly():
+    from devcopy_lib.placement.report import saving_text
+
+    assert saving_text(6_600_000, 6_600_000 - 776) == "6.3 MiB -> 6.3 MiB per call, 776 B less"
+    assert saving_text(2048, 1024) == "2 KiB -> 1 KiB per call"  # readable apart: nothing added
+    assert saving_text(100, 100) == "100 B -> 100 B per call"

@@ -59,7 +59,7 @@ def test_the_fix_names_only_unlinked_libs_of_the_methods_mode_that_hold_the_op()
         "device_copy_ops_aten_lib": [h2d],
     }  # the portable lib holds both too, but an ATen-mode method cannot link it
     assert libs_holding([h2d], "portable") == {"portable": [h2d]}
-    assert "To fix: link native; it registers aten::cumsum.out (--aten-libs device_copy_ops_aten_lib,native)." in (
+    assert "To fix: link native; it registers aten::cumsum.out (--libs device_copy_ops_aten_lib,native)." in (
         fix_hint("aten", ["device_copy_ops_aten_lib"], ["aten::cumsum.out"])
     )
     assert fix_hint("aten", ["native", "device_copy_ops_aten_lib"], [d2d]).startswith(

@@ -78,7 +78,8 @@ def test_copies_carry_bytes_with_units_and_their_predicted_time(block):
     assert (copy["bytes"], copy["bytes_text"]) == (768, "768 B")
     assert copy["predicted_s"] > 0  # the price and its basis (bench.cost_model.price_text)
     assert copy["predicted_text"].endswith(
-        f"model, simulated backend, pageable host memory, wall clock: {copy['predicted_s'] * 1e6:.1f} us"
+        f"as on NVIDIA H200 (cupy), not a time of the simulated backend, pageable host memory, wall clock: "
+        f"{copy['predicted_s'] * 1e6:.1f} us"
     )
     assert copy["label"] == "D2H view_1_d2h\nf32[1,4,48] 768 B"
 
