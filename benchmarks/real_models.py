@@ -336,6 +336,65 @@ ExecuTorch serializes a mutated buffer's shape and dtype only (its initial value
 the prompt's keys and values (docs/differences.md).
 """
 
+RESIDENT = """### Keeping the cache on the device
+
+**Resident buffers** (`place_devices(..., resident_buffers=True)`, `devcopy place/run --resident-buffers`, the
+explorer's *resident buffers* switch; beyond ExecuTorch, docs/differences.md) keep a mutable buffer whose readers and
+writers can run on the device there for the method's life: planned in the device's arena, filled once at load from
+its initial value, updated on the device (`index_put`/`index_copy` become one-op delegates that write the buffer's
+own memory in place, so the functionalised write-back has nothing left to copy; another write-back is an on-device
+copy), and never copied per call. `devcopy place llama_decode_step --resident-buffers` puts the three placements
+side by side (bytes per call, default delegate set):
+
+| placement | cache H2D | cache D2H | weights H2D | activations H2D | activations D2H |
+|---|---:|---:|---:|---:|---:|
+| plain (ExecuTorch's) | 64 KiB | 0 B | 1.0 KiB | 2.2 KiB | 6.7 KiB |
+| hoisted | 64 KiB | 0 B | 0 B | 2.2 KiB | 6.7 KiB |
+| resident (and hoisted) | 0 B | 0 B | 0 B | 2.2 KiB | 6.1 KiB |
+
+What stays per call is the step's own activations: the attention mask and rotary positions computed on the CPU
+(`arange`, `le`, `where`: not delegated) going over, the logits (4 KiB) and a few positions coming back.
+`devcopy run llama_decode_step --resident-buffers --mode aten --steps 5` runs five consecutive tokens of one method
+beside the eager module (each fed the previous step's most likely token) and is equal to eager in both modes, as is
+every delegate set (`tests/test_decode_models.py`). `Method.buffers()` reads the cache (one D2H per buffer, counted
+in `caller_copies`); `Method.reset_buffers()` puts it back to its value at load. Only a buffer's updates and views
+move: a buffer that a CPU op computes from (attention's `bmm` under the `cnn` set) stays on the host, and the report
+says so (`PlacementReport.buffers`).
+
+**The functional form, ExecuTorch's way.** `llama_decode_step_functional` takes the cache as inputs and returns it.
+ExecuTorch's switches keep a value on the device across calls only when the caller holds it there: the update must
+run in a delegate (add `index_put.default` to the delegate set), the outputs stay on the device
+(`skip_d2h_for_method_outputs=True`) and the cache inputs are taken there. ExecuTorch's
+`skip_h2d_for_method_inputs=True` re-tags every graph input and refuses this program (`position` is read by two CPU
+ops and a delegate: "requires graph input 'position' to have exactly one user"), so devcopy's switch also takes the
+names of the inputs to skip:
+
+```python
+lowered = export_and_lower(step, inputs, (*DEFAULT_DELEGATE_OPS, "index_put.default"))
+placed = place_devices(lowered, skip_h2d_for_method_inputs=lowered.input_names[2:], skip_d2h_for_method_outputs=True)
+with load_method(placed, "aten") as method:
+    token, position, *cache = inputs                       # the first call takes the cache from the CPU
+    for _ in range(steps):
+        logits, *cache = method(token, position, *cache, keep_on_device=True)   # DeviceValues: no copy
+        token, position = logits.cpu()[:, -1].argmax(-1, keepdim=True), position + 1  # the logits: one D2H
+```
+
+`keep_on_device=True` returns each output the program leaves on the device as a `DeviceValue` (the method's output
+memory, valid until its next call) and takes it back as the input the program reads on the device (copied on the
+device). Per call, after the first: no byte of cache either way; the program's copies of the positions, masks and
+rotary tables (3.2 KiB H2D, 2.1 KiB D2H with the default set) and the caller's read of the logits (4 KiB) remain
+(`tests/test_decode_models.py`, `test_the_functional_cache_fed_back_on_the_device_never_crosses`).
+
+### A Llama-shaped decode step on the GPU
+
+`benchmarks/decode_step.py` times a decode step of 8 Llama-2-shaped layers (dim 2048, 16 heads, SwiGLU 5632, a
+32000-token vocabulary, fp32) over a static cache of 2048 positions (256 MiB), per token, under ExecuTorch's placement,
+hoisting, resident buffers and resident buffers with graph replay, against eager PyTorch on the GPU (weights and cache
+there, the token id and position from the CPU, the logits back), with the bytes each moves per token.
+`--backend simulated --small` runs the tiny step on a CPU in about 30 s (`tests/bench/test_decode_step_script.py`).
+"""
+
+
 TORCHVISION = """## torchvision on a CPU torch
 
 The torchvision wheels published for torch 2.13 (PyPI's `torchvision==0.28.0`) are CUDA builds: their compiled ops
@@ -366,8 +425,40 @@ def render() -> str:
         else:
             lines.append(f"Not measured yet: `python benchmarks/real_models.py --backend {backend}`.")
         lines.append("")
-    lines += [DECODE, TORCHVISION]
+    lines += [DECODE, RESIDENT]
+    lines += _decode_step_section()
+    lines += ["", TORCHVISION]
     return "\n".join(lines)
+
+
+def _decode_step_section() -> list[str]:
+    """The GPU run of benchmarks/decode_step.py (docs/data/decode_step_cupy.json), or why there is none."""
+    path = ROOT / "docs/data/decode_step_cupy.json"
+    if not path.exists():
+        return [
+            "Not measured yet: no GPU run is published. The command is `python benchmarks/decode_step.py --backend "
+            "cupy` (about 90 s on an H100); it writes docs/data/decode_step_cupy.json, which this page then shows."
+        ]
+    data = json.loads(path.read_text())
+    meta, eager = data["meta"], data["eager"]
+    lines = [
+        f"Measured on {meta.get('card') or meta['machine']}, {meta['date']}; command `{meta['command']}`. Per token: "
+        "the fastest of interleaved rounds; bytes: what the allocator moved in one call.",
+        "",
+        "| placement | ms / token | x eager | H2D bytes / token | D2H bytes / token | equal to eager |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for row in data["rows"]:
+        lines.append(
+            f"| {row['variant']} | {row['token_s'] * 1e3:.3f} | {row['x_eager']:.2f} | "
+            f"{row['bytes_per_token']['h2d']:,} | {row['bytes_per_token']['d2h']:,} | "
+            f"{'yes' if row['ok'] else 'no'} ({row['max_abs_err']:.1e}) |"
+        )
+    lines.append(
+        f"| eager PyTorch | {eager['token_s'] * 1e3:.3f} | 1.00 | {eager['bytes_per_token']['h2d']:,} | "
+        f"{eager['bytes_per_token']['d2h']:,} | |"
+    )
+    return lines
 
 
 def _version(package: str) -> str | None:

@@ -13,7 +13,10 @@ import torch
 import torch.utils._pytree as pytree
 
 from devcopy_lib import compare_outputs, export_program, load_method, lower, models, place_devices
+from devcopy_lib.devices.errors import InvalidArgumentError
 from devcopy_lib.names import CopyRole
+from devcopy_lib.placement.place import PlacementError
+from devcopy_lib.runtime.failures import ExecutionError
 
 from .placement.test_executorch_reference import assert_agree, both
 
@@ -219,3 +222,57 @@ def test_a_resident_cache_never_crosses_and_decodes_as_eager_step_after_step(sim
             state = method.buffers()
         assert sorted(state) == [f"{kind}_cache_{i}" for kind in ("key", "value") for i in (0, 1)]
         assert all(torch.allclose(buffer, getattr(eager, name), atol=1e-6) for name, buffer in state.items())
+
+
+def _functional_on_device():
+    """The functional step with its cache update delegated (index_put), the cache inputs passed on the device and
+    the outputs left there: ExecuTorch's switches, the input one naming the cache inputs (position is read on the CPU
+    too, so skipping every input is refused)."""
+    module, inputs = _build("inputs")
+    lowered = lower(export_program(module, inputs), (*models.DELEGATE_SETS["default"], "index_put.default"))
+    cache = lowered.input_names[2:]
+    with pytest.raises(PlacementError, match="'position' to have exactly one user"):
+        place_devices(lowered, skip_h2d_for_method_inputs=True)
+    placed = place_devices(lowered, skip_h2d_for_method_inputs=cache, skip_d2h_for_method_outputs=True)
+    return module, inputs, placed
+
+
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_the_functional_cache_fed_back_on_the_device_never_crosses(sim, mode):
+    """The recipe of docs/real_models.md: step after step equal to eager, the cache fed back as DeviceValues (copied
+    on the device), no byte of it crossing; per call the caller moves only the logits it reads."""
+    module, inputs, placed = _functional_on_device()
+    assert placed.report.bytes_by_role()[CopyRole.CACHE] == {"h2d": 0, "d2h": 0}
+    token, position, *ours = inputs
+    theirs = list(ours)
+    with load_method(placed, mode) as method:
+        for step, (token, position) in enumerate(_next_tokens(3, SMALL["prompt_len"])):
+            before, moved = method.caller_copies, sim.stats.h2d_bytes + sim.stats.d2h_bytes
+            logits, *ours = method(token, position, *ours, keep_on_device=True)
+            logits = logits.cpu()
+            with torch.no_grad():
+                expected = pytree.tree_leaves(module(token, position, *theirs))
+            ok, err = compare_outputs([logits], expected[:1])
+            assert ok, f"step {step}: max |devcopy - eager| = {err}"
+            if step:  # the first call takes the cache from the CPU; from then on only the logits are read back
+                assert method.caller_copies - before == 1
+                crossed = sim.stats.h2d_bytes + sim.stats.d2h_bytes - moved
+                assert crossed == sum(placed.report.copy_bytes.values()) + logits.numel() * 4
+            theirs = expected[1:]
+        assert all(torch.allclose(a.cpu(), b, atol=1e-6) for a, b in zip(ours, theirs, strict=True))
+        stale = ours[0]
+        method(token, position, *ours, keep_on_device=True)
+        with pytest.raises(
+            ExecutionError, match="output of call 3, overwritten by call 4; feed each value to the next call"
+        ):
+            stale.cpu()
+        fresh = method(token, position, *inputs[2:], keep_on_device=True)
+        with pytest.raises(ExecutionError, match="input 1: .*takes this input on the host"):
+            method(token, fresh[1], *inputs[2:])
+
+
+def test_naming_an_input_the_program_does_not_have_is_refused_with_its_inputs():
+    module, inputs = _build("inputs")
+    lowered = lower(_exported("inputs")[2], models.DELEGATE_SETS["default"])
+    with pytest.raises(InvalidArgumentError, match="names cache_9, which are not graph inputs .* input_ids, position"):
+        place_devices(lowered, skip_h2d_for_method_inputs=["cache_9"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from devcopy_lib.names import Direction, Strategy, format_bytes, format_seconds, loaded_text
+from devcopy_lib.names import CopyRole, Direction, Strategy, format_bytes, format_seconds, loaded_text
 
 H2D, D2H = Direction.H2D, Direction.D2H
 TABLE_COLUMNS = ("name", "kind", "device", "bytes", "predicted", "reason")
@@ -22,7 +22,8 @@ def table_rows(report) -> list[dict]:
     ]
 
 
-PLACEMENT_COLUMNS = ("placement", "cache", "weights", "activations", "total")
+ROLES = (CopyRole.CACHE, CopyRole.WEIGHTS, CopyRole.ACTIVATIONS)
+PLACEMENT_COLUMNS = ("placement", *ROLES, "total")
 
 
 def placement_rows(report) -> list[dict]:
@@ -31,7 +32,7 @@ def placement_rows(report) -> list[dict]:
     rows = []
     for name, entry in report.bytes_by_placement.items():
         if "error" in entry:
-            rows.append({"placement": name, "cache": "refused", "weights": "", "activations": "", "total": ""})
+            rows.append({"placement": name, **dict.fromkeys(ROLES, ""), CopyRole.CACHE: "refused", "total": ""})
             continue
         both = {**entry["copy_bytes_by_role"], "total": entry["copy_bytes"]}
         rows.append(

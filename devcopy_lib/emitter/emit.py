@@ -441,8 +441,13 @@ def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
     emitter.buffer_names = dict(getattr(signature, "inputs_to_buffers", {}))
     program = emitter.run()
     program.written_back_inputs = list(getattr(placed, "written_back_inputs", ()))
-    if options.get("skip_h2d_for_method_inputs"):
-        _unplanned(program, program.inputs)
+    skip = options.get("skip_h2d_for_method_inputs")
+    if skip:  # True: every input; names: those inputs (placement/place.py, skip_names)
+        if isinstance(skip, bool):
+            _unplanned(program, program.inputs)
+        else:
+            names = getattr(placed, "input_names", ())
+            _unplanned(program, [i for i, n in zip(program.inputs, names, strict=False) if n in set(skip)])
     if options.get("skip_d2h_for_method_outputs"):
         _unplanned(program, program.outputs)
     return program

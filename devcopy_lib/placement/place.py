@@ -15,7 +15,7 @@ import copy
 import dataclasses
 import functools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,12 +49,13 @@ class PlaceDevicesPass(PassBase):
     def __init__(
         self,
         strategy: str = Strategy.EXECUTORCH,
-        skip_h2d_for_method_inputs: bool = False,
+        skip_h2d_for_method_inputs: bool | Collection[str] = False,
         skip_d2h_for_method_outputs: bool = False,
         non_cpu_memory_planning: bool = True,
         peer_access: PeerAccess = None,
     ):
         super().__init__()
+        self._skip_names = skip_names(skip_h2d_for_method_inputs)
         if strategy not in STRATEGIES:
             raise InvalidArgumentError(
                 f"Unknown placement strategy {strategy!r}. Valid: {', '.join(STRATEGIES)} "
@@ -119,7 +120,11 @@ class PlaceDevicesPass(PassBase):
             for index, arg in enumerate(args):
                 if not isinstance(arg, fx.Node) or not self._is_tensor(arg) or device_of(arg) == device:
                     continue
-                if self.skip_h2d_for_method_inputs and arg.op == "placeholder":
+                if (
+                    self.skip_h2d_for_method_inputs
+                    and arg.op == "placeholder"
+                    and (self._skip_names is None or arg.name in self._skip_names)
+                ):
                     self._check_skippable_input(arg, device)
                     arg.meta["device"] = device  # re-tagged in place: the caller provides it on the device
                     changed = True
@@ -232,6 +237,19 @@ class PlaceDevicesPass(PassBase):
             )
 
 
+def skip_names(option: bool | Collection[str]) -> frozenset[str] | None:
+    """The graph inputs `skip_h2d_for_method_inputs` names: None for every input (True, ExecuTorch's switch) or
+    none (False); a collection of input names (beyond ExecuTorch, docs/differences.md) skips only those."""
+    if isinstance(option, bool):
+        return None
+    if isinstance(option, str) or not all(isinstance(name, str) for name in option):
+        raise InvalidArgumentError(
+            f"skip_h2d_for_method_inputs={option!r}: give True or False, or a list of graph input names "
+            "(skip_h2d_for_method_inputs=['past_key_0', ...]: only those are passed on the device)."
+        )
+    return frozenset(option)
+
+
 def _drop_unused_d2h(graph: fx.Graph) -> bool:
     """Remove every D2H left without users; True when one was removed."""
     unused = [node for node in graph.nodes if is_d2h(node) and not node.users]
@@ -279,7 +297,7 @@ def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
 def place_devices(
     lowered: LoweredProgram,
     strategy: str = Strategy.EXECUTORCH,
-    skip_h2d_for_method_inputs: bool = False,
+    skip_h2d_for_method_inputs: bool | Collection[str] = False,
     skip_d2h_for_method_outputs: bool = False,
     non_cpu_memory_planning: bool = True,
     cost_model: CostModel | None = None,
@@ -291,6 +309,9 @@ def place_devices(
 
     `peer_access` (strategy 'peer'): None asks the registered allocator (none registered: assume yes), a bool
     answers for every pair, a callable `(src, dst) -> bool`, or device pairs `{("cuda:0", "cuda:1")}`.
+    `skip_h2d_for_method_inputs`: True (ExecuTorch's switch: every graph input feeding a delegate), or the names of
+    the graph inputs the caller passes on the device (beyond ExecuTorch: a decode step's cache inputs, while its
+    position, also read on the CPU, keeps its copy).
     `hoist_constants`: compute constant-derived values and their H2D copies once, at load (placement/hoist.py).
     `resident_buffers`: keep each mutable buffer whose readers and writers can run on the device there for the
     method's life, updated on the device, never copied per call (placement/resident.py); the report says where
@@ -299,7 +320,16 @@ def place_devices(
     for flag, value in (("hoist_constants", hoist_constants), ("resident_buffers", resident_buffers)):
         if not isinstance(value, bool):
             raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
-    options = dict(
+    named = skip_names(skip_h2d_for_method_inputs)
+    if named is not None:
+        unknown = sorted(named - set(lowered.input_names))
+        if unknown:
+            raise InvalidArgumentError(
+                f"skip_h2d_for_method_inputs names {', '.join(unknown)}, which are not graph inputs of this program; "
+                f"its inputs are {', '.join(lowered.input_names)}."
+            )
+        skip_h2d_for_method_inputs = tuple(name for name in lowered.input_names if name in named)
+    options: dict[str, Any] = dict(
         skip_h2d_for_method_inputs=skip_h2d_for_method_inputs,
         skip_d2h_for_method_outputs=skip_d2h_for_method_outputs,
         non_cpu_memory_planning=non_cpu_memory_planning,
@@ -354,7 +384,7 @@ PLACEMENTS = {"plain": (False, False), "hoisted": (True, False), "resident": (Tr
 def _by_placement(
     lowered: fx.GraphModule,
     strategy: str,
-    options: dict[str, bool],
+    options: dict[str, Any],
     peer_access: Callable[[Device, Device], bool],
 ) -> dict[str, dict[str, Any]]:
     """Bytes copied per call by role under `strategy` as it is, with hoisting, and with hoisting and resident
@@ -393,7 +423,7 @@ def _remembering(rule: Callable[[Device, Device], bool]) -> Callable[[Device, De
 
 
 def _place_copy(
-    lowered: fx.GraphModule, strategy: str, options: dict[str, bool], peer_access: PeerAccess, extra: dict[str, bool]
+    lowered: fx.GraphModule, strategy: str, options: dict[str, Any], peer_access: PeerAccess, extra: dict[str, bool]
 ) -> fx.GraphModule:
     """`strategy`'s placement of a copy of `lowered`, with `extra`'s hoisting and resident buffers when asked."""
     placement = PlaceDevicesPass(strategy, **options, peer_access=peer_access)
@@ -413,7 +443,7 @@ def _told_from(executorch: fx.GraphModule, strategy: str, peer_access: Callable[
 def _placed_others(
     lowered: fx.GraphModule,
     strategy: str,
-    options: dict[str, bool],
+    options: dict[str, Any],
     peer_access: Callable[[Device, Device], bool],
     extra: dict[str, bool],
 ) -> Others:

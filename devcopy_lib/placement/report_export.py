@@ -15,7 +15,7 @@ from typing import Any
 from ..names import DIRECTIONS, Direction, basis_text, format_bytes
 from ..runtime.files import write_text
 from .diff import DIFF_COLUMNS, diff_lines, diff_rows
-from .report import PlacementReport, loaded_text, roles_text
+from .report import PlacementReport, loaded_text, placements_rows, roles_text
 
 REPORT_SUFFIXES = (".html", ".htm", ".json")
 PRICED_MEMORY = "pinned"  # the host memory kind a report prices its copies for (placement/report.py)
@@ -231,6 +231,18 @@ def report_html(document: Mapping[str, Any]) -> str:
         ("Totals", _totals_html(document)),
         ("Strategies compared", _comparison_html(document)),
     ]
+    if document.get("bytes_by_placement"):
+        rows = [
+            {k: format_bytes(v) if isinstance(v, int) else v for k, v in row.items()}
+            for row in placements_rows(document["bytes_by_placement"])
+        ]
+        shown = [c for c in next((r for r in rows if "error" not in r), {"placement": ""})] + (
+            ["error"] if any("error" in r for r in rows) else []
+        )
+        sections.append(("Bytes per call by role: plain, hoisted, resident buffers", _table(rows, shown)))
+    if document.get("buffers"):
+        buffer_columns = ("name", "bytes", "device", "resident", "reason")
+        sections.append(("Mutable buffers", _table(document["buffers"], buffer_columns)))
     if document.get("cross_device"):
         columns = ("value", "src", "dst", "bytes", "chosen", "peer_access")
         sections.append(("Values crossing devices", _table(document["cross_device"], columns)))

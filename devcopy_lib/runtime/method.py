@@ -51,6 +51,28 @@ def _load_constant(allocator: DeviceAllocator, ptr: DevicePtr, spec: TensorSpec,
         ) from exc
 
 
+class DeviceValue:
+    """An output the program leaves on its device (skip_d2h_for_method_outputs), handed to the caller without a copy
+    by `method(..., keep_on_device=True)`: the method's own output memory, valid until the method's next call. Feed
+    it to that call where the program takes an input on the device (skip_h2d_for_method_inputs): it is copied there
+    on the device, nothing crosses. `.cpu()` reads it (one D2H, counted in the method's `caller_copies`). What an
+    ExecuTorch caller does with a device output's pointer."""
+
+    __slots__ = ("_method", "_index", "_call", "shape", "dtype", "device")
+
+    def __init__(self, method: Method, index: int, call: int, shape: tuple[int, ...]) -> None:
+        spec = method.program.tensor(index).spec
+        self._method, self._index, self._call = method, index, call
+        self.shape, self.dtype, self.device = torch.Size(shape), spec.dtype, spec.device
+
+    def cpu(self) -> torch.Tensor:
+        """The value as a new CPU tensor: one D2H."""
+        return self._method._read_device_value(self)
+
+    def __repr__(self) -> str:
+        return f"DeviceValue({list(self.shape)}, {self.dtype}, on {self.device}, output of call {self._call})"
+
+
 class Method:
     """A loaded program: `method(*inputs)` returns the outputs as CPU tensors. Close it (or use `with`) to free its
     arenas; a method dropped without `close()` frees them when collected. `copies_executed` counts et_copy kernel
@@ -72,6 +94,7 @@ class Method:
         self._closed = False
         self._interrupted: str | None = None
         self._lock = threading.Lock()
+        self._calls = 0  # calls that completed: a DeviceValue is valid until the next one
         self._snapshot = ConstantSnapshot(program)
         self._host_constants: dict[int, torch.Tensor] = {}  # value index -> the method's own copy
         self._aliases: dict[int, int] = {}  # a tied constant's value index -> the one holding its copy
@@ -209,21 +232,94 @@ class Method:
         """The prepared steps every call runs, in order (runtime/plan.py)."""
         return self._plan.steps
 
-    def __call__(self, *inputs: torch.Tensor, on_step: OnStep | None = None) -> tuple[Any, ...]:
+    def __call__(
+        self, *inputs: torch.Tensor | DeviceValue, on_step: OnStep | None = None, keep_on_device: bool = False
+    ) -> tuple[Any, ...]:
         """Run once: inputs (CPU tensors) in, outputs as new CPU tensors out. `on_step(step)`, when given, runs each
         step (it must call `step.run()`), so a profiler or a test sees every step of the very loop a plain call
-        runs, write-back included."""
+        runs, write-back included. `keep_on_device`: each output the program leaves on the device
+        (skip_d2h_for_method_outputs) comes back as a `DeviceValue` instead of a CPU tensor; an input the program
+        takes on the device (skip_h2d_for_method_inputs) may be such a value from the previous call (copied on the
+        device). Together: a functional KV cache fed back without crossing (docs/real_models.md)."""
         with self._lock:
             self._ready()
             self._snapshot.check()
             try:
-                outputs = self._plan.run(inputs, on_step)
+                given = self._device_inputs(inputs) if any(isinstance(x, DeviceValue) for x in inputs) else frozenset()
+                keep = self._keeper(self._calls + 1) if keep_on_device else None
+                outputs = self._plan.run(inputs, on_step, given, keep)
+                self._calls += 1
                 if self._capture.pending:  # the first call was the warm-up the graphs need
                     self._capture.record(self._plan)
             except BaseException as exc:
                 self._note_interrupt(exc)
                 raise
             return outputs
+
+    def _device_inputs(self, inputs: Sequence[Any]) -> frozenset[int]:
+        """Copy each DeviceValue input into its input's device memory (on the device); its positions. A value of
+        another method, an older call, another form, or for an input taken on the host is refused, naming the fix."""
+        given = []
+        for position, value in enumerate(inputs):
+            if not isinstance(value, DeviceValue):
+                continue
+            if position >= len(self.program.inputs):
+                break  # the plan refuses the count
+            slot = self._slots[self.program.inputs[position]]
+            problem = self._device_value_problem(value)
+            if not problem and (slot.ptr is None or slot.allocator is None):
+                problem = (
+                    "the program takes this input on the host: place with skip_h2d_for_method_inputs naming it, "
+                    "or pass value.cpu()"
+                )
+            if not problem and (value.dtype != slot.spec.dtype or tuple(value.shape) != slot.spec.sizes):
+                problem = (
+                    f"it is a {value.dtype} {list(value.shape)}, the input a {slot.spec.dtype} {list(slot.spec.sizes)}"
+                )
+            if problem:
+                raise ExecutionError(
+                    Error.InvalidArgument, f"input {position}: a DeviceValue cannot be fed here: {problem}"
+                )
+            source = self._slots[value._index]
+            assert slot.ptr is not None and slot.allocator is not None and source.ptr is not None  # checked above
+            if source.ptr != slot.ptr:
+                slot.allocator.copy_device_to_device(slot.ptr, source.ptr, slot.spec.nbytes)
+            given.append(position)
+        return frozenset(given)
+
+    def _device_value_problem(self, value: DeviceValue) -> str:
+        if value._method is not self:
+            return "it is an output of another method"
+        if value._call != self._calls:
+            return (
+                f"it is the output of call {value._call}, overwritten by call {self._calls}; feed each value to the "
+                "next call, or keep value.cpu()"
+            )
+        return ""
+
+    def _keeper(self, call: int) -> Any:
+        """`keep(position)` for Plan.run: a DeviceValue over output `position`'s device memory, of call `call`."""
+        sizes = self._tensors.sizes
+
+        def keep(position: int) -> DeviceValue:
+            index = self.program.outputs[position]
+            return DeviceValue(self, index, call, tuple(sizes(self._slots[index].tensor)))
+
+        return keep
+
+    def _read_device_value(self, value: DeviceValue) -> torch.Tensor:
+        with self._lock:
+            self._ready()
+            problem = self._device_value_problem(value)
+            if problem:
+                raise ExecutionError(Error.InvalidArgument, f"Cannot read this DeviceValue: {problem}")
+            slot = self._slots[value._index]
+            assert slot.ptr is not None and slot.allocator is not None  # a DeviceValue is device memory
+            host = torch.empty(value.shape, dtype=value.dtype)
+            nbytes = host.numel() * host.element_size()
+            slot.allocator.copy_device_to_host(host_bytes(host), slot.ptr, nbytes, slot.ptr.index)
+            self._plan.caller_copies += 1
+            return host
 
     def _ready(self) -> None:
         """Refuse a closed method; settle an interrupted call's device work first."""

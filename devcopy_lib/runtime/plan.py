@@ -402,6 +402,7 @@ class Plan:
         self._setter_copies = _prefix_sums([int(device) for _, device in setters])
         self._write_back = tuple((position, read) for position, read, _ in write_back)
         self._outputs = tuple(read for read, _ in outputs)
+        self._output_on_device = tuple(bool(device) for _, device in outputs)
         self._reads_copies = sum(device for _, device in outputs) + sum(device for _, _, device in write_back)
         self.jumps = any(step.goto is not None for step in self.steps)
         if self.jumps:  # what runs depends on the data: counted as it runs
@@ -441,10 +442,18 @@ class Plan:
         """et_copy kernel runs by direction over every call so far."""
         return {d: self._per_call[d] * self._calls + self._partial[d] for d in self._directions}
 
-    def run(self, inputs: Sequence[Any], on_step: OnStep | None = None) -> tuple[Any, ...]:
+    def run(
+        self,
+        inputs: Sequence[Any],
+        on_step: OnStep | None = None,
+        given: frozenset[int] = frozenset(),
+        keep: Callable[[int], Any] | None = None,
+    ) -> tuple[Any, ...]:
         """Set the inputs, run every step (through `on_step` when given), write back, read the outputs. The
         caller-side copies and the et_copy runs are counted, also on a failure midway (found by the identity of the
-        callable that raised, so the loops keep no counters)."""
+        callable that raised, so the loops keep no counters). `given`: input positions already in place (a device
+        value the caller fed back, runtime/method.py); `keep(position)`, when given, stands for each output left on
+        the device instead of its read."""
         setters = self._setters
         if len(inputs) != len(setters):
             raise ExecutionError(Error.InvalidArgument, f"The method takes {len(setters)} inputs, got {len(inputs)}.")
@@ -452,12 +461,15 @@ class Plan:
         try:
             # lengths checked above; zip's strict keyword would cost ~0.1 us per call on this path
             for set_input, tensor in zip(setters, inputs):  # noqa: B905
+                if given and done in given:
+                    done += 1
+                    continue
                 set_input(tensor)
                 done += 1
         except BaseException:
-            self.caller_copies += self._setter_copies[done]
+            self.caller_copies += self._setter_copies[done] - sum(1 for position in given if position < done)
             raise
-        self.caller_copies += self._setter_copies[-1]
+        self.caller_copies += self._setter_copies[-1] - len(given)  # a device value fed back moved on the device
         runs = self._runs
         try:
             if self.jumps:
@@ -483,8 +495,13 @@ class Plan:
         self._calls += 1
         for position, read in self._write_back:  # a mutated input: the caller sees it, as in eager
             inputs[position].copy_(read())
-        outputs = tuple(read() for read in self._outputs)
-        self.caller_copies += self._reads_copies
+        if keep is None:
+            outputs = tuple(read() for read in self._outputs)
+            self.caller_copies += self._reads_copies
+            return outputs
+        on_device = self._output_on_device
+        outputs = tuple(keep(i) if on_device[i] else read() for i, read in enumerate(self._outputs))
+        self.caller_copies += self._reads_copies - sum(on_device)
         return outputs
 
     def use_groups(self, groups: Sequence[tuple[int, int, Run]]) -> None:

@@ -31,6 +31,7 @@ VALUES = {
     "--csv": (["{tmp}/b.csv"], ["{tmp}/missing/b.csv", "{tmp}", ""]),
     "--plot": (["{tmp}/b.png"], ["{tmp}/b.xyz", "{tmp}/missing/b.png"]),
     "--profile": (["2"], ["0", "x"]),  # devcopy run --profile N (the runtime's execution plan)
+    "--steps": (["2"], ["0", "x", "-1"]),  # devcopy run --steps N (consecutive calls of one method)
     "--report": (["{tmp}/r.html", "{tmp}/r.json"], ["{tmp}/r.pdf", "{tmp}/missing/r.html", "{tmp}"]),
     "--diff-delegate": (["add.Tensor", "mm.default,add.Tensor"], ["", "bogus"]),
     "--trace": (["{tmp}/t.json"], ["{tmp}/t.html", "{tmp}/missing/t.json"]),

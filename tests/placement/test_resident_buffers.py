@@ -5,6 +5,7 @@ eager does, in both modes; a buffer a CPU op must read stays on the host with th
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 import torch
@@ -210,3 +211,13 @@ def test_consecutive_steps_equal_eager_on_cuda_with_cupy(exact_float32, mode):
             assert torch.equal(method.buffers()["cache"], eager.cache)
             method.reset_buffers()
             assert torch.equal(method.buffers()["cache"], torch.zeros(ROWS, WIDTH))
+
+
+def test_the_html_report_shows_the_three_placements_and_where_each_buffer_lives(tmp_path):
+    from devcopy_lib import export_report
+
+    page = Path(export_report(_placed("index_copy", False).report, str(tmp_path / "report.html"), model="ring"))
+    page = page.read_text()
+    assert "Bytes per call by role: plain, hoisted, resident buffers" in page
+    assert "<td>plain</td><td>128 B</td>" in page and "<td>resident</td><td>0 B</td>" in page
+    assert "resident_buffers=True would keep it on cuda:0" in page
