@@ -20,7 +20,7 @@ from .emitter.emit import emit
 from .names import format_bytes
 from .pte.reader import PteProgram, PteTensor, open_pte
 from .runtime.memory_plan import CONSTANT_BUFFER, MemoryPlan, lifetimes, plan_program
-from .runtime.program import KernelCall, Program, TensorValue
+from .runtime.program import Program, TensorValue
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def writers(program: Program) -> dict[int, str]:
     """Tensor value -> `#i op`, the first instruction that touches it (its writer, for any value but an input)."""
     found: dict[int, str] = {}
     for position, ins in enumerate(program.instructions):
-        name = program.operators[ins.op] if isinstance(ins, KernelCall) else program.delegates[ins.delegate].name
+        name = program.instruction_name(position)
         for index in program.tensor_indices(ins):
             found.setdefault(index, f"#{position} {name}")
     return found

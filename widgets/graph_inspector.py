@@ -208,7 +208,9 @@ def node_rows(
             *tensor,
             ["bytes", shown["bytes_text"] if nbytes[node.name] else ""],
         ]
-    return [*rows, ["module", shown["module"] or "(the model itself)"], ["reason", shown["reason"]]], cause.what_ifs
+    branch = [["branch", shown["branch"]]] if shown.get("branch") else []  # control flow (docs/explorer.md)
+    module = ["module", shown["module"] or "(the model itself)"]
+    return [*rows, *branch, module, ["reason", shown["reason"]]], cause.what_ifs
 
 
 def change_text(before: Any, after: Any) -> str:

@@ -108,9 +108,34 @@ def _label(node: Any, kind: str, op: str, nbytes: int) -> str:
     return "\n".join([*lines, tensor] if tensor else lines)
 
 
+def branch_notes(placed: Any) -> dict[str, str]:
+    """node name -> what it is in control flow (the report's `control_flow`): a branch submodule says which branch
+    of which construct it is and what a call taking it copies; a construct, its branches and the one the example
+    inputs take."""
+    notes: dict[str, str] = {}
+    graph = {n.name: n for n in placed.graph_module.graph.nodes}
+    for row in placed.report.control_flow:
+        node = graph.get(row["node"])
+        modules = [a.name for a in node.args if getattr(a, "op", None) == "get_attr"] if node is not None else []
+        for module, (label, branch) in zip(modules, row["branches"].items(), strict=False):
+            copies = branch["copies"]
+            notes[module] = (
+                f"{label} branch of {row['node']}: {branch['ops']} ops on the CPU, "
+                f"{copies[Direction.H2D]} H2D + {copies[Direction.D2H]} D2H around it"
+            )
+        taken = row["example"]
+        iterations = f", {row['iterations']} iterations" if "iterations" in row else ""
+        notes[row["node"]] = (
+            f"{row['construct']}: branches {' / '.join(row['branches'])}; "
+            f"the example inputs take {taken if taken is not None else 'none (not run)'}{iterations}"
+        )
+    return notes
+
+
 def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """The placed program's nodes (as dicts the view shows) and its data edges (src, dst)."""
     rows = {row.name: row for row in placed.report.rows}
+    branches = branch_notes(placed)
     graph = placed.graph_module.graph
     paths = module_paths(graph)
     devices, nbytes = {r.name: r.device for r in rows.values()}, {r.name: r.bytes for r in rows.values()}
@@ -118,10 +143,14 @@ def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, s
     for node in graph.nodes:
         row = rows[node.name]
         op = _op(node, row.kind)
+        label = _label(node, row.kind, op, row.bytes)
+        if node.name in branches:  # control flow: the branch label on the node (docs/explorer.md)
+            label += "\n" + branches[node.name].split(":")[0]
         nodes.append(
             {
                 "id": node.name,
-                "label": _label(node, row.kind, op, row.bytes),
+                "label": label,
+                "branch": branches.get(node.name, ""),
                 "kind": row.kind,
                 "op": op,
                 "device": row.device,

@@ -86,6 +86,7 @@ class PlacementExplorer(w.VBox):
         self._syncing = False  # True while _restore sets the controls: their events are not user edits
         self.comparing: threading.Thread | None = None  # the ExecuTorch comparison running in the background
         self._comparison = 0  # which refresh the comparison on screen belongs to
+        self.last_branches: list[dict[str, Any]] = []  # Method.control_flow of the last traced call: the branches it took
         s = self.state
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
@@ -419,9 +420,15 @@ class PlacementExplorer(w.VBox):
         with make_allocator() as allocator, scoped_allocators(allocator), load_method(program) as method:
             trace = profile_trace(method, *inputs, repeat=calls, cost_model=s.cost_model)
             capture = method.capture["line"]
+            self.last_branches = method.control_flow  # what the last profiled call did at each cond / loop
         written: str = write_trace(trace, path)
+        ran = "".join(
+            f"; {flow['node']} ran {flow['branch']}"
+            + (f" x{flow['iterations']}" if flow["construct"] != "torch.cond" else "")
+            for flow in self.last_branches
+        )
         self.export_note.value = html.note(
-            f"{capture}; trace of {calls} profiled calls written to {written}", "devcopy-export"
+            f"{capture}{ran}; trace of {calls} profiled calls written to {written}", "devcopy-export"
         )
         return written
 

@@ -308,6 +308,8 @@ def _copies_line(result: dict[str, Any]) -> str:
 
 
 def _render(result: dict[str, Any]) -> str:
+    from ..placement.branches import control_flow_text
+
     # the report's one wording (placement loads only once a model is placed)
     from ..placement.report import placements_text, roles_text
 
@@ -332,6 +334,7 @@ def _render(result: dict[str, Any]) -> str:
     lines.append(f"bytes by role {roles_text(result['copy_bytes_by_role'])}")
     lines.extend(placements_text(result["bytes_by_placement"]))
     lines.extend(f"buffer {b['name']} ({format_bytes(b['bytes'])}): {b['reason']}" for b in result["buffers"])
+    lines.extend(control_flow_text(result.get("control_flow", ())))
     if result["pricing"]:
         from ..names import basis_text
 

@@ -23,7 +23,6 @@ from ..kernels.prim_ops import prim_name
 from ..lowering.arguments import expect
 from ..lowering.delegate import delegate_of
 from ..lowering.edge_form import WRITE_BACK
-from ..lowering.lower import refuse_to_run_control_flow
 from ..lowering.nodes import node_arg
 from ..lowering.sources import constant_sources
 from ..placement.hoist import HOISTED
@@ -32,6 +31,7 @@ from ..runtime.program import (
     ConstantSource,
     DelegateCall,
     KernelCall,
+    MoveCall,
     Program,
     ScalarValue,
     SymListValue,
@@ -41,6 +41,7 @@ from ..runtime.program import (
     TensorValue,
     Value,
 )
+from .control_flow import emit_control_flow
 from .out_variant import operator_name, out_variant
 
 if TYPE_CHECKING:
@@ -130,6 +131,9 @@ class _Emitter:
         device_planning: bool,
         sources: dict[str, ConstantSource],
         range_constraints: Mapping[Any, Any],
+        parent: _Emitter | None = None,
+        inputs: list[int | None] | None = None,
+        outputs: list[int] | None = None,
     ) -> None:
         self.gm = graph_module
         self.range_constraints = range_constraints
@@ -140,6 +144,38 @@ class _Emitter:
         self.node_value: dict[fx.Node, NodeValue] = {}
         self.buffer_names: dict[str, str] = {}  # a buffer's constant node -> the model's name for it
         self.identity: dict[Device, int] = {}  # device -> its on-device write-back delegate
+        # a subgraph (a branch or loop body) adds to its parent's program: its placeholders are bound to
+        # `inputs` (None: a new value, e.g. a loop's slice), its results moved into `outputs` when given
+        self.parent = parent
+        self.bound_inputs = inputs if inputs is not None else []
+        self.binding_outputs = outputs
+        self.concrete_outputs: list[int] = []
+        self.node_value_inputs: list[int] = []
+        if parent is not None:
+            self.program, self.op_index, self.node_value = parent.program, parent.op_index, parent.node_value
+            self.buffer_names, self.identity = parent.buffer_names, parent.identity
+
+    def subgraph(self, graph_module: fx.GraphModule, inputs: list[int | None], outputs: list[int] | None) -> _Emitter:
+        """Emit a control-flow submodule inline, as ExecuTorch's emitter does (`_Emitter` over the submodule sharing
+        the program): its instructions follow the current ones; returns the sub-emitter (its bound inputs and
+        concrete outputs)."""
+        placeholders = [n.name for n in graph_module.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(inputs):
+            raise ValueError(
+                f"a control-flow submodule takes {len(placeholders)} inputs ({', '.join(placeholders)}), "
+                f"its construct passes {len(inputs)}"
+            )
+        sub = _Emitter(
+            graph_module, self.device_planning, self.sources, self.range_constraints, self, list(inputs), outputs
+        )
+        for node in graph_module.graph.nodes:
+            getattr(sub, f"_{node.op}")(node)
+        return sub
+
+    def append(self, instruction: Any) -> int:
+        """Add an instruction; its position."""
+        self.program.instructions.append(instruction)
+        return len(self.program.instructions) - 1
 
     def index(self, arg: object) -> int:
         """The value index a node argument emitted as (a single tensor, not a tuple of results)."""
@@ -181,6 +217,14 @@ class _Emitter:
         return self.program
 
     def _placeholder(self, node: fx.Node) -> None:
+        if self.parent is not None:  # a subgraph's input: the value its construct binds (or a new one)
+            count = len(self.node_value_inputs)
+            bound = self.bound_inputs[count]
+            if bound is None:
+                bound = self.bound_inputs[count] = self.planned(node.meta["val"], node)
+            self.node_value_inputs.append(bound)
+            self.node_value[node] = bound
+            return
         index = self.planned(node.meta["val"], node)
         value = self.program.values[index]
         if isinstance(value, TensorValue) and value.spec.dynamic:  # a call's sizes are checked against the Dims
@@ -238,6 +282,9 @@ class _Emitter:
         prim = prim_name(node.target)
         if prim is not None:
             self.prim_call(node, prim)
+            return
+        if isinstance(node.target, torch._ops.HigherOrderOperator):
+            emit_control_flow(self, node)
             return
         if not isinstance(node.target, torch._ops.OpOverload):
             raise NotImplementedError(
@@ -355,6 +402,14 @@ class _Emitter:
         items = node.args[0]
         if not isinstance(items, (tuple, list)):
             raise TypeError(f"{node.name}: graph outputs {items!r} are not a tuple")
+        if self.parent is not None:  # a subgraph's results, moved where the code after its construct reads them
+            self.concrete_outputs = [
+                self.index(item) if isinstance(item, fx.Node) else self.add(ScalarValue(item)) for item in items
+            ]
+            for source, target in zip(self.concrete_outputs, self.binding_outputs or (), strict=False):
+                if source != target:
+                    self.append(MoveCall(source, target))
+            return
         for item in items:
             if isinstance(item, fx.Node):
                 self.program.outputs.append(self.index(item))
@@ -378,7 +433,6 @@ def emit(placed: LoweredProgram | fx.GraphModule) -> Program:
     if not isinstance(getattr(placed, "graph_module", placed), fx.GraphModule):
         expect(placed, fx.GraphModule, "placed", "pass place_devices(lowered) (a PlacedProgram) or its graph_module")
     graph_module = placed if isinstance(placed, fx.GraphModule) else placed.graph_module
-    refuse_to_run_control_flow(graph_module)  # placed like ExecuTorch, but a Program has no jump instructions
     options = getattr(placed, "options", {})
     exported = getattr(placed, "exported_program", None)
     ranges = getattr(exported, "range_constraints", {})

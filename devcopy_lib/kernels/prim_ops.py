@@ -17,8 +17,10 @@ from typing import Any
 
 import torch
 
+from ..tensors.aten_tensor import resize_metadata
+from ..tensors.error import Error
 from ..tensors.tensor import PortableTensor
-from .prepared import PreparedKernel, Run
+from .prepared import KernelFailure, PreparedKernel, Run
 
 
 class SymBox:
@@ -117,11 +119,52 @@ def _arity(fn: Callable[..., Any]) -> int:
     return 1 if fn in (operator.neg, operator.not_, float, int, math.ceil, math.trunc, builtins.round) else 2
 
 
+def _resize(tensor: Any, sizes: tuple[int, ...], what: str) -> None:
+    """Resize a mode's tensor (a PortableTensor by its own rule, an ATen-mode one by its metadata)."""
+    if isinstance(tensor, PortableTensor):
+        problem = tensor.resize_problem(sizes)
+        if problem:
+            raise KernelFailure(Error.InvalidArgument, f"{what}: {problem}")
+        tensor.resize(sizes)
+    elif _sizes(tensor) != sizes:
+        if math.prod(sizes) * tensor.element_size() > tensor.untyped_storage().nbytes() - tensor.storage_offset():
+            raise KernelFailure(Error.InvalidArgument, f"{what}: sizes {list(sizes)} exceed its planned memory")
+        resize_metadata(tensor, sizes)
+
+
+def _host(tensor: Any) -> torch.Tensor:
+    return tensor.host_view() if isinstance(tensor, PortableTensor) else tensor
+
+
+def et_copy_index(copy_to: Any, copy_from: Any, index: Any) -> None:
+    """`executorch_prim::et_copy_index.tensor`: row `index` of `copy_to` <- `copy_from`, `copy_to` resized to
+    `index + 1` rows (concatenation's sizes over stacked memory). The loops of `map` and `scan` collect each
+    iteration's result with it (ExecuTorch's kernels/prim_ops/et_copy_index.cpp, registered by the runtime)."""
+    row = int(current(index))
+    to_sizes, from_sizes = _sizes(copy_to), _sizes(copy_from)
+    what = "executorch_prim::et_copy_index.tensor"
+    if len(to_sizes) - len(from_sizes) != 1:
+        raise KernelFailure(
+            Error.InvalidArgument,
+            f"{what}: copy_to (sizes {list(to_sizes)}) must have one dimension more than copy_from (sizes "
+            f"{list(from_sizes)})",
+        )
+    if row > 0 and tuple(to_sizes[1:]) != tuple(from_sizes):
+        raise KernelFailure(
+            Error.InvalidArgument,
+            f"{what}: row {row} of sizes {list(from_sizes)} does not match the rows before it ({list(to_sizes[1:])})",
+        )
+    _resize(copy_to, (row + 1, *from_sizes), what)
+    _host(copy_to)[row].copy_(_host(copy_from))
+
+
 PRIM_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "aten::sym_size.int": lambda tensor, dim: _sizes(tensor)[dim],
     "aten::sym_numel.default": lambda tensor: math.prod(_sizes(tensor)),
     **{f"executorch_prim::{name}.Scalar": fn for name, fn in _SCALAR_OPS.items()},
 }
+# Primitive ops that write a tensor rather than a run-time scalar: they have no value out.
+PRIM_TENSOR_OPS: dict[str, Callable[..., None]] = {"executorch_prim::et_copy_index.tensor": et_copy_index}
 
 # The schema each primitive op is called with (its value out last, as every boxed kernel takes it).
 PRIM_SCHEMAS: dict[str, str] = {
@@ -131,6 +174,9 @@ PRIM_SCHEMAS: dict[str, str] = {
         f"executorch_prim::{name}.Scalar": f"{name}.Scalar(Scalar a{'' if _arity(fn) == 1 else ', Scalar b'}) -> Scalar"
         for name, fn in _SCALAR_OPS.items()
     },
+    "executorch_prim::et_copy_index.tensor": (
+        "et_copy_index.tensor(Tensor(a!) copy_to, Tensor copy_from, SymInt index) -> ()"
+    ),
 }
 
 
@@ -147,7 +193,16 @@ def prim_name(target: Any) -> str | None:
 
 
 def prim_kernel(name: str, portable: bool) -> PreparedKernel:
-    """The kernel of primitive op `name`: `(operands..., out)` writes the operation's value into the out SymBox."""
+    """The kernel of primitive op `name`: `(operands..., out)` writes the operation's value into the out SymBox;
+    a tensor primitive (`et_copy_index`) writes into its first argument."""
+    if name in PRIM_TENSOR_OPS:
+        tensor_op = PRIM_TENSOR_OPS[name]
+
+        def prepare_tensor_op(args: list[Any], dynamic: Collection[int]) -> Run:
+            return lambda: tensor_op(*args)
+
+        short = name.replace("::", "_").replace(".", "_")
+        return PreparedKernel(prepare_tensor_op, portable=portable, n_out=1, name=short)
     fn = PRIM_FUNCTIONS[name]
 
     def prepare(args: list[Any], dynamic: Collection[int]) -> Run:

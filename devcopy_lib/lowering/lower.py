@@ -8,7 +8,7 @@ The lowered representation (what placement, emit and memory planning consume):
   - `placeholder`: one per user input, in call order (`input_names`);
   - `get_attr`: a CPU-side constant (parameter, buffer or lifted tensor constant read by a CPU op or returned);
     the tensor is in `constants[node.target]` and is an attribute of the module; or a branch of a control-flow op
-    (`torch.cond`, `map`), a CPU submodule of the module (placed, not run: `refuse_to_run_control_flow`);
+    (`torch.cond`, `map`, `scan`), a CPU submodule of the module (emitted inline with jumps, emitter/control_flow.py);
   - `call_function` on an ATen `OpOverload`: an op left on CPU;
   - `call_module` whose target names a `Delegate` submodule (`delegate_of(node)`): a delegate call, args = the
     delegate's distinct input values, returns a tuple;
@@ -179,8 +179,8 @@ def model_ops(exported: ExportedProgram) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for n in graph.nodes if (name := overload_name(n.target)) is not None))
 
 
-# Control flow ExecuTorch 1.5.1 places: the op and its branches stay on the CPU, only top-level ops are partitioned
-PLACED_CONTROL_FLOW = frozenset({"cond", "map_impl"})
+# Control flow ExecuTorch 1.5.1 lowers: the op and its branches stay on the CPU, only top-level ops are partitioned
+PLACED_CONTROL_FLOW = frozenset({"cond", "map_impl", "scan"})
 _CONSTRUCT = {"map_impl": "control_flow.map"}  # how the user wrote it, where the op's name differs
 
 
@@ -196,27 +196,16 @@ def control_flow(graph_module: fx.GraphModule) -> list[tuple[fx.Node, str]]:
 
 def _refuse_control_flow(exported: ExportedProgram) -> None:
     """Control flow ExecuTorch does not lower (`while_loop`: its to_edge or emitter refuses it) is refused by name
-    here rather than failing somewhere inside lowering; `cond` and `map` are placed as ExecuTorch places them."""
+    here rather than failing somewhere inside lowering; `cond`, `map` and `scan` are placed as ExecuTorch places
+    them."""
     for node, construct in control_flow(exported.graph_module):
         if node.target.name() not in PLACED_CONTROL_FLOW:  # type: ignore[union-attr]  # a HigherOrderOperator
             raise UnsupportedModelError(
                 f"{node.name} is {construct} (control flow over subgraphs), which devcopy does not lower, as "
-                "ExecuTorch 1.5.1 does not (its to_edge or its emitter refuses it): only torch.cond and "
-                "control_flow.map are placed. Export an unrolled form (decide the loop count in Python before "
-                "export), or see docs/differences.md."
+                "ExecuTorch 1.5.1 does not (its to_edge or its emitter refuses it): only torch.cond, "
+                "control_flow.map and torch.scan are lowered. Export an unrolled form (decide the loop count in "
+                "Python before export), or see docs/differences.md."
             )
-
-
-def refuse_to_run_control_flow(graph_module: fx.GraphModule) -> None:
-    """A placed program with `cond` or `map` is refused before emitting: devcopy's programs have no jump
-    instructions, so it places such a program (counts equal to ExecuTorch's) but cannot run it."""
-    for node, construct in control_flow(graph_module):
-        raise UnsupportedModelError(
-            f"{node.name} is {construct} (control flow over subgraphs): devcopy places it as ExecuTorch does (the op "
-            "and its branches on the CPU, only top-level ops delegated) but cannot run it, since its programs have "
-            "no jump instructions. Place it for its copies (place_devices, devcopy place); to run, export one "
-            "branch (decide the predicate in Python before export), or see docs/differences.md."
-        )
 
 
 def export_program(

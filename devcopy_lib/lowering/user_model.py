@@ -52,9 +52,8 @@ def data_dependent(model: torch.nn.Module, exc: GuardOnDataDependentSymNode) -> 
     return UnsupportedModelError(
         f"{type(model).__name__}.forward depends on a tensor's value{_user_line(exc)}. torch.export traces one graph "
         f"for every input, so it needs control flow it can decide without data: a condition on shapes or Python "
-        f"values (a static shape), or torch.cond(pred, true_fn, false_fn, operands) for a real branch. devcopy "
-        f"places torch.cond as ExecuTorch does but cannot run it (its programs have no jump instructions, "
-        f"docs/differences.md): to run, decide the branch in Python before export. torch.export's guide: "
+        f"values (a static shape), or torch.cond(pred, true_fn, false_fn, operands) for a real branch, which devcopy "
+        f"places and runs as ExecuTorch does (docs/semantics.md §5c). torch.export's guide: "
         f"{EXPORT_DOCS} (torch said: {guard})"
     )
 

@@ -23,6 +23,7 @@ from ..lowering.nodes import device_of, node_arg, node_kind
 from ..lowering.ops import overload_name
 from ..names import DIRECTIONS, CopyRole, Direction, format_bytes
 from ..names import loaded_text as loaded_text  # re-exported: the report's wording of constants and buffers
+from .branches import control_flow_summary, control_flow_text
 from .hoist import HOISTED, hoistable_copies
 from .pricing import CostModel, predict_error, predict_seconds
 from .roles import copy_roles
@@ -126,6 +127,12 @@ class PlacementReport:
     # the same program placed plain, with hoisting, and with hoisting and resident buffers (place.PLACEMENTS), side
     # by side: per placement its options, copies, copy_bytes and copy_bytes_by_role per call (worked out on first read)
     bytes_by_placement: _Deferred = _Deferred()
+    # each torch.cond / map / scan: its branches with the copies each needs, and the branch the example inputs take
+    control_flow: list[dict[str, Any]] = field(default_factory=list)
+
+    def control_flow_lines(self) -> list[str]:
+        """`control_flow` in words, one line per construct (`devcopy place`, the explorer)."""
+        return control_flow_text(self.control_flow)
 
     def __getstate__(self) -> dict[str, Any]:
         """A pickled or copied report carries its comparison, worked out now, not the means to place it."""
@@ -436,6 +443,7 @@ def build_report(
         copy_bytes_by_role=role_bytes(gm),
         buffers=[b.to_dict() for b in buffers],
         bytes_by_placement=by_placement if by_placement is not None else {},
+        control_flow=control_flow_summary(gm, getattr(placed, "example_inputs", ())),
     )
 
 

@@ -186,9 +186,11 @@ def program_artifact(program: Program) -> Artifact:
         reads = tuple(names.of[t] for t in tensors if t in names.of)
         if isinstance(ins, KernelCall):
             kind, name = "kernel", program.operators[ins.op]
-        else:
+        elif isinstance(ins, DelegateCall):
             kind, name = "delegate", f"delegate_{ins.delegate}@{program.delegates[ins.delegate].device}"
-            outs = list(ins.outputs) if isinstance(ins, DelegateCall) else outs
+            outs = list(ins.outputs)
+        else:  # a jump, move or free: named by its kind, as the .pte reader names them
+            kind = name = program.instruction_name(position)
         if name == VIEW_COPY and not set(outs) & set(program.outputs):
             # a view of a view is one of the base (ExecuTorch's NormalizeViewCopyBasePass)
             names.of[outs[0]] = reads[0] if reads[0].startswith("view(") else f"view({reads[0]})"
@@ -196,7 +198,7 @@ def program_artifact(program: Program) -> Artifact:
             continue
         specs = [_spec(program.tensor(t).spec.dtype, program.tensor(t).spec.sizes) for t in outs]
         steps.append(Step(position, kind, name, reads, names.written(name, reads, outs, specs)))
-        if name in COPY_OP_BY_NAME:
+        if name in COPY_OP_BY_NAME and isinstance(ins, KernelCall):
             source, out = program.tensor(ins.args[0]).spec, program.tensor(ins.args[-1]).spec
             copies.append(_copy(position, name, reads[0], source.dtype, source.sizes, (source.device, out.device)))
     realigned = plan(memory_plan.requests, EXECUTORCH_ALIGNMENT).buffers
@@ -242,9 +244,10 @@ class _PteWalk:
 
     def step(self, position: int, kind: str, name: str, ins: PteKernel | PteDelegate) -> Step:
         spelled = self.p.operators[ins.op] if isinstance(ins, PteKernel) else name
-        if isinstance(ins, PteKernel) and not (spelled in _NO_SCHEMA or spelled.startswith("executorch_prim::")):
+        count = None if spelled in _NO_SCHEMA or not isinstance(ins, PteKernel) else argument_count(spelled)
+        if isinstance(ins, PteKernel) and count is not None:  # a primitive keeps every argument (count None)
             # ExecuTorch lists the schema's arguments, then the returns (the outs again)
-            returns = len(ins.args) - argument_count(spelled)
+            returns = len(ins.args) - count
             outs = self.p.tensors_of(ins.args[len(ins.args) - returns :])
             inputs = [t for t in self.p.tensors_of(ins.args[: len(ins.args) - returns]) if t not in outs]
         else:  # a delegate's inputs, then its outputs: the trailing values nothing wrote yet

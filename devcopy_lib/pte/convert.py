@@ -6,9 +6,13 @@ planning again.
 What changes on the way: an ExecuTorch kernel call lists its schema's arguments and then its returns (the `out`
 again), devcopy's lists the arguments only; a delegate call lists inputs then outputs, split here by the number of
 outputs of the delegate's ExportedProgram; an IntList's value indices become the ints themselves. Delegates must be
-devcopy's own (`backend.py`): their blob is loaded back with `torch.export.load`. Moves, jumps and frees (control
-flow) and another backend's delegates are refused with a `PteUnsupportedError` naming them; the program's operators
-are resolved when it is loaded, so an operator no linked lib has is a `MissingOperatorError` there, as in ExecuTorch.
+devcopy's own (`backend.py`): their blob is loaded back with `torch.export.load`. Control flow runs (docs/semantics.md
+§5c): a JumpFalseCall, MoveCall or FreeCall becomes devcopy's own (a move copies where ExecuTorch rebinds, a free
+frees nothing); a primitive op (`aten::sym_size.int`, `executorch_prim::*`) keeps every argument, its value out
+included, as devcopy's primitives take it; scan's `aten::copy_` (in place: self, src, non_blocking, and the return,
+which is self) runs as `aten::copy.out` with the same four arguments. Another backend's delegates are refused with a
+`PteUnsupportedError` naming them; the program's operators are resolved when it is loaded, so an operator no linked
+lib has is a `MissingOperatorError` there, as in ExecuTorch.
 """
 
 from __future__ import annotations
@@ -20,15 +24,20 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from ..devices.device import CPU, Device
+from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_TENSOR_OPS
 from ..names import ErrorKind
 from ..runtime.memory_plan import Allocation, Buffer, MemoryPlan
 from ..runtime.program import (
     BackendDelegate,
     DelegateCall,
+    FreeCall,
     Instruction,
+    JumpFalseCall,
     KernelCall,
+    MoveCall,
     Program,
     ScalarValue,
+    SymValue,
     TensorListValue,
     TensorSpec,
     TensorValue,
@@ -36,18 +45,36 @@ from ..runtime.program import (
 )
 from ..tensors.error import Error
 from .backend import BACKEND_ID, load_delegate
-from .reader import PteDelegate, PteKernel, PteList, PteLoadError, PteProgram, PteScalar, PteTensor
+from .reader import (
+    PteDelegate,
+    PteFree,
+    PteJumpFalse,
+    PteKernel,
+    PteList,
+    PteLoadError,
+    PteMove,
+    PteProgram,
+    PteScalar,
+    PteTensor,
+)
+
+# ExecuTorch operators devcopy runs as another: scan's in-place copy as its out form, the same four arguments
+# (ExecuTorch's boxed `copy_` takes self, src, non_blocking and its return, self again; copy.out's out is self)
+RUN_AS = {"aten::copy_": "aten::copy.out"}
 
 
 class PteUnsupportedError(Exception):
-    """A program devcopy can read but not run: control flow (move, jump, free), another backend's delegate, or an
-    operator whose schema torch does not know."""
+    """A program devcopy can read but not run: another backend's delegate, an operator whose schema torch does not
+    know, or control flow devcopy cannot follow (a jump out of the program)."""
 
     kind = ErrorKind.UNSUPPORTED_MODEL
 
 
-def argument_count(name: str) -> int:
-    """How many arguments (outs included, returns excluded) operator `name` (`ns::op.overload`) takes."""
+def argument_count(name: str) -> int | None:
+    """How many arguments (outs included, returns excluded) operator `name` (`ns::op.overload`) takes; None for a
+    primitive op of the runtime, which takes every argument ExecuTorch lists (its value out is one)."""
+    if name in PRIM_FUNCTIONS or name in PRIM_TENSOR_OPS:
+        return None
     namespace, _, rest = name.partition("::")
     op, _, overload = rest.partition(".")
     try:
@@ -147,24 +174,33 @@ def pte_program(p: PteProgram) -> Program:
         module, weights = delegate_module(ep, f"delegate {i}")
         constants = tuple(_add(values, TensorValue(_spec(t, device), planned=False, data=t)) for t in weights)
         delegates.append(BackendDelegate(f"delegate_{i}", module, device, constants))
-    counts = {op: argument_count(op) for op in p.operators}
+    operators = [RUN_AS.get(op, op) for op in p.operators]
+    counts = {op: argument_count(op) for op in operators}
     instructions: list[Instruction] = []
     for position, ins in enumerate(p.instructions):
         if isinstance(ins, PteKernel):
-            instructions.append(KernelCall(ins.op, ins.args[: counts[p.operators[ins.op]]]))
+            instructions.append(KernelCall(ins.op, ins.args[: counts[operators[ins.op]]]))
         elif isinstance(ins, PteDelegate):
             outputs = len(exported[ins.delegate].graph_signature.user_outputs)
             split = len(ins.args) - outputs
             instructions.append(DelegateCall(ins.delegate, ins.args[:split], ins.args[split:]))
+        elif isinstance(ins, PteJumpFalse):
+            if not 0 <= ins.destination <= len(p.instructions):
+                raise PteUnsupportedError(
+                    f"instruction {position} jumps to {ins.destination}, outside the program's "
+                    f"{len(p.instructions)} instructions"
+                )
+            instructions.append(JumpFalseCall(ins.cond, ins.destination))
+        elif isinstance(ins, PteMove):
+            instructions.append(MoveCall(ins.source, ins.target))
         else:
-            raise PteUnsupportedError(
-                f"instruction {position} is a {ins.kind} (control flow): devcopy's runtime runs kernel and delegate "
-                "calls only. To fix: run the program in ExecuTorch"
-            )
+            assert isinstance(ins, PteFree)
+            instructions.append(FreeCall(ins.value))
+    _scalars_written_at_run_time(values, instructions, counts, operators)
     program = Program(
         values=values,
         instructions=instructions,
-        operators=list(p.operators),
+        operators=operators,
         inputs=list(p.inputs),
         outputs=list(p.outputs),
         delegates=delegates,
@@ -178,6 +214,21 @@ def pte_program(p: PteProgram) -> Program:
         },
     )
     return program
+
+
+def _scalars_written_at_run_time(
+    values: list[Value], instructions: list[Instruction], counts: dict[str, int | None], operators: list[str]
+) -> None:
+    """Every scalar EValue of ExecuTorch is mutable; devcopy's constants are not, so a scalar a primitive op writes
+    (a size, a loop's counter, its done flag) or a move targets becomes a run-time scalar (a SymValue holding the
+    value the program starts with)."""
+    written = {
+        ins.args[-1] for ins in instructions if isinstance(ins, KernelCall) and counts[operators[ins.op]] is None
+    } | {ins.move_to for ins in instructions if isinstance(ins, MoveCall)}
+    for index in written:
+        value = values[index]
+        if isinstance(value, ScalarValue):
+            values[index] = SymValue(value.value)
 
 
 def pte_inputs(p: PteProgram, seed: int = 0) -> list[Any]:

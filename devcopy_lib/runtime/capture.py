@@ -35,6 +35,7 @@ OFF_REASON = "capture is off (capture=False)"
 DYNAMIC_REASON = "dynamic shapes (sizes known only at the call)"
 HOST_OP_REASON = "runs on the host (a CPU op)"
 PENDING_REASON = "recorded after the first call"
+CONTROL_FLOW_REASON = "the method has control flow (jumps): what runs depends on the data"
 
 
 class CaptureStep(Protocol):
@@ -202,7 +203,9 @@ class Capture:
     def __init__(self, steps: Sequence[CaptureStep], option: CaptureOption) -> None:
         self.option = option
         self._steps = tuple(steps)
-        self._groups = group_steps(steps) if option is not False else []
+        # with jumps a group's steps need not run together: every step runs on its own
+        self._control = any(getattr(step, "goto", None) is not None for step in self._steps)
+        self._groups = group_steps(steps) if option is not False and not self._control else []
         self._failed: dict[int, str] = {}  # step position -> why its recording failed
         self._recorded: list[tuple[int, int]] = []
         self.pending = bool(self._groups)
@@ -216,6 +219,8 @@ class Capture:
 
     def _why_none(self) -> str:
         reasons = sorted({step.no_capture for step in self._steps if step.no_capture}) or ["the method has no steps"]
+        if self._control:
+            reasons = [CONTROL_FLOW_REASON]
         return "; ".join(reasons) + f" ({FALLBACK_HINT})"
 
     def reason(self, position: int) -> str:
@@ -227,6 +232,8 @@ class Capture:
             return OFF_REASON
         if position in self._failed:
             return self._failed[position]
+        if self._control:
+            return CONTROL_FLOW_REASON
         step = self._steps[position]
         return step.no_capture or PENDING_REASON
 

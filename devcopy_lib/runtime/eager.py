@@ -13,9 +13,21 @@ import torch
 
 from ..errors import InvalidArgumentTypeError
 from ..kernels.portable_cpu import aten_overload, split_arguments
-from ..kernels.prim_ops import PRIM_FUNCTIONS, SymBox, SymList, current, is_symbolic, prim_kernel
+from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_TENSOR_OPS, SymBox, SymList, current, is_symbolic, prim_kernel
 from .libs import native_lib
-from .program import DelegateCall, Instruction, Program, SymListValue, SymValue, TensorListValue, TensorValue
+from .program import (
+    DelegateCall,
+    FreeCall,
+    Instruction,
+    JumpFalseCall,
+    KernelCall,
+    MoveCall,
+    Program,
+    SymListValue,
+    SymValue,
+    TensorListValue,
+    TensorValue,
+)
 from .resolve import resolve_operators
 
 COPY_NAMESPACE = "et_copy::"
@@ -43,6 +55,25 @@ def _call_now(op: Callable[..., Any], positional: list[Any], keywords: dict[str,
         op(*(current(a) for a in positional), **{k: current(v) for k, v in keywords.items()})
 
     return step
+
+
+def _jump(cond: Any, after: int, destination: int) -> Callable[[], int]:
+    """A JumpFalseCall as torch runs it: the next position (`destination` when `cond` is false)."""
+    if isinstance(cond, torch.Tensor):
+        return lambda: after if bool(cond.all()) else destination
+    return lambda: after if bool(current(cond)) else destination
+
+
+def _move(source: Any, target: Any) -> Callable[[], None]:
+    """A MoveCall: the target takes the source's sizes and contents (a tensor) or value (a run-time scalar)."""
+
+    def move() -> None:
+        if isinstance(target, torch.Tensor):
+            target.resize_(source.shape).copy_(source)
+        else:
+            target.value = current(source)
+
+    return move
 
 
 class _EagerValues:
@@ -80,16 +111,21 @@ class _EagerValues:
 
 
 def _eager_step(program: Program, values: _EagerValues, ins: Instruction) -> Callable[[], object]:
-    """One instruction as torch runs it: a delegate's forward, a `copy_`, a size computed into its SymBox, or the
-    ATen overload of a CPU op."""
+    """One instruction as torch runs it: a move, nothing (a jump, whose target `eager_program` follows, or a free), a
+    delegate's forward, a `copy_`, a size computed into its SymBox, or the ATen overload of a CPU op."""
+    if isinstance(ins, MoveCall):
+        return _move(values.lift(ins.move_from), values.lift(ins.move_to))
+    if isinstance(ins, (JumpFalseCall, FreeCall)):
+        return lambda: None
     if isinstance(ins, DelegateCall):
         delegate = program.delegates[ins.delegate]
         args = [values.lift(i) for i in (*ins.args, *delegate.constants)]
         return _delegate_step(delegate.module.forward, args, [values.tensors[i] for i in ins.outputs])
+    assert isinstance(ins, KernelCall)
     name = program.operators[ins.op]
     if name.startswith(COPY_NAMESPACE):  # (src, ..., out): the copy torch itself would make
         return partial(values.tensors[ins.args[-1]].copy_, values.tensors[ins.args[0]])
-    if name in PRIM_FUNCTIONS:  # a size: computed into its SymBox at each call
+    if name in PRIM_FUNCTIONS or name in PRIM_TENSOR_OPS:  # a size: computed into its SymBox at each call
         return prim_kernel(name, portable=False).prepare([values.lift(i) for i in ins.args], ())
     schema = resolve_operators([name], [native_lib()])[0].schema
     args = [values.lift(i) for i in ins.args]
@@ -111,6 +147,11 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
         )
     values = _EagerValues(program, device_type)
     steps = [_eager_step(program, values, ins) for ins in program.instructions]
+    gotos = {  # a jump's position -> where to go on
+        position: _jump(values.lift(ins.cond), position + 1, ins.destination)
+        for position, ins in enumerate(program.instructions)
+        if isinstance(ins, JumpFalseCall)
+    }
     for step in steps[: program.load_instructions]:
         step()
     per_call = steps[program.load_instructions :]
@@ -120,8 +161,15 @@ def eager_program(program: Program, device_type: str = "cpu") -> Callable[..., l
     def run(*xs: torch.Tensor) -> list[torch.Tensor]:
         for slot, x in zip(inputs, xs, strict=True):
             slot.copy_(x)
-        for step in per_call:
-            step()
+        if gotos:  # control flow: by a program counter
+            position, end = program.load_instructions, len(steps)
+            while position < end:
+                steps[position]()
+                goto = gotos.get(position)
+                position = position + 1 if goto is None else goto()
+        else:
+            for step in per_call:
+                step()
         return [out.cpu() if out.device.type != "cpu" else out.clone() for out in outputs]
 
     return run

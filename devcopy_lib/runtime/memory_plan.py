@@ -12,7 +12,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from ..devices.device import CPU, Device
-from .program import Program, TensorValue
+from .program import JumpFalseCall, Program, TensorValue
 
 DEFAULT_ALIGNMENT = 64
 CONSTANT_BUFFER = 0
@@ -161,7 +161,9 @@ def plan(requests: Iterable[Request], alignment: int = DEFAULT_ALIGNMENT) -> Mem
 
 
 def lifetimes(program: Program) -> dict[int, tuple[int, int]]:
-    """First and last instruction touching each tensor value; inputs are live from the start, outputs to the end."""
+    """First and last instruction touching each tensor value; inputs are live from the start, outputs to the end.
+    A value touched inside a loop (the instructions from a backward jump's destination to the jump) lives through
+    the whole loop: the next iteration reads what an earlier one wrote, so nothing else may take its bytes there."""
     spans: dict[int, list[int]] = {}
     end = len(program.instructions)
     for position, instruction in enumerate(program.instructions):
@@ -172,6 +174,19 @@ def lifetimes(program: Program) -> dict[int, tuple[int, int]]:
         spans.setdefault(index, [0, 0])[0] = 0
     for index in program.outputs:
         spans.setdefault(index, [end, end])[1] = end
+    loops = [
+        (ins.destination, position)
+        for position, ins in enumerate(program.instructions)
+        if isinstance(ins, JumpFalseCall) and ins.destination <= position
+    ]
+    changed = bool(loops)
+    while changed:  # nested loops: a span widened by an inner loop may now reach an outer one
+        changed = False
+        for span in spans.values():
+            for start, stop in loops:
+                if span[0] <= stop and span[1] >= start and (span[0] > start or span[1] < stop):
+                    span[0], span[1] = min(span[0], start), max(span[1], stop)
+                    changed = True
     return {index: (first, last) for index, (first, last) in spans.items()}
 
 

@@ -371,6 +371,14 @@ class Method:
         return self._capture.summary()
 
     @property
+    def control_flow(self) -> list[dict[str, Any]]:
+        """What the last call did at each `torch.cond`, map and scan of the program, in program order: `{node,
+        construct, branch, iterations}` - the branch a cond took (`true` / `false`), a loop's iteration count;
+        `branch` None before the first call (docs/semantics.md §5c)."""
+        visits = [0] * self.program.load_instructions + list(self._plan.visits)
+        return [region.outcome(visits) for region in self.program.control_flow]
+
+    @property
     def copies_executed(self) -> dict[str, int]:
         """et_copy kernel runs by direction over every call so far (the load-time part's are in `load_copies`)."""
         return dict(self._plan.copies)

@@ -6,6 +6,12 @@ planned views (runtime/delegates.py). The plan holds no kernel rules of its own:
 (no prepare step) runs boxed, `kernel(ctx, args)`, at every call. `Plan.run(inputs, on_step)` sets the inputs,
 runs the steps, writes mutated inputs back and reads the outputs; every failure names the instruction (index, op).
 The plan owns its counters: `copies` (et_copy kernel runs by direction) and `caller_copies` (the caller side's moves).
+
+Control flow (docs/semantics.md §5c): a program with jumps runs by a program counter instead of a straight loop. A
+jump step's `goto()` says where to go on (ExecuTorch's JumpFalseCall: its destination when the condition is false),
+a move copies one value into another (MoveCall), a free does nothing (FreeCall: every tensor is planned). Such a
+plan counts what ran: the et_copy runs by direction and each step's visits in the last call (`visits`), which say
+the branch a `torch.cond` took and how many times a loop ran.
 """
 
 from __future__ import annotations
@@ -25,14 +31,14 @@ import torch
 from ..devices.allocator import DeviceAllocator
 from ..devices.registry import scoped_allocators
 from ..kernels.prepared import KernelFailure, PreparedKernel, Run
-from ..kernels.prim_ops import current, is_symbolic
+from ..kernels.prim_ops import SymBox, current, is_symbolic
 from ..names import COPY_DIRECTIONS, Direction
 from ..tensors.context import KernelRuntimeContext
 from ..tensors.error import Error
-from .capture import HOST_OP_REASON, DeviceWork, copy_work, delegate_work
+from .capture import CONTROL_FLOW_REASON, HOST_OP_REASON, DeviceWork, copy_work, delegate_work
 from .delegates import prepare_delegate
-from .failures import ExecutionError
-from .program import DelegateCall, Program, TensorSpec
+from .failures import ExecutionError, LoadError
+from .program import CONTROL_KIND, DelegateCall, FreeCall, JumpFalseCall, MoveCall, Program, TensorSpec
 from .resolve import PRIM_LIB
 from .slots import Slot, code_view
 
@@ -57,6 +63,7 @@ class Step:
     itemsize: int = 0
     work: DeviceWork | None = None
     no_capture: str = HOST_OP_REASON
+    goto: Callable[[], int] | None = None  # a jump: the position to run next (in the plan's steps)
 
     @property
     def moved(self) -> int:
@@ -66,6 +73,98 @@ class Step:
 
 
 # ---- steps ----------------------------------------------------------------------------------------------------
+def _nothing() -> None:
+    return None
+
+
+def _jump_step(
+    position: int, ins: JumpFalseCall, objects: list[Any], slots: dict[int, Slot], tensors: Any, base: int, end: int
+) -> Step:
+    """A JumpFalseCall: on to the next step when the condition holds, else to `destination` (positions are the
+    program's; `base` is where the call's steps start). A bool tensor holds when every element is true, as in
+    ExecuTorch's runtime (method.cpp, parse_cond_value); a scalar by its truth."""
+    where = f"instruction {position} (jump)"
+    if not base <= ins.destination <= end:
+        raise LoadError(
+            Error.InvalidProgram,
+            f"{where}: destination {ins.destination} is outside the instructions a call runs ({base}..{end})",
+        )
+    after, destination = position + 1 - base, ins.destination - base
+    slot, cond = slots.get(ins.cond), objects[ins.cond]
+    taken: Callable[[], bool]
+    if slot is not None:
+        if slot.spec.dtype != torch.bool:
+            raise LoadError(
+                Error.InvalidProgram,
+                f"{where}: its condition (value {ins.cond}) is a {slot.spec.dtype} tensor, not bool",
+            )
+        if slot.ptr is not None:
+            raise LoadError(
+                Error.NotSupported,
+                f"{where}: its condition (value {ins.cond}) lives on {slot.spec.device}; a jump reads host memory",
+            )
+        view = code_view(slot, tensors)
+
+        def taken() -> bool:
+            return bool(view().all())
+
+    elif isinstance(cond, SymBox):
+
+        def taken() -> bool:
+            return bool(cond.value)
+
+    elif isinstance(cond, (bool, int)):
+        constant = bool(cond)
+
+        def taken() -> bool:
+            return constant
+
+    else:
+        raise LoadError(
+            Error.InvalidProgram,
+            f"{where}: its condition (value {ins.cond}) is {cond!r}, neither a bool tensor nor a bool",
+        )
+
+    def goto() -> int:
+        return after if taken() else destination
+
+    return Step(position, CONTROL_KIND[JumpFalseCall], "jump", _nothing, no_capture=CONTROL_FLOW_REASON, goto=goto)
+
+
+def _move_step(position: int, ins: MoveCall, objects: list[Any], slots: dict[int, Slot], tensors: Any) -> Step:
+    """A MoveCall: `move_to` takes `move_from`'s sizes and contents (a tensor) or value (a run-time scalar)."""
+    where = f"instruction {position} (move [{ins.move_from}] -> [{ins.move_to}])"
+    source, target = slots.get(ins.move_from), slots.get(ins.move_to)
+    run: Run
+    if source is not None and target is not None:
+        if source.spec.dtype != target.spec.dtype:
+            raise LoadError(
+                Error.InvalidProgram, f"{where}: moves a {source.spec.dtype} tensor into a {target.spec.dtype} one"
+            )
+        if source.ptr is not None or target.ptr is not None:
+            raise LoadError(Error.NotSupported, f"{where}: moves device memory; devcopy moves host values only")
+        src, dst = code_view(source, tensors), code_view(target, tensors)
+        resize, sizes, tensor, spec = tensors.resize, tensors.sizes, target.tensor, target.spec
+
+        def run() -> None:
+            resize(tensor, spec, sizes(source.tensor), where)
+            dst().copy_(src())
+
+    elif source is None and target is None and isinstance(objects[ins.move_to], SymBox):
+        box, value = objects[ins.move_to], objects[ins.move_from]
+
+        def run() -> None:
+            box.value = current(value)
+
+    else:
+        raise LoadError(
+            Error.NotSupported,
+            f"{where}: devcopy moves a tensor into a tensor or a value into a run-time scalar, not "
+            f"{type(objects[ins.move_from]).__name__} into {type(objects[ins.move_to]).__name__}",
+        )
+    return Step(position, CONTROL_KIND[MoveCall], "move", run, no_capture=CONTROL_FLOW_REASON)
+
+
 def _allocator_scope(allocators: Sequence[DeviceAllocator]) -> contextlib.AbstractContextManager[None]:
     """The method's own allocators registered for a kernel that looks its allocator up (whatever the registry
     holds later)."""
@@ -139,6 +238,14 @@ def _step(
     allocators: Sequence[DeviceAllocator],
 ) -> Step:
     """One instruction, prepared."""
+    if isinstance(instruction, JumpFalseCall):
+        return _jump_step(
+            position, instruction, objects, slots, tensors, program.load_instructions, len(program.instructions)
+        )
+    if isinstance(instruction, MoveCall):
+        return _move_step(position, instruction, objects, slots, tensors)
+    if isinstance(instruction, FreeCall):
+        return Step(position, CONTROL_KIND[FreeCall], "free", _nothing, no_capture=CONTROL_FLOW_REASON)
     if isinstance(instruction, DelegateCall):
         delegate = program.delegates[instruction.delegate]
         op = f"delegate {delegate.name} on {delegate.device}"
@@ -299,6 +406,38 @@ class Plan:
         self._outputs = tuple(read for read, _ in outputs)
         self._output_on_device = tuple(bool(device) for _, device in outputs)
         self._reads_copies = sum(device for _, device in outputs) + sum(device for _, _, device in write_back)
+        self.jumps = any(step.goto is not None for step in self.steps)
+        if self.jumps:  # what runs depends on the data: counted as it runs
+            self._per_call = Counter()
+        self._visits: list[int] = [0] * len(self.steps)
+        self._failed_at = 0
+
+    @property
+    def visits(self) -> tuple[int, ...]:
+        """How many times each step ran in the last call (a plan with jumps; zeros otherwise): 0 for a branch
+        not taken, a loop's count for a loop body."""
+        return tuple(self._visits)
+
+    def _run_jumps(self, on_step: OnStep | None) -> None:
+        """Run the steps by a program counter: a jump step's `goto()` picks the next one."""
+        steps, counts, end = self.steps, self._partial, len(self.steps)
+        visits = self._visits = [0] * end
+        pc = 0
+        try:
+            while pc < end:
+                step = steps[pc]
+                if on_step is None:
+                    step.run()
+                else:
+                    on_step(step)
+                visits[pc] += 1
+                if step.direction is not None:
+                    counts[step.direction] += 1
+                goto = step.goto
+                pc = pc + 1 if goto is None else goto()
+        except BaseException:
+            self._failed_at = pc
+            raise
 
     @property
     def copies(self) -> dict[str, int]:
@@ -320,15 +459,20 @@ class Plan:
         self._set_inputs(inputs, given)
         runs = self._runs
         try:
-            if on_step is None:
+            if self.jumps:
+                self._run_jumps(on_step)
+            elif on_step is None:
                 for run in runs:
                     run()
             else:
                 for step in self.steps:
                     on_step(step)
         except BaseException as exc:
-            failed = self._starts[runs.index(run)] if on_step is None else self.steps.index(step)
-            self._partial.update(s.direction for s in self.steps[:failed] if s.kind == "copy")
+            if self.jumps:  # its copies were counted as they ran
+                failed = self._failed_at
+            else:
+                failed = self._starts[runs.index(run)] if on_step is None else self.steps.index(step)
+                self._partial.update(s.direction for s in self.steps[:failed] if s.kind == "copy")
             if not isinstance(exc, Exception):  # an interrupt: the method settles it (runtime/method.py)
                 raise
             failure = _failure(self.steps[failed], exc)

@@ -54,7 +54,7 @@ class StepProfiler:
     def __init__(self, steps: Sequence[Step], repeat: int, cost_model: Any = None) -> None:
         if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
             raise ValueError(f"repeat must be an int >= 1, got {repeat!r}")
-        self._steps, self._cost_model = tuple(steps), cost_model
+        self._steps, self._cost_model, self._repeat = tuple(steps), cost_model, repeat
         self._wall: dict[int, list[float]] = {id(step): [] for step in self._steps}
         self._device: dict[int, list[float]] = {id(step): [] for step in self._steps}
 
@@ -73,11 +73,13 @@ class StepProfiler:
             self._device[id(step)].append(timer.seconds())
 
     def rows(self) -> list[dict[str, Any]]:
-        """One row per step with median times (see Method.profile)."""
+        """One row per step with median times per run of the step (see Method.profile); `runs`: how many times a
+        call ran it on average (1 without control flow)."""
         return [self._row(step) for step in self._steps]
 
     def _row(self, step: Step) -> dict[str, Any]:
-        wall_s = statistics.median(self._wall[id(step)])
+        wall = self._wall[id(step)]
+        wall_s = statistics.median(wall) if wall else 0.0  # a branch no call took ran never
         device = self._device[id(step)]
         device_s = statistics.median(device) if device else None
         copy = step.kind == "copy"
@@ -93,4 +95,5 @@ class StepProfiler:
             "wall_s": wall_s,
             "device_s": device_s,
             "memory": _memory_kind(step) if copy else None,
+            "runs": len(wall) / self._repeat,  # per call: 0 on a branch not taken, a loop's count in its body
         }

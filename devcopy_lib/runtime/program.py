@@ -6,7 +6,7 @@ names its operator by index into the operator table (the `[i]` of `Missing opera
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +126,36 @@ class DelegateCall:
     outputs: tuple[int, ...]
 
 
-Instruction = KernelCall | DelegateCall
+@dataclass(frozen=True)
+class JumpFalseCall:
+    """Go to instruction `destination` when value `cond` is false, else to the next one (ExecuTorch's
+    JumpFalseCall). `cond` is a bool tensor (false when any element is false: the predicate of `torch.cond`) or a
+    bool scalar (a constant False: the unconditional jump over the other branch; a loop's run-time test)."""
+
+    cond: int
+    destination: int
+
+
+@dataclass(frozen=True)
+class MoveCall:
+    """Make value `move_to` hold what `move_from` holds (ExecuTorch's MoveCall: a branch's result into the value the
+    code after `torch.cond` reads). devcopy copies the contents (a tensor's sizes and bytes, a scalar's value) since
+    its kernels are prepared on fixed memory; ExecuTorch rebinds the value (docs/differences.md)."""
+
+    move_from: int
+    move_to: int
+
+
+@dataclass(frozen=True)
+class FreeCall:
+    """Release an unbounded tensor's memory (ExecuTorch's FreeCall); devcopy plans every tensor, so it frees
+    nothing."""
+
+    value: int
+
+
+Instruction = KernelCall | DelegateCall | JumpFalseCall | MoveCall | FreeCall
+ControlInstruction = JumpFalseCall | MoveCall | FreeCall
 
 
 @dataclass(frozen=True)
@@ -140,6 +169,36 @@ class BackendDelegate:
     device: Device
     constants: tuple[int, ...] = ()
     in_place: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ControlRegion:
+    """Where one control-flow construct of the graph lies among the instructions, so a run can say what it did:
+    `node` (the graph node), `construct` (`torch.cond`, `control_flow.map`, `torch.scan`), `branches` (label ->
+    the instruction positions start..stop-1 that only it runs: `true` and `false` for a cond, `body` for a loop)
+    and `probe`: the instruction whose visits tell what ran (the jump that ends the true branch; a loop's
+    backward jump, visited once per iteration)."""
+
+    node: str
+    construct: str
+    branches: tuple[tuple[str, int, int], ...]
+    probe: int
+
+    def outcome(self, visits: Sequence[int]) -> dict[str, Any]:
+        """What the last call did here, from each instruction's visits: `branch` (a cond: `true`, `false`, or
+        None when the construct did not run) and `iterations` (a loop's count; 1 or 0 for a cond)."""
+        probe = visits[self.probe] if 0 <= self.probe < len(visits) else 0
+        if self.construct == "torch.cond":
+            start = self.branches[0][1] - 1  # the jump that picks the branch
+            ran = 0 <= start < len(visits) and visits[start] > 0
+            branch = None if not ran else ("true" if probe else "false")
+            return {"node": self.node, "construct": self.construct, "branch": branch, "iterations": int(ran)}
+        return {
+            "node": self.node,
+            "construct": self.construct,
+            "branch": "body" if probe else None,
+            "iterations": probe,
+        }
 
 
 @dataclass
@@ -158,6 +217,7 @@ class Program:
     )  # input positions whose new value goes back to the caller
     load_instructions: int = 0  # the first N instructions run once, at load (hoisted constants), not on every call
     value_nodes: dict[int, str] = field(default_factory=dict)  # value index -> the graph node it was emitted for
+    control_flow: list[ControlRegion] = field(default_factory=list)  # where each cond / map / scan was emitted
     # mutable buffers (program state) by the model's name for them -> value index; a resident one is device memory
     buffers: dict[str, int] = field(default_factory=dict)
 
@@ -169,7 +229,7 @@ class Program:
 
     def tensor_indices(self, instruction: Instruction) -> list[int]:
         """The tensor value indices an instruction reads or writes (tensor-list items included)."""
-        args = instruction.args + (instruction.outputs if isinstance(instruction, DelegateCall) else ())
+        args = instruction_args(instruction)
         found = []
         for index in args:
             value = self.values[index]
@@ -182,6 +242,31 @@ class Program:
     def operator_of(self, call: KernelCall) -> str:
         return self.operators[call.op]
 
+    def instruction_name(self, position: int) -> str:
+        """What instruction `position` runs: its operator, its delegate's name, or its kind (`jump`, `move`,
+        `free`), as ExecuTorch's program reader names them."""
+        ins = self.instructions[position]
+        if isinstance(ins, KernelCall):
+            return self.operators[ins.op]
+        if isinstance(ins, DelegateCall):
+            return self.delegates[ins.delegate].name
+        return CONTROL_KIND[type(ins)]
+
+    def branch_of(self, position: int) -> str:
+        """The innermost control-flow branch instruction `position` runs in, as `node.label` (`cond.true`,
+        `map_impl.body`); empty outside every branch."""
+        found, width = "", len(self.instructions) + 1
+        for region in self.control_flow:
+            for label, start, stop in region.branches:
+                if start <= position < stop and stop - start < width:
+                    found, width = f"{region.node}.{label}", stop - start
+        return found
+
+    @property
+    def has_jumps(self) -> bool:
+        """Whether control flow makes the instructions run other than once each, in order."""
+        return any(isinstance(ins, JumpFalseCall) for ins in self.instructions)
+
     def __str__(self) -> str:
         lines = [
             f"Program: {len(self.values)} values, {len(self.instructions)} instructions, "
@@ -190,8 +275,31 @@ class Program:
         for i, ins in enumerate(self.instructions):
             if isinstance(ins, KernelCall):
                 lines.append(f"  {i}: {self.operators[ins.op]}{list(ins.args)}")
+            elif isinstance(ins, JumpFalseCall):
+                lines.append(f"  {i}: jump to {ins.destination} if not [{ins.cond}]")
+            elif isinstance(ins, MoveCall):
+                lines.append(f"  {i}: move [{ins.move_from}] -> [{ins.move_to}]")
+            elif isinstance(ins, FreeCall):
+                lines.append(f"  {i}: free [{ins.value}]")
             else:
                 lines.append(
                     f"  {i}: delegate {self.delegates[ins.delegate].name}{list(ins.args)} -> {list(ins.outputs)}"
                 )
         return "\n".join(lines)
+
+
+# The kind each control instruction is named by (`jump`, `move`, `free`: the names of the .pte reader's kinds)
+CONTROL_KIND: dict[type, str] = {JumpFalseCall: "jump", MoveCall: "move", FreeCall: "free"}
+
+
+def instruction_args(instruction: Instruction) -> tuple[int, ...]:
+    """Every value index an instruction reads or writes, in order (a delegate's outputs after its inputs)."""
+    if isinstance(instruction, KernelCall):
+        return instruction.args
+    if isinstance(instruction, DelegateCall):
+        return instruction.args + instruction.outputs
+    if isinstance(instruction, JumpFalseCall):
+        return (instruction.cond,)
+    if isinstance(instruction, MoveCall):
+        return (instruction.move_from, instruction.move_to)
+    return (instruction.value,)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from ..errors import InvalidArgumentTypeError
-from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_SCHEMAS, prim_kernel
+from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_SCHEMAS, PRIM_TENSOR_OPS, prim_kernel
 from ..names import (
     DEVICE_COPY_LIB,
     FALLBACK_KEY,
@@ -111,7 +111,7 @@ def prim_kernel_of(name: str, mode: str) -> Kernel | None:
     """The runtime's primitive op `name` (`aten::sym_size.int`, `executorch_prim::mul.Scalar`, ...) in `mode`, or
     None when `name` is no primitive. Like ExecuTorch's prim ops they are registered by the runtime itself, so a
     program with dynamic shapes resolves whatever libs it links (docs/semantics.md §5b)."""
-    if name not in PRIM_FUNCTIONS:
+    if name not in PRIM_FUNCTIONS and name not in PRIM_TENSOR_OPS:
         return None
     return Kernel(
         name,

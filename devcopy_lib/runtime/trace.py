@@ -34,6 +34,8 @@ def instruction_device(program: Program, index: int) -> Device:
     instruction = program.instructions[index]
     if isinstance(instruction, DelegateCall):
         return program.delegates[instruction.delegate].device
+    if not isinstance(instruction, KernelCall):  # a jump, move or free: the host's control flow
+        return CPU
     direction = COPY_DIRECTIONS.get(program.operator_of(instruction))
     if direction is None:
         return CPU
@@ -55,9 +57,10 @@ def _name_and_args(program: Program, row: dict[str, Any]) -> tuple[str, dict[str
         moved["output_bytes"] = _tensor_bytes(program, instruction.outputs)
     elif row["kind"] == "copy":
         name, moved = row["op"], {"bytes": row["bytes"], "direction": COPY_DIRECTIONS[row["op"]]}
-    else:
-        assert isinstance(instruction, KernelCall)
+    elif isinstance(instruction, KernelCall):
         name, moved = row["op"], {"output_bytes": _tensor_bytes(program, instruction.args[-1:])}
+    else:  # a jump, move or free
+        name, moved = program.instruction_name(row["index"]), {}
     predicted = row.get("predicted_s")
     timing = {
         "clock": row["clock"],
@@ -65,6 +68,8 @@ def _name_and_args(program: Program, row: dict[str, Any]) -> tuple[str, dict[str
         **({"predicted_us": predicted * 1e6} if predicted is not None else {}),
         **({"memory": row["memory"]} if row.get("memory") else {}),
         **({"capture": row["capture"]} if row.get("capture") else {}),  # its graph on a plain call, or why none
+        **({"branch": branch} if (branch := program.branch_of(row["index"])) else {}),  # control flow: where it ran
+        **({"runs": row["runs"]} if row.get("runs", 1) != 1 else {}),  # a loop body's runs per call
     }
     return name, {"index": row["index"], **moved, **timing}
 
@@ -100,6 +105,8 @@ def chrome_trace(
         events += _metadata(pid, device, [COMPUTE_TID] if device.is_cpu else [COMPUTE_TID, COPIES_TID])
     clock_us = 0.0
     for row in rows:
+        if row.get("runs", 1) == 0:  # a branch the profiled calls did not take: no event
+            continue
         name, args = _name_and_args(program, row)
         copy = row["kind"] == "copy"
         events.append(

@@ -8,6 +8,7 @@ import re
 
 import pytest
 import torch
+from control_flow_models import PLACED, MapTwoInputs
 
 pytest.importorskip("anywidget", reason="needs the lab extra (anywidget)")
 from devcopy_widgets import PlacementExplorer  # noqa: E402
@@ -79,16 +80,17 @@ def test_the_explorer_links_the_picture_and_the_graph_both_ways():
     assert explorer.memory.summary.startswith("cpu: buffer 1, 5 tensors in 128 B")
 
 
-class Cond(torch.nn.Module):
-    """Placed like ExecuTorch places it, but emit refuses `torch.cond`: there is no plan to draw."""
-
-    def forward(self, x, y):
-        z = x + y
-        return torch.cond(z.sum() > 0, lambda a: a.sin(), lambda a: a.cos(), (z,)) * y
-
-
 def test_a_program_without_a_plan_keeps_its_graph_and_says_why_in_the_plans_place():
-    explorer = PlacementExplorer.for_model(Cond(), (torch.randn(4), torch.randn(4)), name="cond")
+    """map over two inputs is placed like ExecuTorch places it, but emit refuses it (as ExecuTorch's emitter does):
+    there is no plan to draw."""
+    explorer = PlacementExplorer.for_model(MapTwoInputs(), (torch.randn(3, 4), torch.randn(3, 4)), name="map2")
     assert explorer.error is None and any(n["kind"] == "delegate" for n in explorer.graph.nodes)
     assert explorer.memory.picture is None
-    assert explorer.memory.summary.startswith("memory plan not drawn: ") and "torch.cond" in explorer.memory.svg
+    assert explorer.memory.summary.startswith("memory plan not drawn: ") and "control_flow.map" in explorer.memory.svg
+
+
+def test_a_cond_programs_plan_is_drawn_with_both_branches():
+    model, inputs, _ = PLACED["cond"]
+    explorer = PlacementExplorer.for_model(model, inputs, name="cond")
+    nodes = {b.node for lane in explorer.memory.picture.lanes for b in lane.blocks}
+    assert {"sin", "cos", "getitem"} <= nodes
