@@ -86,7 +86,7 @@ class PlacementExplorer(w.VBox):
         self._syncing = False  # True while _restore sets the controls: their events are not user edits
         self.comparing: threading.Thread | None = None  # the ExecuTorch comparison running in the background
         self._comparison = 0  # which refresh the comparison on screen belongs to
-        self.last_branches: list[dict[str, Any]] = []  # Method.control_flow of the last traced call: the branches it took
+        self.last_branches: list[dict[str, Any]] = []  # the last traced call's Method.control_flow
         s = self.state
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
