@@ -1,23 +1,16 @@
 """docs/real_models.md is rendered from the committed data (benchmarks/real_models.py), never edited by hand, and
 that data covers every real model with every delegate set, equal to eager, with ExecuTorch 1.5.1's verdict."""
 
-import importlib.util
 import json
 import pathlib
 
 import pytest
+from generated_page import benchmark_module
 
 from devcopy_lib import models
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data" / "real_models.json"
-
-
-def _benchmark_module():
-    spec = importlib.util.spec_from_file_location("real_models_benchmark", ROOT / "benchmarks" / "real_models.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +19,7 @@ def rows():
 
 
 def test_page_matches_a_render_of_the_committed_data():
-    assert _benchmark_module().render() == (ROOT / "docs" / "real_models.md").read_text()
+    assert benchmark_module("real_models").render() == (ROOT / "docs" / "real_models.md").read_text()
 
 
 def test_every_real_model_ran_with_every_delegate_set_equal_to_eager_in_both_modes(rows):
@@ -63,7 +56,7 @@ def test_gpt2_2l_with_matrix_ops_and_hoisting_copies_under_3_mb_h2d_per_call(row
 
 
 def test_re_measuring_some_models_keeps_the_other_rows_and_names_the_run(tmp_path, monkeypatch):
-    bench, committed = _benchmark_module(), json.loads(DATA.read_text())
+    bench, committed = benchmark_module("real_models"), json.loads(DATA.read_text())
     monkeypatch.setitem(bench.DATA, "simulated", tmp_path / "real_models.json")
     bench.DATA["simulated"].write_text(DATA.read_text())
     run = {**committed, "date": "2030-01-01", "rows": [r for r in committed["rows"] if r["model"] == "vit_tiny"]}

@@ -1,17 +1,13 @@
 """benchmarks/decode_step.py runs small on the simulated backend: every placement equal to eager, the cache's bytes
 gone from each token once it is resident, and the JSON the GPU run publishes."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from generated_page import benchmark_module
 
 
 def test_the_decode_step_benchmark_runs_small_on_the_simulated_backend(tmp_path):
-    spec = importlib.util.spec_from_file_location("decode_step", ROOT / "benchmarks/decode_step.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark_module("decode_step")
     out = tmp_path / "decode.json"
     assert module.main(["--backend", "simulated", "--small", "--rounds", "1", "--calls", "1", "--out", str(out)]) == 0
     result = json.loads(out.read_text())

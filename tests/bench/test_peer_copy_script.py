@@ -1,16 +1,12 @@
 """benchmarks/peer_copy.py runs end to end on the simulated backend (labelled simulated) and writes its JSON."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from generated_page import benchmark_module
 
 
 def test_peer_copy_benchmark_runs_on_the_simulated_backend(tmp_path):
-    spec = importlib.util.spec_from_file_location("peer_copy", ROOT / "benchmarks/peer_copy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark_module("peer_copy")
     out = tmp_path / "peer.json"
     module.main(
         [

@@ -1,16 +1,14 @@
 """docs/benchmarks.md is exactly what benchmarks/render_docs.py renders from the committed data."""
 
-import importlib.util
 from pathlib import Path
+
+from generated_page import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _render_docs():
-    spec = importlib.util.spec_from_file_location("render_docs", ROOT / "benchmarks/render_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("render_docs")
 
 
 def test_benchmarks_md_matches_a_fresh_render_of_the_committed_data():

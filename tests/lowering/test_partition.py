@@ -7,12 +7,11 @@ sets, on a GPT-2-shaped graph and on the real models (GPT-2 2-layer always, ever
 
 from __future__ import annotations
 
-import importlib.util
 import operator
-import pathlib
 
 import pytest
 import torch
+from generated_page import benchmark_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import fx
@@ -25,7 +24,6 @@ from devcopy_lib.lowering.partition import propose_partitions
 from devcopy_lib.models import DELEGATE_SETS as REAL_DELEGATE_SETS
 from devcopy_lib.models import MODELS, REAL_MODELS, ModelsExtraMissing
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 aten = torch.ops.aten
 UNARY = {"sin": aten.sin.default, "cos": aten.cos.default, "relu": aten.relu.default, "view": aten.view.default}
 BINARY = {"add": aten.add.Tensor, "mul": aten.mul.Tensor, "mm": aten.mm.default}
@@ -193,10 +191,7 @@ def test_sample_models_partition_as_torch_fx(model):
 
 
 def _gpt2_shaped(layers: int):
-    spec = importlib.util.spec_from_file_location("placement_pass", ROOT / "benchmarks" / "placement_pass.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.gpt2_shaped(layers)
+    return benchmark_module("placement_pass").gpt2_shaped(layers)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""What the tests of a page rendered from committed data share: the benchmark that renders it, loaded from its file,
-and the data it was rendered from."""
+"""What the tests of the benchmarks share: a benchmark loaded from its file (to run it, or to render its page), and
+for a page rendered from committed data, that data and the page."""
 
 import importlib.util
 import json
