@@ -4,6 +4,7 @@ skip rules for GPU, reference and deep tests."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 
 import pytest
@@ -53,9 +54,10 @@ def sim():
 @pytest.fixture
 def run_concurrently():
     """Runs `worker(seed)` on several threads started together, joins them all, then re-raises the first worker's
-    exception in the test (a thread's exception would otherwise be only a warning)."""
+    exception in the test (a thread's exception would otherwise be only a warning). `switch_interval`, when given, is
+    the interpreter's thread switch interval meanwhile: a tiny one makes the workers interleave often."""
 
-    def run(worker, threads: int = 4, timeout_s: float = 120.0) -> None:
+    def run(worker, threads: int = 4, timeout_s: float = 120.0, switch_interval: float | None = None) -> None:
         start = threading.Barrier(threads)
         errors: list[BaseException] = []
 
@@ -67,10 +69,16 @@ def run_concurrently():
                 errors.append(exc)
 
         pool = [threading.Thread(target=guarded, args=(seed,), name=f"worker-{seed}") for seed in range(threads)]
-        for thread in pool:
-            thread.start()
-        for thread in pool:
-            thread.join(timeout_s)
+        previous = sys.getswitchinterval()
+        if switch_interval is not None:
+            sys.setswitchinterval(switch_interval)
+        try:
+            for thread in pool:
+                thread.start()
+            for thread in pool:
+                thread.join(timeout_s)
+        finally:
+            sys.setswitchinterval(previous)
         if any(thread.is_alive() for thread in pool):
             raise TimeoutError(f"a worker thread was still running after {timeout_s} s")
         if errors:

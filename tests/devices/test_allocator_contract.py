@@ -173,32 +173,7 @@ def test_threads_without_a_scope_see_the_process_registry():
         registry._registry.update(saved)
 
 
-def _in_threads(worker, threads=4):
-    """Run `worker(seed)` on threads with a tiny switch interval; re-raise the first worker exception here."""
-    import sys
-
-    errors, interval = [], sys.getswitchinterval()
-
-    def guarded(seed):
-        try:
-            worker(seed)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test below
-            errors.append(exc)
-
-    sys.setswitchinterval(1e-6)
-    try:
-        pool = [threading.Thread(target=guarded, args=(seed,)) for seed in range(threads)]
-        for thread in pool:
-            thread.start()
-        for thread in pool:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
-    if errors:
-        raise errors[0]
-
-
-def test_one_allocator_shared_by_threads_keeps_exact_data_and_counters(alloc):
+def test_one_allocator_shared_by_threads_keeps_exact_data_and_counters(alloc, run_concurrently):
     rounds = 300
 
     def worker(seed):
@@ -211,7 +186,7 @@ def test_one_allocator_shared_by_threads_keeps_exact_data_and_counters(alloc):
             assert (out == seed).all()
             alloc.deallocate(ptr)
 
-    _in_threads(worker)
+    run_concurrently(worker, switch_interval=1e-6)
     s = alloc.stats
     assert (s.allocate_count, s.deallocate_count, s.h2d_count, s.d2h_count) == (4 * rounds,) * 4
     assert (s.h2d_bytes, s.live_bytes, alloc.live_allocations()) == (4 * rounds * 64, 0, 0)
@@ -225,7 +200,7 @@ class _SlowChecks(SimulatedCudaAllocator):
         super()._free(block)
 
 
-def test_two_threads_freeing_one_pointer_free_it_once():
+def test_two_threads_freeing_one_pointer_free_it_once(run_concurrently):
     alloc = _SlowChecks()
     for _ in range(20):
         ptr, outcomes = alloc.allocate(8), []
@@ -238,7 +213,7 @@ def test_two_threads_freeing_one_pointer_free_it_once():
                 assert "already freed" in str(exc)
                 outcomes.append("refused")
 
-        _in_threads(free, threads=2)
+        run_concurrently(free, threads=2, switch_interval=1e-6)
         assert sorted(outcomes) == ["freed", "refused"]
     assert alloc.stats.deallocate_count == 20 and alloc.stats.live_bytes == 0
 

@@ -283,30 +283,22 @@ def test_any_sequence_keeps_the_bounds_and_the_registrar_in_step(ops, max_count,
     assert reg.live == {} and reg.errors == []
 
 
-def test_threads_copying_and_dropping_buffers_leave_no_registration_behind():
+def test_threads_copying_and_dropping_buffers_leave_no_registration_behind(run_concurrently):
     reg = FakeRegistrar()
     cache = _cache(reg, max_count=3, max_bytes=256 * KiB)
     shared = [np.ones(64 * KiB, np.uint8) for _ in range(4)]
-    failures: list[BaseException] = []
 
     def work(seed: int) -> None:
         rng = np.random.default_rng(seed)
-        try:
-            for _ in range(300):
-                if rng.random() < 0.2:
-                    _copy(cache, np.ones(32 * KiB, np.uint8))  # a short-lived buffer: dies right after
-                else:
-                    _copy(cache, shared[rng.integers(len(shared))])
-                assert cache.stats.registered <= 3
-        except BaseException as exc:  # reported by the main thread
-            failures.append(exc)
+        for _ in range(300):
+            if rng.random() < 0.2:
+                _copy(cache, np.ones(32 * KiB, np.uint8))  # a short-lived buffer: dies right after
+            else:
+                _copy(cache, shared[rng.integers(len(shared))])
+            assert cache.stats.registered <= 3
 
-    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert failures == [] and reg.errors == []
+    run_concurrently(work, threads=6)
+    assert reg.errors == []
     assert cache.stats.registered == len(reg.live) and cache.stats.registered_bytes == sum(reg.live.values())
     cache.close()
     assert reg.live == {}

@@ -7,8 +7,6 @@ import dataclasses
 import functools
 import gc
 import re
-import sys
-import threading
 import warnings
 
 import pytest
@@ -54,36 +52,21 @@ def _program(name: str):
 
 
 @pytest.mark.parametrize("mode", ["portable", "aten"])
-def test_one_method_shared_by_threads_returns_each_caller_its_own_outputs(sim, mode):
+def test_one_method_shared_by_threads_returns_each_caller_its_own_outputs(sim, mode, run_concurrently):
     module = _ReluMix()
     example = (torch.randn(64, 64), torch.randn(64, 64))
-    method = load_method(place_devices(export_and_lower(module, example)), mode, _libs(mode))
-    wrong, errors = [], []
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
+    wrong = []
 
     def worker(seed: int) -> None:
         generator = torch.Generator().manual_seed(seed)
-        try:
-            for _ in range(40):
-                x, y = torch.randn(64, 64, generator=generator), torch.randn(64, 64, generator=generator)
-                (got,) = method(x, y)
-                if not torch.equal(got, module(x, y)):
-                    wrong.append(seed)
-        except BaseException as exc:  # collected and re-raised below, so a worker's failure fails the test
-            errors.append(exc)
+        for _ in range(40):
+            x, y = torch.randn(64, 64, generator=generator), torch.randn(64, 64, generator=generator)
+            (got,) = method(x, y)
+            if not torch.equal(got, module(x, y)):
+                wrong.append(seed)
 
-    try:
-        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(previous)
-        method.close()
-    if errors:
-        raise errors[0]
+    with load_method(place_devices(export_and_lower(module, example)), mode, _libs(mode)) as method:
+        run_concurrently(worker, switch_interval=1e-5)
     assert wrong == []
 
 
@@ -244,32 +227,23 @@ def test_a_planned_copy_refuses_more_than_it_validated_and_a_freed_buffer(sim):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["portable", "aten"])
-def test_on_cuda_the_plan_matches_eager_is_thread_safe_and_profiles_on_events(mode):
+def test_on_cuda_the_plan_matches_eager_is_thread_safe_and_profiles_on_events(mode, run_concurrently):
     from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
 
     allocator = CupyCudaAllocator()
     module, inputs, program = _program("transformer_block")
     with scoped_allocators(allocator), load_method(program, mode, _libs(mode)) as method:
         torch.testing.assert_close(method(*inputs)[0], module(*inputs))
-        results, errors = [], []
+        results = []
 
         def worker(seed: int) -> None:
-            try:
-                x = torch.randn(1, 4, 16, generator=torch.Generator().manual_seed(seed))
-                results.extend(
-                    torch.equal(method(x)[0], method(x)[0]) and torch.allclose(method(x)[0], module(x), atol=1e-5)
-                    for _ in range(20)
-                )
-            except BaseException as exc:
-                errors.append(exc)
+            x = torch.randn(1, 4, 16, generator=torch.Generator().manual_seed(seed))
+            results.extend(
+                torch.equal(method(x)[0], method(x)[0]) and torch.allclose(method(x)[0], module(x), atol=1e-5)
+                for _ in range(20)
+            )
 
-        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
+        run_concurrently(worker)
         assert results and all(results)
         rows = method.profile(*inputs, repeat=3)
         assert {r["clock"] for r in rows if r["kind"] != "kernel"} == {"events"}
