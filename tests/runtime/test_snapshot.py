@@ -5,8 +5,7 @@ tensor, and `reload_constants()` (or loading again) gives the new model. Both mo
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -14,10 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from devcopy_lib import models
+from devcopy_lib import make_allocator, models, scoped_allocators
 from devcopy_lib.cli import common
-from devcopy_lib.devices import SimulatedCudaAllocator, scoped_allocators
-from devcopy_lib.devices.allocator import DeviceAllocator
 from devcopy_lib.emitter.emit import emit
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower, lower
@@ -54,19 +51,6 @@ NAMES = ["fc.weight", "fc.bias", "w", "scale"]
 def _mixed() -> tuple[_Mixed, torch.Tensor]:
     torch.manual_seed(0)
     return _Mixed(), torch.randn(3, 4)
-
-
-@contextlib.contextmanager
-def _backend(name: str) -> Iterator[DeviceAllocator]:
-    """The backend's allocator, registered for the block."""
-    if name == "cupy":
-        from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
-
-        allocator: DeviceAllocator = CupyCudaAllocator()
-    else:
-        allocator = SimulatedCudaAllocator()
-    with allocator, scoped_allocators(allocator):
-        yield allocator
 
 
 def _load(model: nn.Module, inputs: tuple[torch.Tensor, ...], mode: str, hoist: bool = False) -> Method:
@@ -125,7 +109,7 @@ CHANGES: dict[str, Callable[[nn.Module, str], None]] = {
 @pytest.mark.parametrize("hoist", [False, True])
 def test_an_unchanged_model_gives_eager_results_on_every_call(backend, mode, hoist):
     model, x = _mixed()
-    with _backend(backend), _load(model, (x,), mode, hoist) as method:
+    with make_allocator(backend) as allocator, scoped_allocators(allocator), _load(model, (x,), mode, hoist) as method:
         for _ in range(3):
             torch.testing.assert_close(method(x)[0], _eager(model, x))
 
@@ -140,7 +124,7 @@ def test_an_unchanged_model_gives_eager_results_on_every_call(backend, mode, hoi
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_changed_tensor_is_refused_by_name_then_reload_gives_the_new_model(backend, name, change, mode, hoist):
     model, x = _mixed()
-    with _backend(backend), _load(model, (x,), mode, hoist) as method:
+    with make_allocator(backend) as allocator, scoped_allocators(allocator), _load(model, (x,), mode, hoist) as method:
         old = _eager(model, x)
         torch.testing.assert_close(method(x)[0], old)
         CHANGES[change](model, name)
@@ -164,7 +148,7 @@ def test_a_write_torch_does_not_track_never_mixes_old_and_new_weights(backend, m
     """`.data.add_` bypasses the version counter, so the change goes unseen; the method still computes the whole
     model as it was at load, never delegate constants of one model and CPU constants of another."""
     model, x = _mixed()
-    with _backend(backend), _load(model, (x,), mode, hoist) as method:
+    with make_allocator(backend) as allocator, scoped_allocators(allocator), _load(model, (x,), mode, hoist) as method:
         old = _eager(model, x)
         _tensor(model, name).data.add_(0.5)
         assert not torch.allclose(_eager(model, x), old)

@@ -3,14 +3,11 @@ loaded method, and one in the placement report's constant bytes; a reload that f
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import pytest
 import torch
 from torch import nn
 
-from devcopy_lib.devices import DeviceAllocator, SimulatedCudaAllocator, scoped_allocators
+from devcopy_lib import make_allocator, scoped_allocators
 from devcopy_lib.load import load_method
 from devcopy_lib.lowering.lower import export_and_lower
 from devcopy_lib.names import MODES
@@ -43,18 +40,6 @@ def _placed(model: nn.Module, x: torch.Tensor):
     return place_devices(export_and_lower(model, (x,), delegate_ops=["mm.default", "permute.default"]))
 
 
-@contextlib.contextmanager
-def _backend(name: str) -> Iterator[DeviceAllocator]:
-    if name == "cupy":
-        from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
-
-        allocator: DeviceAllocator = CupyCudaAllocator()
-    else:
-        allocator = SimulatedCudaAllocator()
-    with allocator, scoped_allocators(allocator):
-        yield allocator
-
-
 def _load(model: nn.Module, x: torch.Tensor, mode: str) -> Method:
     return load_method(_placed(model, x), mode, None if mode == "portable" else aten_lib(custom_ops=[ET_COPY_OPS_YAML]))
 
@@ -79,7 +64,7 @@ def test_a_tied_weight_is_one_device_copy_and_outputs_equal_eager(backend, mode)
     held = {}
     for tied in (True, False):
         model = _Tied(tied)
-        with _backend(backend) as allocator, _load(model, x, mode) as method:
+        with make_allocator(backend) as allocator, scoped_allocators(allocator), _load(model, x, mode) as method:
             held[tied] = allocator.stats.live_bytes
             for _ in range(2):
                 torch.testing.assert_close(method(x)[0], _eager(model, x))
