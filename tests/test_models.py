@@ -108,6 +108,22 @@ def test_a_real_model_without_the_extra_names_the_install(monkeypatch, package, 
         models.load_model(name)
 
 
+def _probe(source: str, timeout: int) -> str:
+    """What `source` prints, run by a fresh interpreter on this checkout: the torchvision fallback acts at import, so
+    only a process that has not imported torchvision yet shows it."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-c", source],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=timeout,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 _FALLBACK_PROBE = """
 import warnings, torch
 from devcopy_lib.models import extras
@@ -134,17 +150,7 @@ def test_torchvision_without_its_compiled_ops_imports_loudly_and_its_detection_o
         pytest.skip("the models extra is not installed")
     if torchvision.extension._has_ops():
         pytest.skip("torchvision's compiled ops load here: the fallback is not needed")
-    root = pathlib.Path(__file__).resolve().parents[1]
-    result = subprocess.run(
-        [sys.executable, "-c", _FALLBACK_PROBE],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "warnings 1\nresnet (1, 1000)\nnms raised RuntimeError" in result.stdout
+    assert "warnings 1\nresnet (1, 1000)\nnms raised RuntimeError" in _probe(_FALLBACK_PROBE, timeout=120)
 
 
 _TRANSFORMERS_PROBE = """
@@ -166,17 +172,7 @@ def test_a_transformers_model_says_nothing_about_torchvision_it_does_not_use():
     pytest.importorskip("transformers", reason="the models extra is not installed")
     if extras.import_torchvision("resnet18").extension._has_ops():
         pytest.skip("torchvision's compiled ops load here: the fallback is not needed")
-    root = pathlib.Path(__file__).resolve().parents[1]
-    result = subprocess.run(
-        [sys.executable, "-c", _TRANSFORMERS_PROBE],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        timeout=240,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "after gpt2 0\nafter resnet18 1" in result.stdout
+    assert "after gpt2 0\nafter resnet18 1" in _probe(_TRANSFORMERS_PROBE, timeout=240)
 
 
 def test_an_unrelated_torchvision_import_failure_is_not_hidden(monkeypatch):
