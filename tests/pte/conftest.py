@@ -86,6 +86,28 @@ def sin_program(sin_bytes):
     return open_pte(sin_bytes)
 
 
+@pytest.fixture
+def sin_path(sin_bytes, tmp_path) -> str:
+    """The sin program as a .pte file: its path, for the calls that open one."""
+    path = tmp_path / "sin.pte"
+    path.write_bytes(sin_bytes)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def sin_instruction_names() -> list[str]:
+    """The sin program's instructions by name, in order: both inputs copied to the device, the delegate, its output
+    copied back, then sin and mul on the CPU."""
+    return [
+        "et_copy::_h2d_copy.out",
+        "et_copy::_h2d_copy.out",
+        "delegate_0",
+        "et_copy::_d2h_copy.out",
+        "aten::sin.out",
+        "aten::mul.out",
+    ]
+
+
 @pytest.fixture(scope="session")
 def reduce_bytes() -> bytes:
     _need_executorch()

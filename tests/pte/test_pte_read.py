@@ -1,6 +1,8 @@
 """open_pte reads what ExecuTorch wrote, through ExecuTorch's own deserializer: values with their planned place and
 device, inputs and outputs, non-tensor values, constants, and the same program from a path, bytes or a manager."""
 
+import pathlib
+
 import pytest
 import torch
 
@@ -36,10 +38,8 @@ def test_kernel_args_are_value_indices_outs_last(sin_program):
     assert p.tensor(d2h.args[0]).device == CUDA0 and p.tensor(d2h.args[1]).device == CPU
 
 
-def test_a_path_bytes_and_a_bytearray_open_the_same_program(sin_bytes, tmp_path):
-    path = tmp_path / "sin.pte"
-    path.write_bytes(sin_bytes)
-    by_path, by_str = open_pte(path), open_pte(str(path))
+def test_a_path_bytes_and_a_bytearray_open_the_same_program(sin_path, sin_bytes):
+    by_path, by_str = open_pte(pathlib.Path(sin_path)), open_pte(sin_path)
     by_bytes, by_array = open_pte(sin_bytes), open_pte(bytearray(sin_bytes))
     assert by_path == by_str == by_bytes == by_array
     assert by_path.size == len(sin_bytes)

@@ -13,14 +13,12 @@ pytestmark = pytest.mark.reference
 
 
 @pytest.fixture
-def sin_path(sin_bytes, tmp_path, monkeypatch):
+def simulated(monkeypatch):
+    """The panel loads the program on the simulated backend, whatever the machine has."""
     monkeypatch.setenv("DEVCOPY_BACKEND", "simulated")
-    path = tmp_path / "sin.pte"
-    path.write_bytes(sin_bytes)
-    return str(path)
 
 
-def test_from_pte_gives_the_programs_operators_and_runs_it(sin_path, sin_program):
+def test_from_pte_gives_the_programs_operators_and_runs_it(simulated, sin_path, sin_program):
     state = RegistrationState.from_pte(sin_path)
     assert state.operators() == sin_program.operators
     result = state.load_and_run()
@@ -33,7 +31,7 @@ def test_from_pte_refuses_a_bad_file_at_once(tmp_path):
         RegistrationState.from_pte(str(tmp_path / "bad.pte"))
 
 
-def test_the_pte_box_switches_the_panel_to_the_program(sin_path):
+def test_the_pte_box_switches_the_panel_to_the_program(simulated, sin_path):
     panel = RegistrationPanel()
     assert "aten::sin.out" not in panel.matrix.value
     panel.pte_path.value = sin_path
