@@ -5,11 +5,12 @@ through `add_placement_args` and `placement_options`."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy, format_bytes, format_seconds
+from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy, device_string, format_bytes, format_seconds
 from . import exports, model_spec, pte
 from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_name, split_list
 
@@ -160,6 +161,26 @@ def _check_op_targets(per_key: dict[str, str], ops: Sequence[str] | None) -> Non
         )
 
 
+@contextlib.contextmanager
+def targets_in_flag_terms() -> Iterator[None]:
+    """The library's refusal of a target (a delegate the lowering did not make, a device the backend lacks) told
+    in terms of --target."""
+    from ..workflows.model import NoSuchDelegate, NoSuchDevice
+
+    try:
+        yield
+    except NoSuchDelegate as exc:
+        raise UsageError(
+            f"--target {', '.join(exc.names)}: no such delegate. This lowering made: "
+            f"{', '.join(exc.made) or 'no delegate'} (see `devcopy place`)."
+        ) from None
+    except NoSuchDevice as exc:
+        raise UsageError(
+            f"--target {', '.join(exc.devices)}: the {exc.backend} backend sees {exc.count} device(s) "
+            f"({device_string(0)}..{device_string(exc.count - 1)}); target one of those"
+        ) from None
+
+
 def placement_options(args: argparse.Namespace) -> PlacementOptions:
     """The placement options of parsed flags (also `devcopy run`'s); a bad op or device is a UsageError."""
     from ..lowering.ops import validate_overloads
@@ -274,18 +295,19 @@ def run(args: argparse.Namespace) -> Outcome:
     backend = backend_name(args)
     options = placement_options(args)
     module, inputs = model_spec.load(args.model)
-    result = place_model(
-        module,
-        inputs,
-        options,
-        backend,
-        args.model,
-        functools.partial(model_spec.user_code, args.model),
-        args.compare_executorch,
-        args.save_pte,
-        diff,
-        args.report,
-    )
+    with targets_in_flag_terms():
+        result = place_model(
+            module,
+            inputs,
+            options,
+            backend,
+            args.model,
+            functools.partial(model_spec.user_code, args.model),
+            args.compare_executorch,
+            args.save_pte,
+            diff,
+            args.report,
+        )
     return Outcome(result, _render)
 
 

@@ -33,7 +33,7 @@ from .common import (
     linked_libs,
     split_list,
 )
-from .place import add_placement_args, placement_options
+from .place import add_placement_args, placement_options, targets_in_flag_terms
 
 if TYPE_CHECKING:
     from ..runtime.operator_registry import KernelLib
@@ -82,7 +82,8 @@ def _collect(args: argparse.Namespace) -> dict[str, Any]:
     placement = placement_options(args)
     module, inputs = model_spec.load(args.model)
     guard = functools.partial(model_spec.user_code, args.model)
-    return run_model(module, inputs, placement, options, backend, args.model, guard)
+    with targets_in_flag_terms():
+        return run_model(module, inputs, placement, options, backend, args.model, guard)
 
 
 def _render(result: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from ..devices.allocator import DeviceAllocator
 from ..errors import InvalidArgumentError
 from ..lowering.lower import DEFAULT_DELEGATE_OPS, LoweredProgram, export_program, lower
 from ..lowering.user_model import check_exported
-from ..names import Direction, Partition, Strategy, device_string
+from ..names import Direction, Partition, Strategy
 from ..placement.diff import placement_diff
 from ..placement.place import PlacedProgram, place_devices
 from ..placement.report_export import export_report
@@ -79,8 +79,7 @@ def lower_and_place(
     user_code: UserCode = trusted,
 ) -> PlacedProgram:
     """The model `name` exported, checked, lowered and placed by `options`, copies priced for `backend` by the one
-    pricer (bench.cost_model.copy_pricer). A target naming no delegate the lowering made is an
-    InvalidArgumentError."""
+    pricer (bench.cost_model.copy_pricer). A target naming no delegate the lowering made is NoSuchDelegate."""
     with user_code("torch.export"):
         exported = export_program(module, inputs)
     check_exported(name, exported)
@@ -97,14 +96,27 @@ def lower_and_place(
     )
 
 
+class NoSuchDelegate(InvalidArgumentError):
+    """Targets name delegates (`names`) the lowering did not make; `made` lists the ones it did."""
+
+    def __init__(self, names: list[str], made: list[str]) -> None:
+        super().__init__(f"targets {', '.join(names)}: no such delegate; the lowering made {', '.join(made) or 'none'}")
+        self.names, self.made = names, made
+
+
+class NoSuchDevice(InvalidArgumentError):
+    """Delegates target `devices` the `backend` lacks: it sees `count` device(s)."""
+
+    def __init__(self, devices: list[str], backend: str, count: int) -> None:
+        super().__init__(f"devices {', '.join(devices)}: the {backend} backend sees {count} device(s)")
+        self.devices, self.backend, self.count = devices, backend, count
+
+
 def _check_delegate_targets(targets: dict[str, str], lowered: LoweredProgram) -> None:
-    """Every target that is not an op (no '.') must name a delegate the lowering made."""
+    """Every target that is not an op (no '.') must name a delegate the lowering made (else NoSuchDelegate)."""
     unknown = [key for key in targets if "." not in key and key not in lowered.delegates]
     if unknown:
-        raise InvalidArgumentError(
-            f"--target {', '.join(unknown)}: no such delegate. This lowering made: "
-            f"{', '.join(lowered.delegates) or 'no delegate'} (see `devcopy place`)."
-        )
+        raise NoSuchDelegate(unknown, list(lowered.delegates))
 
 
 def place_model(
@@ -243,7 +255,7 @@ def run_model(
 ) -> dict[str, Any]:
     """The model placed by `placement`, loaded and called `run.steps` times on `backend` as `run` says, each call
     compared with the eager module on the same inputs (a decode step fed its next token by the module's own
-    `next_inputs`); a delegate on a device the backend lacks is an InvalidArgumentError, found before loading."""
+    `next_inputs`); a delegate on a device the backend lacks is NoSuchDevice, found before loading."""
     placed = lower_and_place(module, inputs, placement, backend, name, user_code)
     errors: list[float | None] = []
     oks: list[bool] = []
@@ -291,8 +303,8 @@ def run_model(
 
 
 def _check_devices_exist(placed: PlacedProgram, allocator: DeviceAllocator) -> None:
-    """Every delegate's device exists on the allocator's backend (a target `cuda:1` on a one-GPU machine is an
-    InvalidArgumentError, found before loading)."""
+    """Every delegate's device exists on the allocator's backend (a target `cuda:1` on a one-GPU machine is
+    NoSuchDevice, found before loading)."""
     count = allocator.device_count()
     if count is None:  # any index exists (the simulated accelerator)
         return
@@ -304,10 +316,7 @@ def _check_devices_exist(placed: PlacedProgram, allocator: DeviceAllocator) -> N
         }
     )
     if missing:
-        raise InvalidArgumentError(
-            f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
-            f"({device_string(0)}..{device_string(count - 1)}); target one of those"
-        )
+        raise NoSuchDevice(missing, allocator.backend, count)
 
 
 def _next_inputs(module: Any, inputs: tuple[Any, ...], outputs: list[Any]) -> tuple[Any, ...]:

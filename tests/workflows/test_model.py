@@ -10,7 +10,7 @@ import torch
 
 from devcopy_lib import models
 from devcopy_lib.errors import InvalidArgumentError
-from devcopy_lib.workflows.model import PlacementOptions, place_model, run_model
+from devcopy_lib.workflows.model import NoSuchDelegate, NoSuchDevice, PlacementOptions, place_model, run_model
 from devcopy_lib.workflows.trial import RunOptions
 
 
@@ -39,8 +39,10 @@ def test_place_model_with_a_diff_compares_the_second_placement():
 
 def test_a_target_naming_no_delegate_is_the_librarys_invalid_argument_error():
     module, inputs = _mlp()
-    with pytest.raises(InvalidArgumentError, match="delegate_7: no such delegate"):
+    with pytest.raises(NoSuchDelegate, match="delegate_7: no such delegate") as refused:
         place_model(module, inputs, PlacementOptions(targets={"delegate_7": "cuda:1"}), "simulated", "mlp")
+    assert isinstance(refused.value, InvalidArgumentError)
+    assert refused.value.names == ["delegate_7"] and refused.value.made == ["delegate_0"]
 
 
 def test_an_op_target_maps_every_delegated_op():
@@ -90,6 +92,21 @@ def test_run_model_sees_a_mismatch():
         module, (torch.ones(3),), PlacementOptions(), RunOptions(), "simulated", "shifted", shift_before_the_eager_run
     )
     assert not result["ok"] and result["max_abs_err"] == 1.0
+
+
+def test_a_device_the_backend_lacks_is_refused_before_loading(monkeypatch):
+    from devcopy_lib.devices import SimulatedCudaAllocator, backend
+
+    class OneDevice(SimulatedCudaAllocator):
+        def device_count(self):
+            return 1
+
+    monkeypatch.setattr(backend, "make_allocator", lambda name: OneDevice())
+    monkeypatch.setattr("devcopy_lib.load.load_method", lambda *a, **k: pytest.fail("loaded before the check"))
+    module, inputs = _mlp()
+    with pytest.raises(NoSuchDevice) as refused:
+        run_model(module, inputs, PlacementOptions(target="cuda:1"), RunOptions(), "simulated", "mlp")
+    assert (refused.value.devices, refused.value.backend, refused.value.count) == (["cuda:1"], "simulated", 1)
 
 
 def test_a_trace_without_profiled_calls_is_refused():
