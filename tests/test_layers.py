@@ -24,6 +24,7 @@ FLOORS = [
     ("emitter",),
     ("pte",),
     ("load", "memory_lanes"),
+    ("workflows",),
     ("cli",),
 ]
 # Layers beside the floors: what each may import; only the layers named in USED_BY may import them.
@@ -33,7 +34,7 @@ BESIDE = {
     # sample models: example forms
     "models": {"names", "errors", "devices", "ops", "tensors", "kernels", "runtime", "lowering"},
 }
-USED_BY = {"compare": {"cli"}, "bench": {"cli"}, "models": {"cli"}}
+USED_BY = {"compare": {"workflows", "cli"}, "bench": {"workflows", "cli"}, "models": {"cli"}}
 
 
 def _allowed() -> dict[str, set[str]]:

@@ -1,16 +1,20 @@
 """`sweep()`: time every method over sizes, directions and host-memory kinds on the selected backend. `plan()` makes
 the bench and its cases, `run_plan()` times them: the one loop behind the CLI, the benchmark script and the timing
-panel (which passes a stop flag and keeps its bench open between runs)."""
+panel (which passes a stop flag and keeps its bench open between runs). `sweep_to_files()` is what `devcopy bench`
+calls: a sweep that refuses what the backend cannot time, keeps the rows of an interrupted one, and writes its CSV
+and plot."""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..devices.allocator import DeviceAllocator
 from ..devices.backend import make_allocator, select_backend
+from ..errors import InvalidArgumentError
 from .clocks import Clock
 from .harness import Case, Policy, Progress, SweepResult, run_cases
 from .measurement import BOTH, ONE_WAY
@@ -143,3 +147,66 @@ def sweep(
 ) -> SweepResult:
     """Run the sweep; the result names the backend (`simulated` on a machine without CUDA) and the device."""
     return run_plan(*plan(backend, sizes, directions, memories), policy, progress)
+
+
+class NothingToTime(InvalidArgumentError):
+    """None of the asked directions and memories is one the backend can time; `can` lists what it times
+    (`direction/memory`)."""
+
+    def __init__(self, backend: str, directions: Sequence[str], memories: Sequence[str], can: list[str]) -> None:
+        super().__init__(
+            f"the {backend} backend cannot time directions {'/'.join(directions)} with memories "
+            f"{'/'.join(memories)}: it times {', '.join(can)} only"
+        )
+        self.backend, self.directions, self.memories, self.can = backend, tuple(directions), tuple(memories), can
+
+
+@dataclass
+class SweepReport:
+    """A sweep and its files: the result (the measurements finished before Ctrl-C when `interrupted`), the files
+    asked for (`{"csv" | "plot": absolute path}`; no plot for an interrupted sweep) and, where writing one failed
+    after the sweep, `write_failure` = (`"csv"` or `"plot"`, the path, the OSError)."""
+
+    result: SweepResult
+    interrupted: SweepInterrupted | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
+    write_failure: tuple[str, str, OSError] | None = None
+
+
+def sweep_to_files(
+    backend: str | None = None,
+    sizes: list[int] | None = None,
+    directions: Sequence[str] = DIRECTIONS,
+    memories: Sequence[str] = MEMORIES,
+    policy: Policy | None = None,
+    progress: Progress | None = None,
+    csv: str | None = None,
+    plot: str | None = None,
+) -> SweepReport:
+    """`sweep()` that refuses a plan with nothing the backend can time (NothingToTime, before any copy), keeps the
+    rows of an interrupted sweep instead of raising, then writes every measurement to `csv` and, unless interrupted,
+    the bandwidth plot to `plot`; a write that fails is reported, the rows stay."""
+    name, bench, cases = plan(backend, sizes, directions, memories)
+    if not cases:
+        can = sorted({f"{c.direction}/{c.memory}" for c in bench.cases((sizes or [4096])[0], DIRECTIONS, MEMORIES)})
+        bench.alloc.close()
+        raise NothingToTime(name, directions, memories, can)
+    try:
+        report = SweepReport(run_plan(name, bench, cases, policy, progress))
+    except SweepInterrupted as exc:
+        report = SweepReport(exc.result, exc)
+    if report.interrupted is not None:
+        plot = None  # a plot is not drawn for an interrupted sweep
+    report.outputs = {kind: os.path.abspath(path) for kind, path in (("csv", csv), ("plot", plot)) if path}
+    kind, path = "csv", csv
+    try:
+        if csv:
+            report.result.write_csv(csv)
+        if plot:
+            from .plots import plot_bandwidth
+
+            kind, path = "plot", plot
+            plot_bandwidth(report.result, plot)
+    except OSError as exc:
+        report.write_failure = (kind, str(path), exc)
+    return report

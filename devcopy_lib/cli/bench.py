@@ -1,6 +1,6 @@
-"""`devcopy bench`: time host<->device copies over sizes, directions and host-memory kinds, on the selected backend.
-Every argument (sizes, output paths, what the backend can time) is checked before the first copy; Ctrl-C keeps the
-rows measured so far, in the JSON and the CSV (exit 130)."""
+"""`devcopy bench`: time host<->device copies over sizes, directions and host-memory kinds, on the selected backend
+(bench.sweep.sweep_to_files). Every argument (sizes, output paths, what the backend can time) is checked before the
+first copy; Ctrl-C keeps the rows measured so far, in the JSON and the CSV (exit 130)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
-from ..bench.harness import Policy, SweepResult, TextProgress
+from ..bench.harness import Policy, TextProgress
 from ..bench.sizes import parse_sizes
-from ..bench.sweep import DIRECTIONS, MEMORIES, Bench, SweepInterrupted, plan, run_plan
+from ..bench.sweep import DIRECTIONS, MEMORIES, NothingToTime, sweep_to_files
 from ..names import format_bytes, format_seconds
 from .common import (
     EXIT_INTERRUPTED,
@@ -93,19 +92,6 @@ def _missing_writer(ext: str) -> str | None:
     return None
 
 
-def _refuse_empty(
-    name: str, bench: Bench, sizes: list[int], directions: Sequence[str], memories: Sequence[str]
-) -> NoReturn:
-    """What the backend can time, named, when none of the requested directions and memories is among it."""
-    can = sorted({f"{c.direction}/{c.memory}" for c in bench.cases(sizes[0], DIRECTIONS, MEMORIES)})
-    bench.alloc.close()
-    raise UsageError(
-        f"the {name} backend cannot time --direction {'/'.join(directions)} with --memory "
-        f"{'/'.join(memories)}: it times {', '.join(can)} only. Pick one of those (or --backend cupy "
-        "on a CUDA machine)."
-    )
-
-
 def run(args: argparse.Namespace) -> Outcome:
     sizes = _sizes(args.sizes)
     check_output_path(args.csv, "--csv")
@@ -114,54 +100,36 @@ def run(args: argparse.Namespace) -> Outcome:
     name = backend_name(args)
     directions = DIRECTIONS if args.direction == "all" else (args.direction,)
     memories = MEMORIES if args.memory == "all" else (args.memory,)
-    name, bench, cases = plan(name, sizes, directions, memories)
-    if not cases:
-        _refuse_empty(name, bench, sizes or [4096], directions, memories)
     progress = None if args.json or not sys.stderr.isatty() else TextProgress()
+    policy = Policy.quick() if args.quick else Policy()
     try:
-        result, interrupted = run_plan(name, bench, cases, Policy.quick() if args.quick else Policy(), progress), None
-    except SweepInterrupted as exc:
-        result, interrupted = exc.result, exc
-    failed = _write_outputs(args, result, interrupted is not None)
+        report = sweep_to_files(name, sizes, directions, memories, policy, progress, args.csv, args.plot)
+    except NothingToTime as exc:
+        raise UsageError(
+            f"the {exc.backend} backend cannot time --direction {'/'.join(exc.directions)} with --memory "
+            f"{'/'.join(exc.memories)}: it times {', '.join(exc.can)} only. Pick one of those (or --backend cupy "
+            "on a CUDA machine)."
+        ) from None
+    result = report.result
     payload: dict[str, Any] = {
-        "ok": interrupted is None and failed is None,
+        "ok": report.interrupted is None and report.write_failure is None,
         "backend": result.backend,
         "device": result.device,
         "rows": result.rows(),
-        # the files written (absolute paths; a plot is not drawn for an interrupted sweep)
-        "written": {
-            kind: os.path.abspath(path)
-            for kind, path in (("csv", args.csv), ("plot", None if interrupted else args.plot))
-            if path
-        },
+        "written": report.outputs,  # the files written (absolute paths; no plot for an interrupted sweep)
     }
-    if interrupted:
-        payload["error"] = error_payload(interrupted)
+    if report.interrupted:
+        payload["error"] = error_payload(report.interrupted)
         return Outcome(payload, _render, EXIT_INTERRUPTED, [f"interrupted: kept {len(payload['rows'])} row(s)"])
-    if failed:
+    if report.write_failure:
+        kind, path, error = report.write_failure
+        failed = UsageError(
+            f"--{kind} {path!r}: writing failed after the sweep ({error.strerror or error}); the measured rows are in "
+            "the output. Give a path with room to write."
+        )
         payload["error"] = error_payload(failed)
         return Outcome(payload, _render, exit_code(failed), [payload["error"]["message"]])
     return Outcome(payload, _render, 0, [f"warning: {w}" for w in result.warnings])
-
-
-def _write_outputs(args: argparse.Namespace, result: SweepResult, interrupted: bool) -> UsageError | None:
-    """Write the CSV (and the plot, unless interrupted); a write that fails although the path was checked (the disk
-    filled up meanwhile) is a UsageError naming it, and the rows stay in the JSON."""
-    option, path = "--csv", args.csv
-    try:
-        if args.csv:
-            result.write_csv(args.csv)
-        if args.plot and not interrupted:
-            from ..bench.plots import plot_bandwidth
-
-            option, path = "--plot", args.plot
-            plot_bandwidth(result, args.plot)
-    except OSError as exc:
-        return UsageError(
-            f"{option} {path!r}: writing failed after the sweep ({exc.strerror or exc}); the measured rows are in "
-            "the output. Give a path with room to write."
-        )
-    return None
 
 
 def _render(payload: dict[str, Any]) -> str:

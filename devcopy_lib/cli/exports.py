@@ -1,6 +1,7 @@
 """The files and comparisons `devcopy place` and `devcopy run` can add to their work: a placement report
 (`--report FILE.html|FILE.json`), a diff against a second placement (`--diff-strategy`, `--diff-delegate`) and a
-Chrome/Perfetto trace of a profiled call (`--trace FILE.json`). Every option is checked before any work starts."""
+Chrome/Perfetto trace of a profiled call (`--trace FILE.json`). Every option is checked here before any work starts;
+the library (workflows/) writes the files."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ..names import STRATEGIES
 from .common import UsageError, check_output_path, split_list
 
 if TYPE_CHECKING:
-    from ..runtime.program import Program
+    from ..workflows.model import PlacementOptions
 
 TRACE_SUFFIXES = (".json",)
 
@@ -55,10 +56,10 @@ def add_run_exports(parser: argparse.ArgumentParser) -> None:
 
 
 def diff_target(
-    args: argparse.Namespace, lower_kwargs: Callable[[argparse.Namespace], object]
-) -> argparse.Namespace | None:
+    args: argparse.Namespace, placement_options: Callable[[argparse.Namespace], PlacementOptions]
+) -> PlacementOptions | None:
     """The options of the placement to compare with (None when no diff is asked for); checks --report, and the
-    diff's ops with `lower_kwargs` (place.py's), before any work (a bad one is a UsageError)."""
+    diff's ops with `placement_options` (place.py's), before any work (a bad one is a UsageError)."""
     from ..placement.report_export import REPORT_SUFFIXES
 
     check_output_path(args.report, "--report", REPORT_SUFFIXES)
@@ -69,25 +70,11 @@ def diff_target(
     other = argparse.Namespace(**vars(args))
     other.strategy = args.diff_strategy or args.strategy
     other.delegate = args.diff_delegate if args.diff_delegate is not None else args.delegate
-    lower_kwargs(args)  # the command's own ops and targets first, so an error names the option that holds it
+    placement_options(args)  # the command's own ops and targets first, so an error names the option that holds it
     try:
-        lower_kwargs(other)
+        return placement_options(other)
     except UsageError as exc:
         raise UsageError(f"--diff-delegate: {exc}") from None
-    return other
-
-
-def write_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
-    """Write `devcopy place`'s result (the report's dict and what the command adds) to --report, with the pricer
-    that priced it (the one copy_pricer for the backend its `pricing` names), so the file's provenance is the
-    result's own."""
-    from ..bench.cost_model import copy_pricer
-    from ..placement.report_export import export_report
-
-    report = {key: value for key, value in result.items() if key != "ok"}
-    backend = (result.get("pricing") or {}).get("backend")
-    pricer = copy_pricer(backend) if backend else None
-    return export_report(report, args.report, args.model, pricer, backend)
 
 
 def check_trace(args: argparse.Namespace, default_calls: int) -> None:
@@ -95,14 +82,6 @@ def check_trace(args: argparse.Namespace, default_calls: int) -> None:
     check_output_path(args.trace, "--trace", TRACE_SUFFIXES)
     if args.trace is not None and not args.profile:
         args.profile = default_calls
-
-
-def write_trace(args: argparse.Namespace, program: Program, result: dict[str, Any], backend: str) -> str:
-    """Write the profile rows in `result` (and the cost model that priced them) as a Chrome trace to --trace."""
-    from ..runtime import trace
-
-    chrome = trace.chrome_trace(result["profile"], program, args.profile, backend, result.get("cost_model"))
-    return trace.write_trace(chrome, args.trace)
 
 
 def export_lines(result: dict[str, Any]) -> list[str]:

@@ -1,7 +1,7 @@
 """The MODEL argument: a sample name or `path/to/file.py:factory` (which executes the file). What the user's code
 raises or exits becomes a UserCodeError naming the file and the factory; what MODEL names that is not a model (no
-such file or factory, a factory returning something else, non-tensor inputs) is a UsageError; a model devcopy cannot
-place (non-tensor outputs, data-dependent output sizes) is UnsupportedModel."""
+such file or factory, a factory returning something else, non-tensor inputs) is a UsageError; a sample of meta tensors
+is UnsupportedModel. `user_code(spec, ...)` is the guard the library's workflows run the model's own stages in."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from .common import UnsupportedModel, UsageError, UserCodeError, describe
 
 if TYPE_CHECKING:
     import torch
-    from torch.export import ExportedProgram
 
 
 def user_file(spec: str) -> tuple[str, str] | None:
@@ -132,27 +131,3 @@ def _raised_by_user(exc: BaseException) -> bool:
         seen = tb.tb_frame.f_code is load_model.__code__
         tb = tb.tb_next
     return False
-
-
-def check_exported(spec: str, exported: ExportedProgram) -> None:
-    """Refuse what placement cannot handle: outputs that are not tensors, sizes known only at run time."""
-    import torch
-    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-
-    outputs = exported.graph_module.graph.output_node().args[0]
-    for i, out in enumerate(outputs):
-        value = getattr(out, "meta", {}).get("val")
-        if not isinstance(value, torch.Tensor):
-            shown = f"{type(out).__name__} {out!r:.40}" if value is None else type(value).__name__
-            raise UnsupportedModel(
-                f"{spec}: output {i} is {shown}, not a tensor; devcopy places models whose "
-                "outputs are all tensors (return torch.tensor(...) instead)"
-            )
-    for node in exported.graph_module.graph.nodes:
-        value = node.meta.get("val")
-        if isinstance(value, torch.Tensor) and free_unbacked_symbols(value):
-            raise UnsupportedModel(
-                f"{spec}: {node.name} ({node.target}) has a data-dependent size "
-                f"{list(value.shape)}; devcopy plans memory from sizes known at export. Avoid "
-                "ops like nonzero/masked_select, or make the size static."
-            )

@@ -1,24 +1,22 @@
-"""`devcopy place MODEL`: lower a model, place devices, and print the PlacementReport (optionally beside
-ExecuTorch's own counts). The placement options are shared with `devcopy run` through `add_placement_args`."""
+"""`devcopy place MODEL`: lower a model, place devices (workflows.model.place_model), and print the
+PlacementReport (optionally beside ExecuTorch's own counts). The placement options are shared with `devcopy run`
+through `add_placement_args` and `placement_options`."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+import functools
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy, format_bytes, format_seconds
+from ..names import PARTITIONS, STRATEGIES, Direction, Partition, Strategy, device_string, format_bytes, format_seconds
 from . import exports, model_spec, pte
 from .common import Outcome, Parser, UsageError, add_backend, add_json, backend_name, split_list
 
 if TYPE_CHECKING:
-    import torch
+    from ..workflows.model import PlacementOptions
 
-    from ..lowering.lower import LoweredProgram
-    from ..placement.place import PlacedProgram
-
-EXECUTORCH_FIELD = "executorch"  # names: the JSON field of ExecuTorch's own counts (--compare-executorch)
-SAVED_PTE_FIELD = "saved_pte"  # the JSON field of the .pte --save-pte wrote
 # The names MODEL takes, for --help without importing torch (tests/cli/test_place.py keeps them equal to
 # models.MODELS and models.REAL_MODELS).
 SAMPLE_MODELS = (
@@ -148,14 +146,11 @@ def parse_targets(values: list[str] | None) -> tuple[str, dict[str, str]]:
     return default or "cuda:0", per_key
 
 
-def _target_device(default: str, per_key: dict[str, str], ops: Sequence[str] | None) -> str | dict[str, str]:
-    """A single device, or a mapping covering every delegate op (the default for ops without their own target);
-    an OP target for an op that is not delegated is a UsageError."""
+def _check_op_targets(per_key: dict[str, str], ops: Sequence[str] | None) -> None:
+    """An OP target (`--target add.Tensor=cuda:1`) for an op that is not delegated is a UsageError."""
     from ..lowering.lower import DEFAULT_DELEGATE_OPS
     from ..lowering.ops import validate_overloads
 
-    if not per_key:
-        return default
     ops = DEFAULT_DELEGATE_OPS if ops is None else ops
     named_ops = validate_overloads([k for k in per_key if "." in k], "--target op")  # others name delegates
     stray = [op for op in named_ops if op not in ops]
@@ -164,129 +159,51 @@ def _target_device(default: str, per_key: dict[str, str], ops: Sequence[str] | N
             f"--target {', '.join(stray)}: not a delegated op, so no delegate would go there. "
             f"Delegated ops: {', '.join(ops)}; add it with --delegate."
         )
-    return {**{op: default for op in ops}, **per_key}
 
 
-def lower_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """`lower` keyword arguments from parsed options; a bad op or device is a UsageError."""
+@contextlib.contextmanager
+def targets_in_flag_terms() -> Iterator[None]:
+    """The library's refusal of a target (a delegate the lowering did not make, a device the backend lacks) told
+    in terms of --target."""
+    from ..workflows.model import NoSuchDelegate, NoSuchDevice
+
+    try:
+        yield
+    except NoSuchDelegate as exc:
+        raise UsageError(
+            f"--target {', '.join(exc.names)}: no such delegate. This lowering made: "
+            f"{', '.join(exc.made) or 'no delegate'} (see `devcopy place`)."
+        ) from None
+    except NoSuchDevice as exc:
+        raise UsageError(
+            f"--target {', '.join(exc.devices)}: the {exc.backend} backend sees {exc.count} device(s) "
+            f"({device_string(0)}..{device_string(exc.count - 1)}); target one of those"
+        ) from None
+
+
+def placement_options(args: argparse.Namespace) -> PlacementOptions:
+    """The placement options of parsed flags (also `devcopy run`'s); a bad op or device is a UsageError."""
     from ..lowering.ops import validate_overloads
+    from ..workflows.model import PlacementOptions
 
     given = split_list(args.delegate, "--delegate") if args.delegate is not None else None
     default, per_key = parse_targets(args.target)
     try:
         ops = validate_overloads(given) if given is not None else None
-        target = _target_device(default, per_key, ops)
+        _check_op_targets(per_key, ops)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return {"delegate_ops": ops, "target_device": target, "partition": args.partition}
-
-
-def placement_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """`place_devices` keyword arguments from parsed options."""
-    return {
-        "strategy": args.strategy,
-        "skip_h2d_for_method_inputs": args.skip_h2d_inputs,
-        "skip_d2h_for_method_outputs": args.skip_d2h_outputs,
-        "hoist_constants": args.hoist_constants,
-        "resident_buffers": args.resident_buffers,
-    }
-
-
-def _check_delegate_targets(per_key: dict[str, str], lowered: LoweredProgram) -> None:
-    """Every `--target NAME=DEVICE` that is not an op must name a delegate the lowering made."""
-    unknown = [key for key in per_key if "." not in key and key not in lowered.delegates]
-    if unknown:
-        raise UsageError(
-            f"--target {', '.join(unknown)}: no such delegate. This lowering made: "
-            f"{', '.join(lowered.delegates) or 'no delegate'} (see `devcopy place`)."
-        )
-
-
-def lower_and_place(
-    args: argparse.Namespace, backend: str | None = None
-) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], PlacedProgram]:
-    """`(module, example_inputs, placed)` for the parsed placement options, copies priced for `backend` (the
-    selected one when None) by the one pricer (bench.cost_model.copy_pricer)."""
-    from ..bench.cost_model import copy_pricer
-    from ..lowering.lower import export_program, lower
-    from ..placement.place import place_devices
-
-    lowering = lower_kwargs(args)
-    module, inputs = model_spec.load(args.model)
-    with model_spec.user_code(args.model, "torch.export"):
-        exported = export_program(module, inputs)
-    model_spec.check_exported(args.model, exported)
-    try:
-        lowered = lower(exported, **lowering)
-    except ValueError as exc:  # a delegate mapped to two devices by --target OP=...
-        raise UsageError(str(exc)) from None
-    _check_delegate_targets(parse_targets(args.target)[1], lowered)
-    return module, inputs, place_devices(lowered, **placement_kwargs(args), cost_model=copy_pricer(backend))
-
-
-def _executorch(
-    args: argparse.Namespace, module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], placed: PlacedProgram
-) -> dict[str, Any]:
-    """ExecuTorch's own counts for the same ops, partitioning and targets, or ExecuTorch's refusal."""
-    from ..pte import executorch_reference
-
-    if not executorch_reference.available():
-        return {"available": False, "error": "ExecuTorch is not installed: pip install -e '.[reference]'"}
-    note = (
-        None
-        if args.strategy == Strategy.EXECUTORCH and not args.hoist_constants and not args.resident_buffers
-        else (
-            "ExecuTorch has only its own placement (no dedupe, peer, hoisting or resident buffers): "
-            "these are PropagateDevicePass's counts"
-        )
+    return PlacementOptions(
+        delegate_ops=ops,
+        target=default,
+        targets=per_key,
+        partition=args.partition,
+        strategy=args.strategy,
+        skip_h2d_for_method_inputs=args.skip_h2d_inputs,
+        skip_d2h_for_method_outputs=args.skip_d2h_outputs,
+        hoist_constants=args.hoist_constants,
+        resident_buffers=args.resident_buffers,
     )
-    # ExecuTorch exports the model again, running its forward: what the user's code raises or exits there is theirs
-    with model_spec.user_code(args.model, "ExecuTorch's torch.export (--compare-executorch traces the model again)"):
-        try:
-            counts = executorch_reference.executorch_counts(
-                module,
-                inputs,
-                placed.delegate_ops,
-                target_device=lower_kwargs(args)["target_device"],
-                partition=args.partition,
-                skip_h2d_for_method_inputs=args.skip_h2d_inputs,
-                skip_d2h_for_method_outputs=args.skip_d2h_outputs,
-            )
-        except executorch_reference.ExecuTorchRefusal as exc:  # ExecuTorch's own verdict: a result, not an error
-            return {"available": True, "refused": True, "error": str(exc)}
-    return {
-        "available": True,
-        "delegates": counts["delegates"],
-        "copies": {Direction.H2D: counts[Direction.H2D], Direction.D2H: counts[Direction.D2H]},
-        **({"note": note} if note else {}),
-    }
-
-
-def collect(args: argparse.Namespace, diff_target: argparse.Namespace | None = None) -> dict[str, Any]:
-    pte.check_save(args)
-    module, inputs, placed = lower_and_place(args, backend_name(args))
-    default, per_key = parse_targets(args.target)
-    devices = {name: str(d.target_device or "cpu") for name, d in placed.delegates.items()}
-    assert placed.report is not None  # place_devices always reports
-    result = {
-        "ok": True,
-        "model": args.model,
-        "target": default,
-        "targets": per_key,
-        "delegate_devices": devices,
-        # the delegated ops this model has (delegate_ops: every op that may be delegated)
-        "model_delegate_ops": list(dict.fromkeys(op for d in placed.delegates.values() for op in d.ops)),
-        **placed.report.to_dict(),
-    }
-    if args.compare_executorch:
-        result[EXECUTORCH_FIELD] = _executorch(args, module, inputs, placed)
-    if getattr(args, "save_pte", None) is not None:
-        result[SAVED_PTE_FIELD] = pte.save(args, module, inputs, placed, default)
-    if diff_target is not None:  # the other placement: the model is exported again for it
-        from ..placement.diff import placement_diff
-
-        result["diff"] = placement_diff(placed, lower_and_place(diff_target, backend_name(args))[2])
-    return result
 
 
 def _copies_line(result: dict[str, Any]) -> str:
@@ -312,6 +229,7 @@ def _render(result: dict[str, Any]) -> str:
 
     # the report's one wording (placement loads only once a model is placed)
     from ..placement.report import placements_text, roles_text
+    from ..workflows.model import EXECUTORCH_FIELD, SAVED_PTE_FIELD
 
     devices = result["delegate_devices"]
     if len(devices) <= 3:
@@ -370,10 +288,26 @@ def _render(result: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> Outcome:
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
         return pte.place(args)
-    diff_target = exports.diff_target(args, lower_kwargs)  # checks --report and the diff's options before any work
-    result = collect(args, diff_target)
-    if args.report is not None:
-        result["report_file"] = exports.write_report(args, result)
+    from ..workflows.model import place_model
+
+    diff = exports.diff_target(args, placement_options)  # checks --report and the diff's options before any work
+    pte.check_save(args)
+    backend = backend_name(args)
+    options = placement_options(args)
+    module, inputs = model_spec.load(args.model)
+    with targets_in_flag_terms():
+        result = place_model(
+            module,
+            inputs,
+            options,
+            backend,
+            args.model,
+            functools.partial(model_spec.user_code, args.model),
+            args.compare_executorch,
+            args.save_pte,
+            diff,
+            args.report,
+        )
     return Outcome(result, _render)
 
 

@@ -1,9 +1,9 @@
-"""`devcopy registry`: which libs of a mode register which ops (kernel key, kernel name, source file)."""
+"""`devcopy registry`: which libs of a mode register which ops (kernel key, kernel name, source file;
+`runtime.resolve.registry_report`), or what each mode resolves of a `.pte`'s operator table (pte.py)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from typing import Any
 
 from ..names import COPY_OP, DEFAULT_LIBS, LIB_NAMES, MODES, Direction, Mode
@@ -11,27 +11,6 @@ from . import pte
 from .common import Outcome, Parser, UsageError, add_json, linked_libs, split_list
 
 DEFAULT_OPS = ",".join((COPY_OP[Direction.H2D].name, COPY_OP[Direction.D2H].name))
-
-
-def collect(mode: str, libs: Sequence[str], ops: list[str]) -> dict[str, Any]:
-    from ..runtime.libs import registration_status
-    from ..runtime.resolve import libs_holding
-
-    linked = linked_libs(libs, LIB_NAMES, mode, "--libs")
-    rows = registration_status(linked, ops)
-    unregistered = [
-        op for op in dict.fromkeys(row.op for row in rows) if not any(r.registered for r in rows if r.op == op)
-    ]
-    holders = libs_holding(unregistered, mode, [lib.name for lib in linked])
-    return {
-        "ok": True,
-        "mode": mode,
-        "libs": [{"name": lib.name, "mode": lib.mode, "source": lib.source, "ops": len(lib.ops)} for lib in linked],
-        "ops": ops,
-        "rows": [row.as_dict() for row in rows],
-        # each op no linked lib registers, with the libs of this mode that would (none: a kernel must be registered)
-        "fixes": [{"op": op, "libs": [lib for lib, held in holders.items() if op in held]} for op in unregistered],
-    }
 
 
 def _render(result: dict[str, Any]) -> str:
@@ -62,9 +41,12 @@ def run(args: argparse.Namespace) -> Outcome:
         if not pte.is_pte(args.program):
             raise UsageError(f"PROGRAM {args.program!r} is not a .pte path; give an ExecuTorch program (file.pte)")
         return pte.registry(args.program, args.mode, given_libs, args.ops is not None)
+    from ..runtime.resolve import registry_report
+
     mode = args.mode or Mode.PORTABLE
-    libs = DEFAULT_LIBS[mode] if given_libs is None else given_libs
-    return Outcome(collect(mode, libs, split_list(DEFAULT_OPS if args.ops is None else args.ops, "--ops")), _render)
+    ops = split_list(DEFAULT_OPS if args.ops is None else args.ops, "--ops")
+    linked = linked_libs(DEFAULT_LIBS[mode] if given_libs is None else given_libs, LIB_NAMES, mode, "--libs")
+    return Outcome(registry_report(mode, linked, ops), _render)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:

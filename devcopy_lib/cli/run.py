@@ -1,9 +1,10 @@
-"""`devcopy run MODEL`: place, emit, load and run a model in one runtime mode, and compare with eager PyTorch."""
+"""`devcopy run MODEL`: place, emit, load and run a model in one runtime mode, and compare with eager PyTorch
+(workflows.model.run_model; a `.pte`: workflows.program.run_program)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..names import (
@@ -16,7 +17,6 @@ from ..names import (
     Direction,
     Mode,
     Strategy,
-    device_string,
     format_bytes,
 )
 from . import exports, model_spec, pte
@@ -33,12 +33,9 @@ from .common import (
     linked_libs,
     split_list,
 )
-from .place import add_placement_args, lower_and_place
+from .place import add_placement_args, placement_options, targets_in_flag_terms
 
 if TYPE_CHECKING:
-    from ..devices import DeviceAllocator
-    from ..load import TrialCall
-    from ..placement.place import PlacedProgram
     from ..runtime.operator_registry import KernelLib
 
 DEFAULT_ATEN_LIBS = ",".join(DEFAULT_LIBS[Mode.ATEN])
@@ -67,76 +64,13 @@ def _libs(args: argparse.Namespace) -> list[KernelLib] | None:
     return linked_libs(names, LINKABLE_LIBS, Mode.ATEN, "--libs", args.aten_device_rule or DeviceRule.SEED)
 
 
-def _check_devices_exist(placed: PlacedProgram, allocator: DeviceAllocator) -> None:
-    """Every delegate's device exists on the backend (`--target cuda:1` on a one-GPU machine is a UsageError, found
-    before loading)."""
-    count = allocator.device_count()
-    if count is None:  # any index exists (the simulated accelerator)
-        return
-    missing = sorted(
-        {
-            str(d.target_device)
-            for d in placed.delegates.values()
-            if d.target_device is not None and d.target_device.index >= count
-        }
-    )
-    if missing:
-        raise UsageError(
-            f"--target {', '.join(missing)}: the {allocator.backend} backend sees {count} device(s) "
-            f"({device_string(0)}..{device_string(count - 1)}); target one of those"
-        )
+def _collect(args: argparse.Namespace) -> dict[str, Any]:
+    """The JSON object of `devcopy run`: the model (workflows.model.run_model) or the .pte
+    (workflows.program.run_program) run once per step in the requested mode on the requested backend."""
+    from ..workflows.model import run_model
+    from ..workflows.trial import RunOptions
 
-
-def trial(
-    args: argparse.Namespace,
-    placed: Any,
-    inputs: Sequence[Any],
-    libs: list[KernelLib] | None,
-    backend: str,
-    before_load: Callable[[DeviceAllocator], None] | None = None,
-    trace: bool = True,
-    steps: int = 1,
-    before_step: Callable[[int, Sequence[Any]], None] | None = None,
-    after_step: Callable[[int, Sequence[Any], Any], Sequence[Any]] | None = None,
-) -> tuple[TrialCall, dict[str, Any]]:
-    """`load.trial_call` with the command's options, and the fields `devcopy run` reports of it: the method's
-    counts, then with --profile the rows with each copy's measured time beside its price by the one pricer
-    (bench.cost_model.copy_pricer) for the backend that runs it, then with --trace (where `trace`) the file
-    written."""
-    from ..bench.cost_model import copy_pricer
-    from ..load import trial_call
-
-    pricer = copy_pricer(backend) if args.profile else None
-    call = trial_call(
-        placed,
-        inputs,
-        args.mode,
-        libs,
-        backend,
-        capture_option(args),
-        args.profile,
-        pricer,
-        before_load,
-        steps,
-        before_step,
-        after_step,
-    )
-    fields = dict(call.summary)
-    if pricer is not None:
-        fields.update(profile=call.profile, cost_model=pricer.source, pricing=pricer.basis())
-    if trace and args.trace is not None:
-        fields["trace_file"] = exports.write_trace(args, call.program, fields, call.backend)
-    return call, fields
-
-
-def collect(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the model once in the requested mode on the requested backend; the JSON object of `devcopy run`."""
-    import torch
-    import torch.utils._pytree as pytree
-
-    from ..compare import compare_outputs
-
-    libs = _libs(args)
+    options = RunOptions(args.mode, _libs(args), capture_option(args), args.profile, args.trace, args.steps)
     backend = backend_name(args)
     if pte.is_pte(args.model):  # ExecuTorch's own program: read, not lowered
         if args.steps > 1:
@@ -144,63 +78,17 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
                 f"--steps {args.steps} steps a model beside its eager module, and {args.model} is an ExecuTorch "
                 "program with no eager module: drop --steps, or pass the model (a sample or file.py:factory)"
             )
-        return pte.run(args, libs, backend, trial)
-    module, inputs, placed = lower_and_place(args, backend)
-    errors: list[float | None] = []
-    oks: list[bool] = []
-    eager_inputs: list[Sequence[Any]] = []
-
-    def keep_inputs(step: int, step_inputs: Sequence[Any]) -> None:
-        """Before each call: a copy of its inputs for the eager module, since a model that writes its input in place
-        would otherwise run eager on what the method already wrote."""
-        eager_inputs[:] = [pytree.tree_map_only(torch.Tensor, torch.clone, tuple(step_inputs))]
-
-    def check_step(step: int, step_inputs: Sequence[Any], outputs: Any) -> Sequence[Any]:
-        """After each call: the eager module (which keeps its own state) on the same inputs, compared; the next
-        step's inputs."""
-        next_inputs = step_inputs
-        with torch.no_grad(), model_spec.user_code(args.model, "the eager run"):
-            expected = pytree.tree_leaves(module(*eager_inputs[0]))
-            if step + 1 < args.steps:
-                next_inputs = _next_inputs(module, tuple(step_inputs), expected)
-        ok, max_abs_err = compare_outputs(outputs, expected)
-        oks.append(ok)
-        errors.append(max_abs_err)
-        return next_inputs
-
-    call, result = trial(
-        args,
-        placed,
-        inputs,
-        libs,
-        backend,
-        lambda allocator: _check_devices_exist(placed, allocator),
-        steps=args.steps,
-        before_step=keep_inputs,
-        after_step=check_step,
-    )
-    return {
-        "ok": all(oks),
-        "model": args.model,
-        "mode": args.mode,
-        "backend": call.backend,
-        "strategy": args.strategy,
-        "resident_buffers": args.resident_buffers,
-        "max_abs_err": None if None in errors else max(e for e in errors if e is not None),
-        "steps": args.steps,
-        **({"step_errors": errors} if args.steps > 1 else {}),  # one call: max_abs_err says it
-        **result,
-    }
-
-
-def _next_inputs(module: Any, inputs: tuple[Any, ...], outputs: list[Any]) -> tuple[Any, ...]:
-    """The next step's inputs: the model's own `next_inputs(inputs, outputs)` where it has one (a decode step: the
-    most likely token and the next position), else the same inputs again (the state still evolves)."""
-    step = getattr(module, "next_inputs", None)
-    return tuple(step(inputs, outputs)) if callable(step) else inputs
+        return pte.run(args, options, backend)
+    placement = placement_options(args)
+    module, inputs = model_spec.load(args.model)
+    guard = functools.partial(model_spec.user_code, args.model)
+    with targets_in_flag_terms():
+        return run_model(module, inputs, placement, options, backend, args.model, guard)
 
 
 def _render(result: dict[str, Any]) -> str:
+    from ..workflows.program import RUNTIME_FIELD
+
     copies, arenas = result["copies_executed"], result["arena_bytes"]
     profile = []
     if "profile" in result:
@@ -223,7 +111,7 @@ def _render(result: dict[str, Any]) -> str:
             f"by the caller: {result['caller_copies']}",
             "  arenas: " + ", ".join(f"{device} {format_bytes(nbytes)}" for device, nbytes in arenas.items()),
             f"  {result['capture']['line']}",
-            *([f"  {result[pte.RUNTIME_FIELD]['summary']}"] if pte.RUNTIME_FIELD in result else []),  # a .pte's
+            *([f"  {result[RUNTIME_FIELD]['summary']}"] if RUNTIME_FIELD in result else []),  # a .pte's
             *profile,
             *exports.export_lines(result),
         ]
@@ -235,12 +123,12 @@ CAPTURE_FALLBACK_FLAGS = "leave out --capture to fall back where no step can be 
 
 
 def _collect_in_flag_terms(args: argparse.Namespace) -> dict[str, Any]:
-    """`collect(args)`; a refused `--capture` is told in terms of the flags, not of load_method's `capture=`."""
+    """`_collect(args)`; a refused `--capture` is told in terms of the flags, not of load_method's `capture=`."""
     from ..runtime.capture import FALLBACK_HINT
     from ..runtime.failures import MethodError
 
     try:
-        result = collect(args)
+        result = _collect(args)
     except MethodError as exc:
         if not str(exc).startswith("capture=True"):
             raise

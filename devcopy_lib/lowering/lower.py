@@ -291,7 +291,7 @@ def resolve_device(target_device: TargetDevice, name: str, ops: tuple[str, ...])
         return Device.parse(target_device[name])
     found = {Device.parse(target_device[op]) for op in ops if op in target_device}
     if len(found) > 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} (ops {list(ops)}) maps to several devices {sorted(map(str, found))}. A delegate "
             f"runs on one device: map it by name ({name!r}: 'cuda:0') or use partition='per_node'."
         )

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from ..names import ErrorKind
 
@@ -81,3 +81,25 @@ def partial_graph_once() -> Iterator[None]:
     finally:
         log.removeFilter(_keep)
         sys.stderr.write(held.getvalue())
+
+
+def check_exported(name: str, exported: torch.export.ExportedProgram) -> None:
+    """Refuse, naming the model `name`, what placement cannot handle in an exported program: outputs that are not
+    tensors, sizes known only at run time (an UnsupportedModelError)."""
+    outputs = exported.graph_module.graph.output_node().args[0]
+    for i, out in enumerate(outputs):
+        value = getattr(out, "meta", {}).get("val")
+        if not isinstance(value, torch.Tensor):
+            shown = f"{type(out).__name__} {out!r:.40}" if value is None else type(value).__name__
+            raise UnsupportedModelError(
+                f"{name}: output {i} is {shown}, not a tensor; devcopy places models whose "
+                "outputs are all tensors (return torch.tensor(...) instead)"
+            )
+    for node in exported.graph_module.graph.nodes:
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor) and free_unbacked_symbols(value):
+            raise UnsupportedModelError(
+                f"{name}: {node.name} ({node.target}) has a data-dependent size "
+                f"{list(value.shape)}; devcopy plans memory from sizes known at export. Avoid "
+                "ops like nonzero/masked_select, or make the size static."
+            )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import InvalidArgumentTypeError
 from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_SCHEMAS, PRIM_TENSOR_OPS, prim_kernel
@@ -22,8 +22,8 @@ from ..names import (
 )
 from ..ops.schema import parse_schema
 from ..tensors.error import Error
-from .libs import Libs, as_libs, lib_by_name
-from .operator_registry import Kernel, OperatorRegistry
+from .libs import Libs, as_libs, lib_by_name, registration_status
+from .operator_registry import Kernel, KernelLib, OperatorRegistry
 
 
 class _HasOperators(Protocol):
@@ -77,6 +77,24 @@ def libs_holding(ops: Iterable[str], mode: str, linked: Iterable[str] = ()) -> d
         if held:
             holders[name] = held
     return holders
+
+
+def registry_report(mode: str, linked: Sequence[KernelLib], ops: Sequence[str]) -> dict[str, Any]:
+    """Which of `ops` (names or glob patterns) the `linked` libs of `mode` register, one row per (op, lib), and for
+    each op none registers the libs of this mode that would (none: a kernel must be registered). JSON-ready."""
+    rows = registration_status(linked, ops)
+    unregistered = [
+        op for op in dict.fromkeys(row.op for row in rows) if not any(r.registered for r in rows if r.op == op)
+    ]
+    holders = libs_holding(unregistered, mode, [lib.name for lib in linked])
+    return {
+        "ok": True,
+        "mode": mode,
+        "libs": [{"name": lib.name, "mode": lib.mode, "source": lib.source, "ops": len(lib.ops)} for lib in linked],
+        "ops": list(ops),
+        "rows": [row.as_dict() for row in rows],
+        "fixes": [{"op": op, "libs": [lib for lib, held in holders.items() if op in held]} for op in unregistered],
+    }
 
 
 def fix_hint(mode: str, linked: Sequence[str], missing: Sequence[str]) -> str:

@@ -183,9 +183,9 @@ def test_nan_and_inf_where_eager_has_them_match(capsys, model_file):
 
 
 def test_non_finite_numbers_become_null_with_a_note(capsys, monkeypatch):
-    import devcopy_lib.compare
+    from devcopy_lib.workflows import model
 
-    monkeypatch.setattr(devcopy_lib.compare, "compare_outputs", lambda outputs, expected: (False, float("inf")))
+    monkeypatch.setattr(model, "compare_outputs", lambda outputs, expected: (False, float("inf")))
     code, result, _ = _json(capsys, "run", "add", "--backend", "simulated")
     assert code == 1 and result["max_abs_err"] is None
     assert "step_errors" not in result  # one call: max_abs_err says it
@@ -266,12 +266,12 @@ def test_a_refused_run_leaves_the_allocator_registry_as_it_was(capsys):
 
 
 def test_an_unexpected_failure_says_it_is_a_bug_not_a_bare_internal_message(capsys, monkeypatch):
-    from devcopy_lib.cli import info
+    from devcopy_lib.workflows import environment
 
     def broken(name):
         raise TypeError("unsupported operand type(s) for *=: 'int' and 'NoneType'")
 
-    monkeypatch.setattr(info, "collect", broken)
+    monkeypatch.setattr(environment, "describe_environment", broken)
     code, result, _ = _json(capsys, "info", "--backend", "simulated")
     assert (code, result["error"]["kind"], result["error"]["exception"]) == (1, "internal", "TypeError")
     assert result["error"]["message"].startswith("devcopy failed unexpectedly (TypeError: unsupported operand")

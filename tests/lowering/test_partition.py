@@ -231,3 +231,19 @@ def test_real_models_partition_as_torch_fx(model):
     gm = _real_program(model)
     for ops in REAL_DELEGATE_SETS.values():
         _assert_same(gm, OverloadSupport(ops))
+
+
+def test_a_delegate_whose_ops_map_to_two_devices_is_an_invalid_argument():
+    """One partition holds add and mul: mapping them to two devices is a bad argument of `lower` (kind usage), named
+    with the way out."""
+    from devcopy_lib.errors import InvalidArgumentError
+
+    class AddMul(torch.nn.Module):
+        def forward(self, x):
+            return (x + 1) * 2
+
+    exported = export_program(AddMul(), (torch.ones(3),))
+    ops = ["add.Tensor", "mul.Tensor"]
+    with pytest.raises(InvalidArgumentError, match=r"delegate_0 .* maps to several devices \['cuda:0', 'cuda:1'\]"):
+        lower(exported, ops, {"add.Tensor": "cuda:0", "mul.Tensor": "cuda:1"})
+    assert lower(exported, ops, {"add.Tensor": "cuda:1", "mul.Tensor": "cuda:1"}).delegates

@@ -17,7 +17,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from devcopy_lib import export_and_lower, export_program, lower
 from devcopy_lib.cli import main
 from devcopy_lib.lowering.ops import all_aten_overloads, validate_overloads
-from devcopy_lib.lowering.user_model import EXPORT_DOCS, UnsupportedModelError, partial_graph_once
+from devcopy_lib.lowering.user_model import EXPORT_DOCS, UnsupportedModelError, check_exported, partial_graph_once
 
 MODEL_FILE = """
 import torch
@@ -177,3 +177,20 @@ def test_the_explorer_refuses_an_op_without_overload_naming_the_models(user_mode
         state.placed()
     state.delegate_ops = ("addmm.default", "mm.default")  # mm: a real overload the model does not call
     assert state.ticked_ops() == ("addmm.default",) and state.placed().report.delegates == 1
+
+
+def test_check_exported_refuses_a_non_tensor_output_naming_the_model():
+    """What placement cannot handle is refused right after the export, by the library's own UnsupportedModelError;
+    a program of tensor outputs passes."""
+
+    class Outputs(torch.nn.Module):
+        def __init__(self, extra):
+            super().__init__()
+            self.extra = extra
+
+        def forward(self, x):
+            return (x + 1, self.extra) if self.extra is not None else (x + 1,)
+
+    with pytest.raises(UnsupportedModelError, match=r"^returns_int: output 1 is int 3, not a tensor"):
+        check_exported("returns_int", torch.export.export(Outputs(3), (torch.ones(2),)))
+    check_exported("tensors", torch.export.export(Outputs(None), (torch.ones(2),)))

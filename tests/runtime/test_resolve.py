@@ -77,3 +77,20 @@ def test_a_method_with_no_lib_is_told_the_libs_of_its_own_mode():
     message = str(info.value)
     assert "Linked libs: none." in message and "portable" not in message
     assert "link device_copy_ops_aten_lib next to native" in message
+
+
+def test_registry_report_rows_and_the_fix_for_an_op_no_linked_lib_registers():
+    """`registry_report` (what `devcopy registry` prints), called without the CLI: one row per (op, lib), and for
+    an op none of the linked libs registers, the libs of this mode that would."""
+    from devcopy_lib.runtime.libs import lib_by_name
+    from devcopy_lib.runtime.resolve import registry_report
+
+    ops = ["et_copy::_h2d_copy.out", "aten::cumsum.out"]
+    report = registry_report("aten", [lib_by_name("device_copy_ops_aten_lib")], ops)
+    assert report["mode"] == "aten" and report["ops"] == ops
+    assert [lib["name"] for lib in report["libs"]] == ["device_copy_ops_aten_lib"]
+    assert {(r["op"], r["registered"]) for r in report["rows"]} == {
+        ("et_copy::_h2d_copy.out", True),
+        ("aten::cumsum.out", False),
+    }
+    assert report["fixes"] == [{"op": "aten::cumsum.out", "libs": ["native"]}]
