@@ -5,13 +5,16 @@ delegate takes, and runs them with the `quantized` lib (docs/semantics.md §5).
 
 Needs the `reference` extra (ExecuTorch 1.5.1 ships the XNNPACK quantizer and the torchao it runs on); each
 factory raises ModelsExtraMissing naming the install command otherwise. `QUANTIZED_MODELS`: a linear and a
-convolution (per tensor and per channel) and `llama_tiny_quantized`, ExecuTorch's own example Llama
-(`examples/models/llama`, the one its quantization docs export) with a small config.
+convolution (per tensor and per channel), `llama_tiny_quantized`, ExecuTorch's own example Llama
+(`examples/models/llama`, the one its quantization docs export) with a small config, and `embedding_quantized`, an
+embedding table quantized to 8, 4 or 2 bits the way ExecuTorch's Llama export does (`EmbeddingQuantHandler`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -89,6 +92,33 @@ def llama_tiny_quantized(seq_len: int = 8, per_channel: bool = True) -> Sample:
     return pt2e_quantize(model, (tokens,), per_channel), (tokens,)
 
 
+class _EmbedThenLinear(nn.Module):
+    """Token ids -> embedding -> linear: the embedding on the CPU (no delegate takes it), the linear delegated."""
+
+    def __init__(self, vocab: int, dim: int) -> None:
+        super().__init__()
+        self.embed, self.project = nn.Embedding(vocab, dim), nn.Linear(dim, 8)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.project(self.embed(tokens))
+        return out
+
+
+@seeded
+def embedding_quantized(bits: int = 8, group_size: int = 0) -> Sample:
+    """An embedding table (32 x 16) and a linear, the table quantized as ExecuTorch's Llama export quantizes one
+    (`EmbeddingQuantHandler`, examples/models/llama/source_transformation/quantize.py): `bits` 8 (one int8 per
+    value, `embedding_byte`), 4 or 2 (packed, `embedding_4bit` / `embedding_2bit`); `group_size` 0 for one scale
+    per row, else one per group of that many columns. Float16 scales, float32 output, as that handler makes them."""
+    handler = _reference("executorch.examples.models.llama.source_transformation.quantize", "embedding_quantized")
+    module = _EmbedThenLinear(32, 16).eval()
+    with contextlib.redirect_stdout(io.StringIO()):  # the handler prints a line per table it quantizes
+        quantized: nn.Module = handler.EmbeddingQuantHandler(
+            module, bitwidth=bits, group_size=group_size, packed=bits < 8
+        ).quantized_model()
+    return quantized, (torch.randint(0, 32, (2, 5)),)
+
+
 QUANTIZED_MODELS: dict[str, Callable[..., Sample]] = {
-    f.__name__: f for f in (linear_quantized, conv_quantized, llama_tiny_quantized)
+    f.__name__: f for f in (linear_quantized, conv_quantized, llama_tiny_quantized, embedding_quantized)
 }
