@@ -42,6 +42,7 @@ from .quantized import (
     conv_quantized,
     embedding_quantized,
     linear_quantized,
+    llama_tiny_embedding_quantized,
     llama_tiny_quantized,
     pt2e_quantize,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "conv_quantized",
     "llama_tiny_quantized",
     "embedding_quantized",
+    "llama_tiny_embedding_quantized",
 ]
 
 REAL_MODELS = {**CORE_MODELS, **DECODE_MODELS, **FAMILY_MODELS}

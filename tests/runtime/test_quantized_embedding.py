@@ -220,3 +220,33 @@ def test_executorchs_own_kernels_give_what_devcopy_gives_on_the_same_pte(bits, g
         with load_method(pte_program(program), mode) as method:
             (ours,) = method(*inputs)
         assert torch.equal(ours, theirs.outputs[0]), mode
+
+
+@pytest.mark.deep  # two ExecuTorch lowerings of a transformer: a minute on two cores
+@pytest.mark.parametrize(("bits", "group_size"), [(4, 32), (8, 0)], ids=["4bit-group32", "8bit-per-row"])
+def test_the_tiny_llama_with_a_quantized_embedding_places_as_executorch_and_runs_as_its_edge_program(bits, group_size):
+    """ExecuTorch's example Llama with its token embedding quantized as its export's `--embedding-quantize` does.
+    The embedding is exact; the float layers after it round as ExecuTorch's edge program does, not as eager (the
+    edge program multiplies contiguous copies of transposed weights), so the CPU-only run is compared with the edge
+    program bit for bit and the delegated one with eager within float32 rounding."""
+    from executorch.exir import EdgeCompileConfig, to_edge
+    from test_executorch_reference import assert_agree, both
+
+    try:
+        module, inputs = models.llama_tiny_embedding_quantized(bits=bits, group_size=group_size)
+    except models.ModelsExtraMissing as exc:
+        pytest.skip(str(exc))
+    mine, theirs = both(module, inputs, DEFAULT_DELEGATE_OPS)
+    assert_agree(mine, theirs, DEFAULT_DELEGATE_OPS)
+    edge = to_edge(torch.export.export(module, inputs), compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    expected, eager = edge.exported_program().module()(*inputs), module(*inputs)
+    on_cpu = place_devices(export_and_lower(module, inputs, ()))
+    delegated = place_devices(export_and_lower(module, inputs, DEFAULT_DELEGATE_OPS))
+    for mode in MODES:
+        with load_method(on_cpu, mode, backend="simulated") as method:
+            (got,) = method(*inputs)
+            assert any(k.name.startswith(f"quantized_decomposed::{OPS[bits]}.") for k in method.kernels), mode
+        assert torch.equal(got, expected), mode
+        with load_method(delegated, mode, backend="simulated") as method:
+            (got,) = method(*inputs)
+        torch.testing.assert_close(got, eager)
