@@ -4,7 +4,8 @@
 transformers models built from code/config with random weights (real.py, and the more architecture families of
 families.py), which need the `models` extra (all but `lstm_tagger`);
 `DELEGATE_SETS`: the op sets a user would delegate (matrix ops, + views, a CNN set, the defaults).
-`QUANTIZED_MODELS`: PT2E-quantized ones (quantized.py, `pt2e_quantize`), which need the `reference` extra.
+`QUANTIZED_MODELS`: PT2E-quantized ones (quantized.py, `pt2e_quantize`) and an ExecuTorch-quantized embedding, which
+need the `reference` extra.
 `load_model` resolves a name of either, or `path/to/file.py:factory`.
 """
 
@@ -36,7 +37,15 @@ from .families import (
     vit_tiny,
     whisper_encoder_tiny,
 )
-from .quantized import QUANTIZED_MODELS, conv_quantized, linear_quantized, llama_tiny_quantized, pt2e_quantize
+from .quantized import (
+    QUANTIZED_MODELS,
+    conv_quantized,
+    embedding_quantized,
+    linear_quantized,
+    llama_tiny_embedding_quantized,
+    llama_tiny_quantized,
+    pt2e_quantize,
+)
 from .real import CORE_MODELS, DELEGATE_SETS, bert_small, gpt2_2l, gpt2_12l, llama_tiny, mobilenet_v3_small, resnet18
 from .samples import (
     MODELS,
@@ -93,6 +102,8 @@ __all__ = [
     "linear_quantized",
     "conv_quantized",
     "llama_tiny_quantized",
+    "embedding_quantized",
+    "llama_tiny_embedding_quantized",
 ]
 
 REAL_MODELS = {**CORE_MODELS, **DECODE_MODELS, **FAMILY_MODELS}

@@ -8,8 +8,10 @@ abort the process if the same overload was defined before (a duplicate `def()` i
 the et_copy ops (`ops/aot.py`): out variants already defined are reused; with ExecuTorch installed its AOT lib is
 loaded, so that its later import finds them defined; only without it does devcopy define them itself, in a FRAGMENT,
 computing each through its functional op and copying into `out` (the meaning at trace time and in eager calls).
-Import this module for its side effect; the runtime's kernels are `kernels/quantized.py`'s, whoever defined the
-schemas.
+The quantized embeddings are the exception: ExecuTorch defines them in Python, not in its AOT lib, and devcopy leaves
+them to it (ops/quantized_embedding.py says why); their kernels compute without any torch op. So does the quantized
+add's (ops/quantized_add.py): torch has no functional add to compute through. Import this module for
+its side effect; the runtime's kernels are `kernels/quantized.py`'s, whoever defined the schemas.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import torch
 from torchgen.model import FunctionSchema, SchemaKind
 
+from . import quantized_add, quantized_embedding
 from .aot import EXECUTORCH_PACKAGE
 from .schema import QUANTIZED_YAML, OpEntry, load_ops_yaml, parse_schema
 
@@ -35,6 +38,12 @@ _own_library = None  # kept alive: dropping a torch.library.Library unregisters 
 def entries() -> tuple[OpEntry, ...]:
     """The out variants devcopy implements, from ops/quantized.yaml."""
     return load_ops_yaml(QUANTIZED_YAML)
+
+
+def defined_by_executorch_python(name: str) -> bool:
+    """Whether ExecuTorch defines out variant `name` in Python (the quantized embeddings), not in its AOT lib: devcopy
+    defines none of those in torch."""
+    return name.partition("::")[2].partition(".")[0] in quantized_embedding.BITS
 
 
 def _overload(name: str) -> torch._ops.OpOverload | None:
@@ -78,7 +87,12 @@ def out_names(name: str) -> tuple[str, ...]:
 def computes_into_out(name: str) -> Callable[..., Any]:
     """`name`'s meaning as a call `(*args, **kwargs)` with its outs passed by name: the functional op's result
     copied into each out (resized to the result's sizes first when they differ, as an ATen out kernel does). The
-    same arithmetic as the quantized model run eagerly, so outputs equal eager exactly."""
+    same arithmetic as the quantized model run eagerly, so outputs equal eager exactly. A quantized embedding:
+    ops/quantized_embedding.py's meaning, which needs no torch op; the quantized add: ops/quantized_add.py's."""
+    if defined_by_executorch_python(name):
+        return quantized_embedding.meaning(name)
+    if name.partition("::")[2].partition(".")[0] == "add":  # torch has no functional add to compute through
+        return quantized_add.meaning(name)
     functional, outs = functional_of(name), out_names(name)
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -95,7 +109,9 @@ def computes_into_out(name: str) -> Callable[..., Any]:
 
 
 def _missing() -> list[OpEntry]:
-    return [entry for entry in entries() if _overload(entry.name) is None]
+    return [
+        entry for entry in entries() if _overload(entry.name) is None and not defined_by_executorch_python(entry.name)
+    ]
 
 
 def _define_own(missing: list[OpEntry]) -> None:
