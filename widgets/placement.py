@@ -41,7 +41,9 @@ from .placement_state import PlacementState, parse_target
 from .pte_graph import pte_graph_elements
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
-KEPT_WHAT_IFS = 256  # what-if rows kept per explorer, per (placement, copy); least recently used dropped first
+KEPT_WHAT_IFS = 256
+# placed nodes past which the memory plan opens folded (not drawn, not sent on each click, until opened)
+MEMORY_OPEN_UP_TO = 400  # what-if rows kept per explorer, per (placement, copy); least recently used dropped first
 # The diff's table in the explorer: headers left-aligned and padded as their cells (a browser centres a bare <th>)
 DIFF_STYLE = (
     "<style>.devcopy-diff table{border-collapse:collapse;font-family:monospace;font-size:12px}"
@@ -133,6 +135,7 @@ class PlacementExplorer(w.VBox):
         self.memory = MemoryPlanView()
         self.memory_section = w.Accordion([self.memory], titles=("memory plan",), selected_index=0)
         self.memory_section.add_class("devcopy-memory-section")
+        self.memory_section.observe(lambda change: self.memory.pause(change["new"] is None), names="selected_index")
         # the selected copy's what-if: computed on this button (one re-placement per change), cached per placement
         self.what_if_button = w.Button(
             description="what if?",
@@ -433,6 +436,8 @@ class PlacementExplorer(w.VBox):
         )
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))
+        if self._shown is None and len(self.graph.nodes) > MEMORY_OPEN_UP_TO:
+            self.memory_section.selected_index = None  # a big program opens with its memory plan folded
         self._show_memory(self.placed, None)
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self._show_executorch()

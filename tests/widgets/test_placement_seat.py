@@ -11,7 +11,7 @@ from typing import Any
 import comm
 import ipywidgets as w
 import pytest
-from devcopy_widgets import PlacementExplorer, PlacementState, placement_state
+from devcopy_widgets import PlacementExplorer, PlacementState, placement, placement_state
 from devcopy_widgets.graph_inspector import PENDING
 
 
@@ -152,3 +152,25 @@ def test_a_state_says_what_its_placement_depends_on():
     assert state.placed() is state.placed() and state.placed_key() == key
     state.strategy = "dedupe"
     assert state.placed_key() != key
+
+
+def test_a_folded_memory_plan_sends_nothing_on_a_click_and_draws_the_highlight_when_opened(sent):
+    explorer = PlacementExplorer(model="cpu_between")
+    explorer.memory_section.selected_index = None
+    sent.clear()
+    explorer.graph.selected = "sin_d2h"
+    assert not any("svg" in m["keys"] for m in sent), sent  # before: every click re-sent the whole SVG
+    assert 'dmp-picked" data-value' not in explorer.memory.svg
+    explorer.memory_section.selected_index = 0
+    assert any("svg" in m["keys"] for m in sent) and 'data-node="sin_d2h"' in explorer.memory.svg
+    assert 'dmp-picked" data-value' in explorer.memory.svg
+
+
+def test_a_big_program_opens_with_its_memory_plan_folded_and_undrawn(monkeypatch):
+    monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 10)
+    big = PlacementExplorer(model="cpu_between")  # 14 placed nodes
+    assert big.memory_section.selected_index is None and big.memory.svg == "" and big.memory.picture is not None
+    big.memory_section.selected_index = 0
+    assert big.memory.summary.startswith("cpu: buffer 1") and "dmp-block" in big.memory.svg
+    monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 100)
+    assert PlacementExplorer(model="cpu_between").memory_section.selected_index == 0
