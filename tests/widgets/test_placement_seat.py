@@ -169,8 +169,14 @@ def test_a_folded_memory_plan_sends_nothing_on_a_click_and_draws_the_highlight_w
 def test_a_big_program_opens_with_its_memory_plan_folded_and_undrawn(monkeypatch):
     monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 10)
     big = PlacementExplorer(model="cpu_between")  # 14 placed nodes
-    assert big.memory_section.selected_index is None and big.memory.svg == "" and big.memory.picture is not None
-    big.memory_section.selected_index = 0
+    assert big.memory_section.selected_index is None and big.memory.svg == "" and big.memory.picture is None
+    big.strategy.value = "dedupe"  # while folded, nothing of the memory plan is computed
+    assert big.memory.picture is None
+    seen = busy_changes(big)
+    big.memory_section.selected_index = 0  # opened: the placement shown now is drawn
+    assert big.memory.picture is not None and seen == [True, False]
     assert big.memory.summary.startswith("cpu: buffer 1") and "dmp-block" in big.memory.svg
+    big.graph.selected = "sin_d2h"
+    assert 'dmp-picked" data-value' in big.memory.svg
     monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 100)
     assert PlacementExplorer(model="cpu_between").memory_section.selected_index == 0
