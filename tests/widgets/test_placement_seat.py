@@ -180,3 +180,13 @@ def test_a_big_program_opens_with_its_memory_plan_folded_and_undrawn(monkeypatch
     assert 'dmp-picked" data-value' in big.memory.svg
     monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 100)
     assert PlacementExplorer(model="cpu_between").memory_section.selected_index == 0
+
+
+def test_opening_an_explorer_exports_lowers_and_places_once(monkeypatch):
+    """A guard, not a fix: profiled in a kernel (nbclient), a first run of `PlacementExplorer(model="gpt2_12l")` and
+    a first selection of it in the dropdown each export, lower and place once; what a first run adds is imports."""
+    counts = {name: counted(monkeypatch, name) for name in ("export_program", "lower", "place_devices")}
+    explorer = PlacementExplorer(model="cpu_between")
+    assert {name: len(calls) for name, calls in counts.items()} == dict.fromkeys(counts, 1)
+    explorer.model.value = "mlp"
+    assert {name: len(calls) for name, calls in counts.items()} == dict.fromkeys(counts, 2)
