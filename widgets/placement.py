@@ -42,7 +42,8 @@ from .pte_graph import pte_graph_elements
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
 KEPT_WHAT_IFS = 256
-# placed nodes past which the memory plan opens folded (not drawn, not sent on each click, until opened)
+# placed nodes past which the memory plan and the bytes-by-placement table open folded (not computed, not sent on
+# each edit or click, until opened)
 MEMORY_OPEN_UP_TO = 400  # what-if rows kept per explorer, per (placement, copy); least recently used dropped first
 # The diff's table in the explorer: headers left-aligned and padded as their cells (a browser centres a bare <th>)
 DIFF_STYLE = (
@@ -133,6 +134,13 @@ class PlacementExplorer(w.VBox):
         # the graph takes the whole width; the what-if line, the memory plan and the table sit below it
         self.counts, self.graph, self.table = w.HTML(), GraphView(layout=w.Layout(width="100%")), w.HTML()
         self.memory = MemoryPlanView()
+        # the same program placed plain, hoisted and with resident buffers: three more placements, made when shown
+        self.placements = w.HTML()
+        self.placements_section = w.Accordion(
+            [self.placements], titles=("bytes per call: plain, hoisted, resident buffers",), selected_index=0
+        )
+        self.placements_section.add_class("devcopy-placements-section")
+        self.placements_section.observe(lambda _: self._show_placements(), names="selected_index")
         self.memory_section = w.Accordion([self.memory], titles=("memory plan",), selected_index=0)
         self.memory_section.add_class("devcopy-memory-section")
         self.memory_section.observe(self._memory_folded, names="selected_index")
@@ -183,6 +191,7 @@ class PlacementExplorer(w.VBox):
                 self.pte_note,
                 self.error_html,
                 self.counts,
+                self.placements_section,
                 self.savings,
                 self.executorch,
                 self.export_note,
@@ -237,6 +246,7 @@ class PlacementExplorer(w.VBox):
             self.what_if_button,
         ):
             control.disabled = True
+        self.placements_section.layout.display = "none"  # placements of a model devcopy places: none here
         self.pte_note.value = html.note(f"Showing {PTE_REASON}.", "devcopy-pte-reason")
 
     def _memory_picked(self, change: Any) -> None:
@@ -432,19 +442,30 @@ class PlacementExplorer(w.VBox):
         self.counts.value = (
             html.note(summary.totals_line(report), "devcopy-totals")
             + html.note(f"bytes by role {report.roles_line()}", "devcopy-roles")
-            + html.table(summary.placement_rows(report), summary.PLACEMENT_COLUMNS)
             + (html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         )
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))
         if self._shown is None and len(self.graph.nodes) > MEMORY_OPEN_UP_TO:
-            self.memory_section.selected_index = None  # a big program opens with its memory plan folded
+            # a big program opens with its memory plan and bytes-by-placement table folded
+            self.memory_section.selected_index = self.placements_section.selected_index = None
+        self._show_placements()
         self._show_memory(self.placed, None)
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self._show_executorch()
         self._explain()
         self._shown = {name: getattr(self.state, name) for name in SETTINGS}
         self.diff.value = self._diff_html()
+
+    def _show_placements(self) -> None:
+        """The bytes-by-placement table of the placement shown, when its section is open (reading it places the
+        program three more times: 1.5 s of a 6 s delegate-set change at 24 GPT-2 layers); '' while folded."""
+        if self.placements_section.selected_index is None or self.placed is None or self.pte is not None:
+            self.placements.value = ""
+            return
+        with self._busy():
+            rows = summary.placement_rows(self.placed.report)
+        self.placements.value = html.table(rows, summary.PLACEMENT_COLUMNS)
 
     def _show_pte(self, p: PteProgram) -> None:
         """The program's totals, its instructions as a graph and ExecuTorch's memory plan beside it."""

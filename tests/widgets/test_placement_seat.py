@@ -190,3 +190,20 @@ def test_opening_an_explorer_exports_lowers_and_places_once(monkeypatch):
     assert {name: len(calls) for name, calls in counts.items()} == dict.fromkeys(counts, 1)
     explorer.model.value = "mlp"
     assert {name: len(calls) for name, calls in counts.items()} == dict.fromkeys(counts, 2)
+
+
+def test_the_bytes_by_placement_table_is_made_only_when_shown(monkeypatch):
+    explorer = PlacementExplorer(model="cpu_between")
+    assert "<td>plain</td>" in explorer.placements.value and "<td>resident</td>" in explorer.placements.value
+    explorer.placements_section.selected_index = None
+    read: list[Any] = []
+    real = placement.summary.placement_rows
+    monkeypatch.setattr(placement.summary, "placement_rows", lambda report: read.append(report) or real(report))
+    explorer.strategy.value = "dedupe"  # folded: the three extra placements are not made
+    assert read == [] and explorer.placements.value == ""
+    seen = busy_changes(explorer)
+    explorer.placements_section.selected_index = 0
+    assert read == [explorer.placed.report] and "<td>plain</td>" in explorer.placements.value and seen == [True, False]
+    monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 10)
+    big = PlacementExplorer(model="cpu_between")
+    assert big.placements_section.selected_index is None and big.placements.value == ""
