@@ -2,7 +2,8 @@
 
 A copy: its value, shape, dtype, bytes, the devices it goes between, the op that is not delegated (or the method
 boundary) that makes it necessary, and what delegating that op would save, found by placing again with the op
-delegated (`what_if_rows`, asked for one node at a time: a re-placement of GPT-2 12-layer takes about 0.2 s).
+delegated (`what_if_texts`, asked for one copy at a time on the explorer's "what if?" button: a re-placement with a
+new delegate set lowers again, seconds on a 96-layer model).
 A delegate: its ops, the bytes it reads and writes, its device. Pure functions over a placed graph
 (docs/explorer.md, "The inspector").
 """
@@ -32,7 +33,9 @@ DTYPE_SHORT = {
     "complex64": "c64",
 }
 MAX_WHAT_IFS = 3  # distinct not-delegated ops tried per copy (each is one re-placement)
-PENDING = "computed when the copy is selected in the explorer"
+# the what-if row until asked for: each change is one re-placement (seconds on a big model), so the explorer computes
+# it on its "what if?" button, not on a click on the copy
+PENDING = "press 'what if?' under the graph (places the program again with each change)"
 WHAT_IF_LABEL = "what if"
 INPUT_SWITCH, OUTPUT_SWITCH = "skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs"
 PEER = Strategy.PEER.value
@@ -236,12 +239,18 @@ def _what_if_text(what: Mapping[str, str], before: Any, report_for: Callable[[Ma
     return f"{change}: {change_text(before, after)}"
 
 
+def what_if_texts(changes: Any, before: Any, report_for: Callable[[Mapping[str, str]], Any]) -> list[list[str]]:
+    """The what-if rows alone, one per change in `changes` (a node's `what_if`): `report_for(change)` places the
+    program again with that change; its report is compared with `before`."""
+    return [[WHAT_IF_LABEL, _what_if_text(change, before, report_for)] for change in changes]
+
+
 def what_if_rows(
     shown: Mapping[str, Any], before: Any, report_for: Callable[[Mapping[str, str]], Any]
 ) -> list[list[str]]:
-    """`shown`'s rows with its pending what-if row replaced by what each of its changes (`shown["what_if"]`) gives:
-    `report_for(change)` places the program again with that change; its report is compared with `before`."""
-    texts = [_what_if_text(change, before, report_for) for change in shown["what_if"]]
+    """`shown`'s rows with its pending what-if row replaced by what each of its changes (`shown["what_if"]`) gives
+    (`what_if_texts`)."""
+    texts = what_if_texts(shown["what_if"], before, report_for)
     rows = [list(row) for row in shown["rows"] if row[0] != WHAT_IF_LABEL]
     at = next((i for i, row in enumerate(rows) if row[0] == "predicted"), len(rows))
-    return rows[:at] + [[WHAT_IF_LABEL, text] for text in texts] + rows[at:]
+    return rows[:at] + texts + rows[at:]

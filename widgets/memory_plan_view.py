@@ -93,6 +93,8 @@ class MemoryPlanView(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self.picture: Any = None  # the memory_picture on screen
         self._node = ""
+        self.paused = False  # hidden (a folded section): nothing is drawn or sent until shown again
+        self._stale = False  # a drawing was skipped while paused
         self.observe(self._picked, names="selected")
 
     def show(self, picture: Any) -> None:
@@ -113,6 +115,13 @@ class MemoryPlanView(anywidget.AnyWidget):
         self._node = node
         self._draw()
 
+    def pause(self, paused: bool) -> None:
+        """Stop drawing while hidden, or draw what changed meanwhile once shown again: the browser can only swap the
+        whole SVG, so on a big program (250 KB of SVG at 96 GPT-2 layers) every graph click would re-send it."""
+        self.paused = paused
+        if not paused and self._stale:
+            self._draw()
+
     def _block(self, value: str) -> Any:
         return next((b for lane in self.picture.lanes for b in lane.blocks if str(b.value) == value), None)
 
@@ -122,6 +131,10 @@ class MemoryPlanView(anywidget.AnyWidget):
         self._draw()
 
     def _draw(self) -> None:
+        if self.paused:
+            self._stale = True
+            return
+        self._stale = False
         if self.picture is None:
             self.svg, self.summary = "", ""
             return

@@ -4,6 +4,9 @@ memory plan. Or open an ExecuTorch `.pte` and see its instructions and ExecuTorc
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +32,7 @@ from devcopy_lib.names import PARTITIONS, STRATEGIES, Strategy
 
 from . import html
 from . import placement_summary as summary
-from .graph_inspector import what_if_rows
+from .graph_inspector import what_if_texts
 from .graph_view import GraphView
 from .graph_view_data import graph_elements
 from .guard import shown_errors
@@ -38,6 +41,16 @@ from .placement_state import PlacementState, parse_target
 from .pte_graph import pte_graph_elements
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
+KEPT_WHAT_IFS = 256
+# placed nodes past which the memory plan and the bytes-by-placement table open folded (not computed, not sent on
+# each edit or click, until opened)
+MEMORY_OPEN_UP_TO = 400  # what-if rows kept per explorer, per (placement, copy); least recently used dropped first
+# The diff's table in the explorer: headers left-aligned and padded as their cells (a browser centres a bare <th>)
+DIFF_STYLE = (
+    "<style>.devcopy-diff table{border-collapse:collapse;font-family:monospace;font-size:12px}"
+    ".devcopy-diff th,.devcopy-diff td{padding:1px 10px 1px 0;text-align:left;vertical-align:top;"
+    "border-bottom:1px solid #e0e0e0}</style>"
+)
 CUSTOM = "custom"  # the delegate-set menu's entry when the ticked ops match no preset
 # The state's settings the controls edit: the view shown was placed with these (restored after a refused change).
 SETTINGS = (
@@ -87,6 +100,9 @@ class PlacementExplorer(w.VBox):
         self.comparing: threading.Thread | None = None  # the ExecuTorch comparison running in the background
         self._comparison = 0  # which refresh the comparison on screen belongs to
         self.last_branches: list[dict[str, Any]] = []  # the last traced call's Method.control_flow
+        self._placed_key: tuple[Any, ...] = ()  # the state's placed_key() of the placement on screen
+        # the what-if rows computed so far, per (placed_key, copy id): asked for on the button, never on a click
+        self._what_ifs: OrderedDict[tuple[Any, ...], list[list[str]]] = OrderedDict()
         s = self.state
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
@@ -115,8 +131,30 @@ class PlacementExplorer(w.VBox):
         self.preset.observe(self._preset_chosen, names="value")
         self.select_all.on_click(lambda _: self._tick(self.state.model_ops()))
         self.select_none.on_click(lambda _: self._tick(()))
-        self.counts, self.graph, self.table = w.HTML(), GraphView(layout=w.Layout(flex="1 1 560px")), w.HTML()
-        self.memory = MemoryPlanView(layout=w.Layout(flex="0 0 450px"))  # the memory plan, beside the graph
+        # the graph takes the whole width; the what-if line, the memory plan and the table sit below it
+        self.counts, self.graph, self.table = w.HTML(), GraphView(layout=w.Layout(width="100%")), w.HTML()
+        self.memory = MemoryPlanView()
+        # the same program placed plain, hoisted and with resident buffers: three more placements, made when shown
+        self.placements = w.HTML()
+        self.placements_section = w.Accordion(
+            [self.placements], titles=("bytes per call: plain, hoisted, resident buffers",), selected_index=0
+        )
+        self.placements_section.add_class("devcopy-placements-section")
+        self.placements_section.observe(lambda _: self._show_placements(), names="selected_index")
+        self.memory_section = w.Accordion([self.memory], titles=("memory plan",), selected_index=0)
+        self.memory_section.add_class("devcopy-memory-section")
+        self.memory_section.observe(self._memory_folded, names="selected_index")
+        self._memory_source: tuple[Any, Any] | None = None  # what the folded memory plan will draw once opened
+        # the selected copy's what-if: computed on this button (one re-placement per change), cached per placement
+        self.what_if_button = w.Button(
+            description="what if?",
+            icon="question",
+            disabled=True,
+            tooltip="place the program again with each change that could remove the selected copy",
+        )
+        self.what_if_button.on_click(lambda _: self.what_if())
+        self.what_if_html = w.HTML()
+        self.what_if_html.add_class("devcopy-what-if")
         self.pte_note = w.HTML()
         self.savings, self.executorch, self.error_html = w.HTML(), w.HTML(), w.HTML()
         # exports (docs/explorer.md, Exports): the report as a file, and a diff against another strategy
@@ -153,11 +191,14 @@ class PlacementExplorer(w.VBox):
                 self.pte_note,
                 self.error_html,
                 self.counts,
+                self.placements_section,
                 self.savings,
                 self.executorch,
                 self.export_note,
                 self.diff,
-                w.HBox([self.graph, self.memory], layout=wrap),
+                self.graph,
+                w.HBox([self.what_if_button, self.what_if_html], layout=wrap),
+                self.memory_section,
                 self.table,
             ]
         )
@@ -202,8 +243,10 @@ class PlacementExplorer(w.VBox):
             self.select_none,
             self.report_path,
             self.export_button,
+            self.what_if_button,
         ):
             control.disabled = True
+        self.placements_section.layout.display = "none"  # placements of a model devcopy places: none here
         self.pte_note.value = html.note(f"Showing {PTE_REASON}.", "devcopy-pte-reason")
 
     def _memory_picked(self, change: Any) -> None:
@@ -253,26 +296,81 @@ class PlacementExplorer(w.VBox):
         if change["new"] != CUSTOM:
             self._tick(self.state.preset_ops(change["new"]))
 
+    @contextmanager
+    def _busy(self) -> Iterator[None]:
+        """The graph view's busy state around work that can take over 0.3 s (a lowering, a placement, an export; the
+        view shows it after 0.3 s). Nested calls mark it once: the outermost clears it."""
+        if self.graph.busy:
+            yield
+            return
+        with self.graph.working():
+            yield
+
     @shown_errors
     def _tick(self, ops: Any) -> None:
         """Delegate exactly `ops` (a preset, all or none): the boxes change together and the view is redone once."""
-        self.state.delegate_ops = tuple(ops)
-        self._rebuild_ops()
-        self.refresh()
+        with self._busy():  # a new delegate set lowers again: seconds on a big model
+            self.state.delegate_ops = tuple(ops)
+            self._rebuild_ops()
+            self.refresh()
+
+    def _selected_copy(self) -> dict[str, Any] | None:
+        """The selected node when it is a copy some change could remove (it has `what_if` changes), else None."""
+        if not self.graph.selected or self.placed is None or self.pte is not None:
+            return None
+        node = next((n for n in self.graph.nodes if n["id"] == self.graph.selected), None)
+        return node if node is not None and node.get("what_if") else None
 
     def _explain(self, _change: Any = None) -> None:
-        """Fill the selected copy's what-if rows: each change is placed again (the state caches it) and compared with
-        the placement shown; a change that fails says so in its row."""
-        node = next((n for n in self.graph.nodes if n["id"] == self.graph.selected), None)
-        if node is None or not node.get("what_if") or self.placed is None:
+        """Show the selected copy's what-if when it is already computed (per placement and copy), else offer the
+        button that computes it. Nothing is placed here: a click on a copy stays instant."""
+        node = self._selected_copy()
+        rows = None if node is None else self._what_ifs.get((self._placed_key, node["id"]))
+        self.what_if_button.disabled = node is None or rows is not None
+        if node is None:
+            self.what_if_html.value = ""
             return
-        rows = what_if_rows(node, self.placed.report, lambda change: self.state.placed_if(change).report)
-        self.graph.update_nodes({node["id"]: {"rows": rows}})
+        if rows is None:
+            changes = ", ".join(f"{key} {value}" for change in node["what_if"] for key, value in change.items())
+            text = f"{node['id']}: press 'what if?' to place the program again with each change ({changes})"
+            self.what_if_html.value = html.note(text, "devcopy-what-if-pending")
+            return
+        self.what_if_html.value = html.note(f"what if, for {node['id']}:", "devcopy-what-if-title") + html.table(
+            [{"change": text} for _, text in rows], ("change",), "devcopy-what-if-rows"
+        )
+
+    @shown_errors
+    def what_if(self, node_id: str | None = None) -> list[list[str]]:
+        """The what-if rows (`["what if", text]`) of copy `node_id`, selected first (default: the selected copy):
+        each change that could remove it is placed again and compared with the placement shown; a change that is
+        refused says so in its row. Computed once per (placement, copy), the view busy meanwhile; shown under the
+        graph. Only those rows are sent to the browser, never the graph's nodes again."""
+        if node_id is not None:
+            self.graph.selected = node_id
+        node = self._selected_copy()
+        if node is None:
+            raise ValueError(
+                f"No what-if for {self.graph.selected or 'nothing selected'!r}: select a copy (an H2D, D2H or D2D "
+                "node whose inspector has a 'what if' row) first"
+            )
+        key = (self._placed_key, node["id"])
+        if key in self._what_ifs:
+            self._what_ifs.move_to_end(key)
+        else:
+            with self._busy():
+                before = self.placed.report
+                self._what_ifs[key] = what_if_texts(
+                    node["what_if"], before, lambda change: self.state.placed_if(change).report
+                )
+            while len(self._what_ifs) > KEPT_WHAT_IFS:
+                self._what_ifs.popitem(last=False)
+        self._explain()
+        return self._what_ifs[key]
 
     def _changed(self, change: Any) -> None:
         if self._syncing or self.pte is not None:  # a .pte's controls are off: nothing to re-place
             return
-        with self.graph.working():  # the graph view says busy when this takes over 0.3 s
+        with self._busy():  # the graph view says busy when this takes over 0.3 s
             if self._read_controls(change["owner"]):
                 self.refresh()
         if self.error is not None and self._shown is not None:
@@ -339,21 +437,35 @@ class PlacementExplorer(w.VBox):
             self._show_pte(self.pte)
             return
         self.placed = self.state.placed()
+        self._placed_key = self.state.placed_key()
         report = self.placed.report
         self.counts.value = (
             html.note(summary.totals_line(report), "devcopy-totals")
             + html.note(f"bytes by role {report.roles_line()}", "devcopy-roles")
-            + html.table(summary.placement_rows(report), summary.PLACEMENT_COLUMNS)
             + (html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         )
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))
+        if self._shown is None and len(self.graph.nodes) > MEMORY_OPEN_UP_TO:
+            # a big program opens with its memory plan and bytes-by-placement table folded
+            self.memory_section.selected_index = self.placements_section.selected_index = None
+        self._show_placements()
         self._show_memory(self.placed, None)
         self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
         self._show_executorch()
         self._explain()
         self._shown = {name: getattr(self.state, name) for name in SETTINGS}
         self.diff.value = self._diff_html()
+
+    def _show_placements(self) -> None:
+        """The bytes-by-placement table of the placement shown, when its section is open (reading it places the
+        program three more times: 1.5 s of a 6 s delegate-set change at 24 GPT-2 layers); '' while folded."""
+        if self.placements_section.selected_index is None or self.placed is None or self.pte is not None:
+            self.placements.value = ""
+            return
+        with self._busy():
+            rows = summary.placement_rows(self.placed.report)
+        self.placements.value = html.table(rows, summary.PLACEMENT_COLUMNS)
 
     def _show_pte(self, p: PteProgram) -> None:
         """The program's totals, its instructions as a graph and ExecuTorch's memory plan beside it."""
@@ -369,7 +481,26 @@ class PlacementExplorer(w.VBox):
             ("#", "instruction", "values"),
         )
 
+    def _memory_folded(self, change: Any) -> None:
+        """Folding the memory plan stops its drawing; opening it computes and draws what it missed meanwhile."""
+        folded = change["new"] is None
+        if not folded and self._memory_source is not None:
+            source, nodes = self._memory_source
+            self._memory_source = None
+            with self._busy():  # the picture of a big program takes a while
+                self._draw_memory(source, nodes)
+        self.memory.pause(folded)
+
     def _show_memory(self, source: Any, nodes: Any) -> None:
+        """Draw the memory plan of `source`, or, while it is folded, keep `source` to draw once it is opened (its
+        picture emits the program: 0.7 s at 24 GPT-2 layers)."""
+        if self.memory.paused:
+            self._memory_source = (source, nodes)
+            return
+        self._memory_source = None
+        self._draw_memory(source, nodes)
+
+    def _draw_memory(self, source: Any, nodes: Any) -> None:
         """Draw the memory plan of `source`; one that cannot be drawn says why in its place, the graph stays."""
         try:
             self.memory.show(memory_picture(source, nodes))
@@ -384,12 +515,17 @@ class PlacementExplorer(w.VBox):
         if self.compare_with.value not in _strategies(self.state):
             return ""
         html_text: str = diff_html(placement_diff(self.placed, self._other_placement()))
-        return html_text
+        return f'<div class="devcopy-diff">{DIFF_STYLE}{html_text}</div>'
 
     @shown_errors
     def export_report(self, path: str | None = None) -> str:
         """Write the shown placement's report (HTML or JSON by the suffix; with the diff when comparing) and show
         where it went; `path` defaults to the report file box, else `devcopy_report_MODEL_STRATEGY.html`."""
+        self.export_note.value = ""  # a failed export shows its error alone, not an earlier export's note
+        with self._busy():  # the diff places another strategy; a big report takes a while to write
+            return self._write_report(path)
+
+    def _write_report(self, path: str | None) -> str:
         s = self.state
         if self.pte is not None:
             raise ValueError(
@@ -410,6 +546,11 @@ class PlacementExplorer(w.VBox):
         """Load the shown placement, or the .pte (portable mode, the default backend), profile `calls` calls and write
         them as a Chrome/Perfetto trace; `path` defaults to `devcopy_trace_MODEL_STRATEGY.json` (a .pte's:
         `devcopy_trace_pte_PLAN.json`)."""
+        self.export_note.value = ""  # a failed export shows its error alone, not an earlier export's note
+        with self._busy():  # loading and profiling `calls` calls
+            return self._write_trace(path, calls)
+
+    def _write_trace(self, path: str | None, calls: int) -> str:
         s = self.state
         if self.pte is not None:  # ExecuTorch's program with its own memory plan, on seeded inputs (docs/pte.md)
             path = path or f"devcopy_trace_pte_{self.pte.plan}.json"

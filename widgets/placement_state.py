@@ -160,10 +160,10 @@ class PlacementState:
         """The `peer` strategy differs from the others only when delegates sit on two or more devices."""
         return len(target_devices(self.target_device)) >= 2
 
-    def placed(self) -> Any:
-        """`place_devices` of `lowered()` with this state's strategy, skip, hoist and resident-buffer switches and
-        cost model."""
-        key = (
+    def placed_key(self) -> tuple[Any, ...]:
+        """What `placed()` depends on: two states with the same key give the same placement (the explorer keys its
+        what-if cache on it)."""
+        return (
             "placed",
             self.model,
             self.ticked_ops(),
@@ -176,8 +176,12 @@ class PlacementState:
             self.resident_buffers,
             id(self.cost_model),
         )
+
+    def placed(self) -> Any:
+        """`place_devices` of `lowered()` with this state's strategy, skip, hoist and resident-buffer switches and
+        cost model."""
         return self._kept(
-            key,
+            self.placed_key(),
             lambda: place_devices(
                 self.lowered(),
                 strategy=self.strategy,

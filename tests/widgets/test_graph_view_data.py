@@ -33,6 +33,11 @@ def selected(explorer: PlacementExplorer, node_id: str) -> dict:
     return next(n for n in explorer.graph.nodes if n["id"] == node_id)
 
 
+def asked(explorer: PlacementExplorer, node_id: str) -> dict[str, str]:
+    """The copy's rows with its what-if computed, as the explorer's "what if?" button does (a click places nothing)."""
+    return {**rows_of(selected(explorer, node_id)), **dict(explorer.what_if())}
+
+
 def replaced(state: PlacementState, op: str):
     """The state's placement again, with `op` delegated too, through the library's public API alone."""
     lowered = lower(state.exported(), (*state.ticked_ops(), op), state.target_device, state.partition)
@@ -78,23 +83,19 @@ def test_delegating_the_blocking_op_saves_what_a_re_placement_says(cpu_between):
     node = selected(cpu_between, "sin_d2h")  # cumsum reads sin on the CPU
     assert node["what_if"] == [{"delegate": "cumsum.default"}]
     expected = expected_saving(state.placed().report, replaced(state, "cumsum.default"))
-    assert rows_of(node)["what if"] == f"delegate cumsum.default: {expected}"
+    assert asked(cpu_between, "sin_d2h")["what if"] == f"delegate cumsum.default: {expected}"
     assert expected.startswith("saves 2 H2D and 1 D2H")  # cumsum's own H2D, b's second H2D, sin's D2H
     assert state.ticked_ops() == PlacementState(model="cpu_between").ticked_ops()  # asking changed nothing
 
 
 def test_a_method_boundary_names_the_switch_and_what_it_saves(cpu_between):
-    node = selected(cpu_between, "mul_d2h")
-    rows = rows_of(node)
+    rows = asked(cpu_between, "mul_d2h")
     assert rows["why"].startswith("method boundary: the program returns mul")
     assert rows["what if"] == "skip_d2h_for_method_outputs=True: saves 1 D2H (64 B less per call)"
-    refused = rows_of(selected(cpu_between, "b_h2d"))["what if"]  # b feeds two delegates: the pass refuses the switch
+    refused = asked(cpu_between, "b_h2d")["what if"]  # b feeds two delegates: the pass refuses the switch
     assert refused.startswith("skip_h2d_for_method_inputs=True: refused (PlacementError: ") and "'b'" in refused
     add = PlacementExplorer(model="add")
-    assert (
-        rows_of(selected(add, "a_h2d"))["what if"]
-        == "skip_h2d_for_method_inputs=True: saves 2 H2D (128 B less per call)"
-    )
+    assert asked(add, "a_h2d")["what if"] == "skip_h2d_for_method_inputs=True: saves 2 H2D (128 B less per call)"
 
 
 def test_no_copy_anywhere_is_named_by_its_default_overload():
@@ -126,8 +127,7 @@ def test_every_row_is_a_label_and_a_text(cpu_between):
 
 
 def test_gpt2_slice_copy_is_explained_and_its_saving_equals_a_re_placement(gpt2):
-    node = selected(gpt2, "slice_1_h2d")
-    rows = rows_of(node)
+    rows = asked(gpt2, "slice_1_h2d")
     assert (rows["shape"], rows["dtype"], rows["bytes"]) == ("[1, 1]", "int64", "8 B")
     assert rows["why"].startswith("slice.Tensor (slice_1) is not delegated")
     expected = expected_saving(gpt2.state.placed().report, replaced(gpt2.state, "slice.Tensor"))
@@ -233,7 +233,7 @@ def test_the_preset_shown_follows_the_ticked_ops():
 def test_a_host_hop_between_two_devices_names_the_peer_strategy_and_what_it_saves():
     two = {"delegate_0": "cuda:0", "delegate_1": "cuda:1"}
     hop = PlacementExplorer(model="back_to_back", partition="per_node", target_device=two)
-    rows = rows_of(selected(hop, "add_h2d"))
+    rows = asked(hop, "add_h2d")
     assert (rows["value"], rows["from"], rows["to"]) == (
         "add (through add_d2h)",
         "cpu (add_d2h)",

@@ -284,8 +284,8 @@ def test_resident_buffers_keep_a_cache_on_the_device_and_the_counts_compare_thre
 
     view = PlacementExplorer.for_model(Ring(), (torch.randn(1, 4), torch.tensor([3])))
     assert "resident_buffers=True would keep it on cuda:0" in view.table.value
-    assert "<td>plain</td><td>128 B / 0 B</td>" in view.counts.value  # the cache crosses every call
-    assert "<td>resident</td><td>0 B / 0 B</td>" in view.counts.value
+    assert "<td>plain</td><td>128 B / 0 B</td>" in view.placements.value  # the cache crosses every call
+    assert "<td>resident</td><td>0 B / 0 B</td>" in view.placements.value
     view.resident.value = True
     assert view.error is None and view.state.resident_buffers
     assert "resident on cuda:0: copied there once at load" in view.table.value
