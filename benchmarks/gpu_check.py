@@ -1,7 +1,8 @@
 """Everything that needs CUDA, in one command: every GPU-marked test, `.pte` files with weights on CuPy, the call
 overhead with and without graph replay beside eager and a hand-written CUDA graph, the copy sweep (small public
-copies, reused pageable buffers) and the cost model's out-of-sample check. Each stage runs as its own process under
-its own time limit; the summary goes to docs/data/gpu_check.json and benchmarks/render_docs.py publishes it.
+copies, reused pageable buffers), the cost model's out-of-sample check and a Llama-shaped decode step per token. Each
+stage runs as its own process under its own time limit; the summary goes to docs/data/gpu_check.json and
+benchmarks/render_docs.py publishes it.
 
     make gpu-wheels      # on a networked machine: the wheels the CUDA machine lacks, into .whl/
     make gpu-check       # on the CUDA machine (no network): installs them from .whl/, then runs this script
@@ -32,6 +33,7 @@ PTE_MODELS = ("mlp", "transformer_block")
 CALL_MODELS = "mlp16x16,transformer_block,gpt2_2l,resnet18,llama_tiny"
 SWEEP_SIZES = "4K,64K,1M,16M,64M,256M,1G"
 CHECK_SIZES = "4K..256M"
+DECODE_STEP_DATA = DATA / "decode_step_cupy.json"  # the decode step's own file, published beside the check
 
 
 Command = tuple[list[str], Path | None]  # argv, and the file its standard output goes to (None: the stage's log)
@@ -250,14 +252,55 @@ def _target(row: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "measured": row.get("value"), "goal": row.get("goal"), "met": bool(row.get("met"))}
 
 
-# The limits add up to under 10 minutes: the whole check fits one ten-minute session on a lent machine.
+def _decode_step(work: Path) -> list[Command]:
+    """The Llama-shaped decode step (8 layers, dim 2048, 2048 cached positions), published beside the check."""
+    argv = _python("benchmarks/decode_step.py", "--backend", "cupy", "--rounds", "3", "--out", str(DECODE_STEP_DATA))
+    return [(argv, None)]
+
+
+def _decode_step_targets(work: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The decode step's two goals: resident buffers with graph replay at or under eager CUDA per token, and only
+    the token ids and the logits crossing PCIe per token."""
+    path = DECODE_STEP_DATA
+    if not runs or runs[-1]["rc"] != 0 or not path.exists():  # not run, or failed: an older file is not this run's
+        return {"targets": []}
+    data = json.loads(path.read_text())
+    rows = {row["variant"]: row for row in data["rows"]}
+    targets = []
+    if "resident + graphs" in rows:
+        ratio = rows["resident + graphs"]["token_s"] / data["eager"]["token_s"]
+        targets.append(
+            {
+                "target": "decode step resident + graphs per token / eager CUDA",
+                "value": ratio,
+                "goal": 1.0,
+                "met": ratio <= 1.0,
+            }
+        )
+    if "resident" in rows:
+        moved = sum(rows["resident"]["bytes_per_token"].values())
+        floor = data["goal"]["token ids + logits only"]
+        targets.append(
+            {
+                "target": "decode step resident bytes per token (token ids + logits)",
+                "value": moved,
+                "goal": floor,
+                "met": moved <= floor,
+            }
+        )
+    return {"targets": [_target(t) for t in targets], "data": path.name}
+
+
+# The limits add up to under 10 minutes: the whole check fits one ten-minute session on a lent machine (measured on
+# an H200 and an H100: pte 77 s, tests 147-153 s, call_overhead 28 s, copies 60 s, cost_model 21 s, call_profile 13 s).
 STAGES = (
-    Stage("pte", 110, _pte, _pte_results),
-    Stage("tests", 240, _tests, _test_counts),
-    Stage("call_overhead", 60, _call_overhead, _targets_of("call_overhead_cupy.json")),
-    Stage("copies", 80, _copies, _targets_of("copy_bandwidth.json")),
-    Stage("cost_model", 45, _cost_check, _cost_model_check),
-    Stage("call_profile", 40, _call_profile),
+    Stage("pte", 100, _pte, _pte_results),
+    Stage("tests", 210, _tests, _test_counts),
+    Stage("call_overhead", 50, _call_overhead, _targets_of("call_overhead_cupy.json")),
+    Stage("copies", 75, _copies, _targets_of("copy_bandwidth.json")),
+    Stage("cost_model", 35, _cost_check, _cost_model_check),
+    Stage("call_profile", 25, _call_profile),
+    Stage("decode_step", 100, _decode_step, _decode_step_targets),
 )
 
 

@@ -435,8 +435,9 @@ def _decode_step_section() -> list[str]:
     path = ROOT / "docs/data/decode_step_cupy.json"
     if not path.exists():
         return [
-            "Not measured yet: no GPU run is published. The command is `python benchmarks/decode_step.py --backend "
-            "cupy` (about 90 s on an H100); it writes docs/data/decode_step_cupy.json, which this page then shows."
+            "Not measured yet: no GPU run is published. `make gpu-check` runs it (its decode_step stage), as does "
+            "`python benchmarks/decode_step.py --backend cupy`; either writes docs/data/decode_step_cupy.json, which "
+            "this page then shows."
         ]
     data = json.loads(path.read_text())
     meta, eager = data["meta"], data["eager"]
