@@ -115,10 +115,13 @@ def _dim_order_problem(
 
 def aten_dim_order(tensor: torch.Tensor, like: Sequence[int] | None = None) -> tuple[int, ...]:
     """A torch tensor's dim order read from its strides. Strides of one-element dimensions are free (PyTorch's
-    contiguity rule), so where the tensor is also laid out in `like`, `like` is its dim order."""
+    contiguity rule), as are all of an empty tensor's, so where the tensor is also laid out in `like`, `like` is its
+    dim order."""
     if like is not None and len(like) == tensor.dim():
         expected = contiguous_strides(tuple(tensor.shape), like)
-        if all(size <= 1 or s == e for size, s, e in zip(tensor.shape, tensor.stride(), expected, strict=True)):
+        if tensor.numel() == 0 or all(
+            size <= 1 or s == e for size, s, e in zip(tensor.shape, tensor.stride(), expected, strict=True)
+        ):
             return tuple(like)
     return tuple(sorted(range(tensor.dim()), key=lambda d: (-int(tensor.stride()[d]), d)))
 
