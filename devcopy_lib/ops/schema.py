@@ -21,6 +21,8 @@ ET_COPY_OPS_YAML = os.path.join(HERE, "et_copy_ops.yaml")
 FUNCTIONS_YAML = os.path.join(HERE, "functions.yaml")
 PEER_COPY_OPS_YAML = os.path.join(HERE, "peer_copy_ops.yaml")  # devcopy's et_copy::_d2d_copy.out for ATen mode
 QUANTIZED_YAML = os.path.join(HERE, "quantized.yaml")  # ExecuTorch's quantized out variants devcopy implements
+# ExecuTorch-defined ops its ATen-mode runtime runs (the dim-order copies), part of the `native` lib
+EDGE_DIALECT_ATEN_OPS_YAML = os.path.join(HERE, "edge_dialect_aten_op.yaml")
 NATIVE_FUNCTIONS_YAML = os.path.join(
     os.path.dirname(torchgen.__file__),
     "packaged",

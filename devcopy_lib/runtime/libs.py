@@ -2,7 +2,9 @@
 
 - `portable` (portable mode): every entry of ops/functions.yaml: the et_copy portable kernels and the portable CPU
   ops computed through torch.ops.aten on zero-copy host views.
-- `native` (ATen mode): every op of ATen's native_functions.yaml (torchgen's packaged copy), run by PyTorch.
+- `native` (ATen mode): every op of ATen's native_functions.yaml (torchgen's packaged copy), run by PyTorch, and
+  the ExecuTorch-defined dim-order copies of ops/edge_dialect_aten_op.yaml (as ExecuTorch's ATen generated_lib links
+  its edge_dialect_aten_op.yaml), run by kernels/dim_order.py.
 - `device_copy_ops_aten_lib` (ATen mode): ops/et_copy_ops.yaml through the custom-op path, the ATen-mode et_copy
   kernels; link it next to `native` or the et_copy ops are missing (ExecuTorch's ATen-mode bug).
 - `peer_copy_ops_aten_lib` (ATen mode, devcopy's addition): ops/peer_copy_ops.yaml, the `_d2d_copy.out` kernel the
@@ -24,7 +26,7 @@ from typing import Any
 from torchgen.model import FunctionSchema
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError
-from ..kernels import device_copy, portable_cpu, quantized
+from ..kernels import device_copy, dim_order, portable_cpu, quantized
 from ..kernels.portable_cpu import boxed_aten_kernel
 from ..names import (
     COPY_OP,
@@ -45,6 +47,7 @@ from ..names import (
     Mode,
 )
 from ..ops.schema import (
+    EDGE_DIALECT_ATEN_OPS_YAML,
     ET_COPY_OPS_YAML,
     FUNCTIONS_YAML,
     NATIVE_FUNCTIONS_YAML,
@@ -67,7 +70,7 @@ QUANTIZED_KERNELS = "devcopy::quantized"  # the namespace of ops/quantized.yaml'
 
 def _valid_kernel_names() -> str:
     """The kernel_names a YAML lib can build, for the message that refuses another one."""
-    copies = ",".join(device_copy.PORTABLE_KERNELS)
+    copies = ",".join([*device_copy.PORTABLE_KERNELS, *dim_order.KERNELS])
     return (
         f"devcopy::portable::aten_out, devcopy::portable::{{{copies}}}, devcopy::aten::{{{copies}}}, "
         f"{QUANTIZED_KERNELS}::{{{','.join(quantized.KERNELS)}}}"
@@ -81,6 +84,8 @@ def _builds(kernel_name: str, op: str) -> bool:
         return True
     if namespace == QUANTIZED_KERNELS:
         return quantized.KERNELS.get(fn) == op
+    if fn in dim_order.KERNELS:  # a dim-order kernel only for its own op
+        return namespace in ("devcopy::portable", "devcopy::aten") and dim_order.KERNELS[fn] == op
     return namespace in ("devcopy::portable", "devcopy::aten") and fn in device_copy.PORTABLE_KERNELS
 
 
@@ -94,6 +99,9 @@ def _make_kernel(kernel_name: str, name: str, schema: FunctionSchema, mode: str,
         return boxed
     if namespace == QUANTIZED_KERNELS:
         boxed = quantized.quantized_kernel(name, schema, portable=mode == Mode.PORTABLE)
+        return boxed
+    if fn in dim_order.KERNELS:
+        boxed = dim_order.dim_order_kernel(name, schema, portable=mode == Mode.PORTABLE)
         return boxed
     if namespace == "devcopy::portable":
         return device_copy.portable_boxed_kernel(fn)
@@ -153,7 +161,11 @@ def _quantized_lib(mode: str) -> KernelLib:
 def native_lib() -> KernelLib:
     """ATen's native lib: every op of native_functions.yaml, executed by PyTorch's kernels (torch.ops.aten)."""
 
+    edge = {e.name: e for e in load_ops_yaml(EDGE_DIALECT_ATEN_OPS_YAML)}  # ExecuTorch's own ops, ATen mode
+
     def schema_of(op: str) -> FunctionSchema:
+        if op in edge:
+            return edge[op].schema
         schema = native_schema(op)
         if schema is None:  # an autogen variant in torchgen's YAML that this PyTorch does not register
             raise LookupError(
@@ -166,13 +178,18 @@ def native_lib() -> KernelLib:
         Lib.NATIVE,
         Mode.ATEN,
         NATIVE_FUNCTIONS_YAML,
-        lambda: {(op, FALLBACK_KEY): "torch.ops." + op.replace("::", ".") for op in native_functions()},
+        lambda: {
+            **{(op, FALLBACK_KEY): "torch.ops." + op.replace("::", ".") for op in native_functions()},
+            **{(op, k.key): k.kernel_name for op, e in edge.items() for k in e.kernels},
+        },
         schema_of,
         _native_kernel,
     )
 
 
 def _native_kernel(op: str, kernel_name: str, schema: FunctionSchema) -> BoxedKernel:
+    if not kernel_name.startswith("torch.ops."):  # an edge_dialect_aten_op.yaml entry
+        return _make_kernel(kernel_name, op, schema, Mode.ATEN, DeviceRule.SEED)
     kernel: BoxedKernel = boxed_aten_kernel(op, schema, portable=False)
     return kernel
 

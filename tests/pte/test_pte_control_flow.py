@@ -17,8 +17,8 @@ from devcopy_lib.pte.reader import PteJumpFalse, PteMove, open_pte
 from devcopy_lib.runtime.program import JumpFalseCall, KernelCall, MoveCall, SymValue
 
 pytestmark = pytest.mark.reference
-# nested_cond multiplies by a Python scalar: ExecuTorch's program then needs a dim_order op devcopy has no kernel of
-RUNNABLE = ["cond", "cond_then_add", "map", "scan"]
+# nested_cond multiplies by a Python scalar, which ExecuTorch's program casts with dim_order_ops::_to_dim_order_copy
+RUNNABLE = ["cond", "cond_then_add", "map", "scan", "nested_cond"]
 
 
 @functools.cache

@@ -72,15 +72,16 @@ def test_portable_mode_agrees_with_executorchs_own_runtime(sin_program, sin_byte
         module.forward((torch.randn(2, 3), torch.randn(2, 3)))
 
 
-# Operators ExecuTorch's portable_lib registers that devcopy's portable lib does not (36 of its 240): the dim-order
-# ops to_edge writes for clone/_to_copy, ExecuTorch's scalar prims and view op, and a few ATen ops. devcopy registers
-# one op ExecuTorch does not: its own et_copy::_d2d_copy.out.
+# Operators ExecuTorch's portable_lib registers that devcopy's portable lib does not (34 of its 240): ExecuTorch's
+# scalar prims and view op, `_empty_dim_order.out`, and a few ATen ops. devcopy registers one op ExecuTorch does not:
+# its own et_copy::_d2d_copy.out.
 PORTABLE_GAP_SAMPLE = {
-    "dim_order_ops::_clone_dim_order.out",
-    "dim_order_ops::_to_dim_order_copy.out",
+    "dim_order_ops::_empty_dim_order.out",
     "executorch_prim::et_view.default",
     "aten::sym_size.int",
 }
+# The dim-order copies to_edge writes for `.to()`/clone and a lifted scalar's cast: both portable libs have them
+DIM_ORDER_COPIES = {"dim_order_ops::_clone_dim_order.out", "dim_order_ops::_to_dim_order_copy.out"}
 
 
 def test_devcopys_portable_and_quantized_libs_against_executorchs_runtime():
@@ -98,7 +99,8 @@ def test_devcopys_portable_and_quantized_libs_against_executorchs_runtime():
     portable, ours = theirs - quantized, set(devcopy_portable().ops)
     assert (len(portable), len(quantized)) == (240, 19)
     assert ours - portable == {"et_copy::_d2d_copy.out"}
-    assert PORTABLE_GAP_SAMPLE <= portable - ours and len(portable - ours) == 36
+    assert PORTABLE_GAP_SAMPLE <= portable - ours and len(portable - ours) == 34
+    assert DIM_ORDER_COPIES <= ours & portable
     assert set(quantized_lib().ops) <= quantized
     assert quantized - set(quantized_lib().ops) == {
         "quantized_decomposed::mixed_mm.out",
@@ -106,9 +108,9 @@ def test_devcopys_portable_and_quantized_libs_against_executorchs_runtime():
     }
 
 
-def test_a_program_with_a_dtype_cast_misses_a_dim_order_op_in_devcopys_portable_mode():
-    """`x.to(float64)` becomes dim_order_ops::_to_dim_order_copy.out in the table: ExecuTorch's runtime has it,
-    devcopy's portable lib does not (what running real programs still needs)."""
+def test_a_program_with_a_dtype_cast_resolves_its_dim_order_op_in_both_modes():
+    """`x.to(float64)` becomes dim_order_ops::_to_dim_order_copy.out in the table: ExecuTorch's runtime has it, and
+    so do devcopy's portable lib and its ATen-mode native lib."""
     from executorch.extension.pybindings import portable_lib
 
     from devcopy_lib.pte.backend import executorch_pte
@@ -119,8 +121,8 @@ def test_a_program_with_a_dtype_cast_misses_a_dim_order_op_in_devcopys_portable_
             return x.to(torch.float64) * 2
 
     p = open_pte(executorch_pte(Cast(), (torch.randn(3),), []))
-    r = pte_registration(p, "portable")
     theirs = set(portable_lib._get_operator_names())
-    assert set(p.operators) <= theirs
-    assert [name for _, name in r.missing] == [op for op in p.operators if op.startswith("dim_order_ops::")]
-    assert r.missing and r.message.startswith("Missing operator: [")
+    assert set(p.operators) <= theirs and "dim_order_ops::_to_dim_order_copy.out" in p.operators
+    for mode in ("portable", "aten"):
+        r = pte_registration(p, mode)
+        assert r.ok and r.missing == [] and r.message == "" and r.resolved == p.operators, mode

@@ -11,7 +11,6 @@ from devcopy_lib.pte.convert import PteUnsupportedError, pte_program
 from devcopy_lib.pte.reader import open_pte
 from devcopy_lib.runtime.memory_plan import Allocation, Buffer
 from devcopy_lib.runtime.program import DelegateCall, KernelCall
-from devcopy_lib.runtime.resolve import MissingOperatorError
 
 pytestmark = pytest.mark.reference
 CUDA0 = Device(DeviceType.CUDA, 0)
@@ -47,8 +46,10 @@ def test_constants_and_int_lists_run(reduce_bytes, mode, sim):
     torch.testing.assert_close(out, (x * torch.arange(6.0).reshape(2, 3)).sum(dim=1, keepdim=True))
 
 
-def test_a_program_needing_a_dim_order_op_fails_at_load_as_in_executorch(sim):
-    """`+ 1` casts a lifted constant with dim_order_ops::_to_dim_order_copy.out, which devcopy's libs lack."""
+@pytest.mark.parametrize("mode", ["portable", "aten"])
+def test_a_program_needing_a_dim_order_op_runs_as_in_executorch(sim, mode):
+    """`+ 1` casts a lifted constant with dim_order_ops::_to_dim_order_copy.out, which both modes' libs hold (more
+    such programs in test_pte_dim_order.py)."""
     from devcopy_lib.pte.backend import executorch_pte
 
     class AddOne(torch.nn.Module):
@@ -56,8 +57,11 @@ def test_a_program_needing_a_dim_order_op_fails_at_load_as_in_executorch(sim):
             return x + 1
 
     p = open_pte(executorch_pte(AddOne(), (torch.randn(3),), []))
-    with pytest.raises(MissingOperatorError, match=r"Missing operator: \[0\] dim_order_ops::_to_dim_order_copy.out"):
-        load_method(pte_program(p), "portable")
+    assert p.operators[0] == "dim_order_ops::_to_dim_order_copy.out"
+    x = torch.randn(3)
+    with load_method(pte_program(p), mode) as method:
+        (out,) = method(x)
+    assert torch.equal(out, x + 1)
 
 
 def test_another_backends_delegate_is_refused_by_name(pass_through_bytes):
