@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,20 +14,6 @@ from devcopy_lib.cli import main
 from devcopy_lib.names import ERROR_KINDS
 
 pytestmark = pytest.mark.reference
-
-
-class SinAddMul(torch.nn.Module):
-    def forward(self, a, b):
-        return torch.sin(a + b) * b
-
-
-@pytest.fixture(scope="module")
-def sin_path(tmp_path_factory):
-    from devcopy_lib import executorch_pte
-
-    path = tmp_path_factory.mktemp("pte") / "sin.pte"
-    path.write_bytes(executorch_pte(SinAddMul(), (torch.randn(2, 3), torch.randn(2, 3)), ["add.Tensor"]))
-    return str(path)
 
 
 def run_json(capsys, *argv):
@@ -85,11 +70,11 @@ def test_run_shows_executorchs_runtime_refusing_the_same_bytes(capsys, sin_path)
     assert "the first call failed" in capsys.readouterr().out
 
 
-def test_run_of_a_cpu_only_program_equals_executorchs_runtime(capsys, tmp_path):
+def test_run_of_a_cpu_only_program_equals_executorchs_runtime(capsys, tmp_path, sin_model):
     from devcopy_lib import executorch_pte
 
     path = tmp_path / "cpu.pte"
-    path.write_bytes(executorch_pte(SinAddMul(), (torch.randn(2, 3), torch.randn(2, 3)), [], None))
+    path.write_bytes(executorch_pte(*sin_model, [], None))
     code, result = run_json(capsys, "run", str(path), "--mode", "aten")
     assert code == 0 and result["ok"] and result["executorch"]["ran"]
     assert result["executorch"]["max_abs_err"] == 0.0 and "loaded and ran" in result["executorch"]["summary"]
@@ -229,13 +214,11 @@ def test_a_corrupted_pte_gives_one_json_object_of_a_devcopy_kind(capsys, tmp_pat
         assert code in (0, 1)  # read whole (run: a flipped constant or op may change the numbers)
 
 
-def test_another_backends_program_opens_but_does_not_run(capsys, tmp_path):
+def test_another_backends_program_opens_but_does_not_run(capsys, tmp_path, pass_through_bytes):
     """The reference's pass-through backend writes a blob no one can execute: place and registry read it, run
     refuses it naming the backend (unsupported_model, exit 1)."""
-    from devcopy_lib.pte.executorch_reference import executorch_program
-
     path = tmp_path / "pass_through.pte"
-    path.write_bytes(executorch_program(SinAddMul(), (torch.randn(2, 3), torch.randn(2, 3)), ["add.Tensor"]).buffer)
+    path.write_bytes(pass_through_bytes)
     code, result = run_json(capsys, "place", str(path))
     assert code == 0 and result["program"]["delegates"][0]["backend_id"] == "DevcopyPassThroughBackend"
     assert run_json(capsys, "registry", str(path))[0] == 0

@@ -11,12 +11,11 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_calls import call_kernel
 
 from devcopy_lib import load_method
 from devcopy_lib.runtime.libs import quantized_lib
-from devcopy_lib.tensors.context import KernelRuntimeContext
 from devcopy_lib.tensors.error import Error
-from devcopy_lib.tensors.tensor import PortableTensor
 
 pytestmark = [
     pytest.mark.reference,
@@ -27,18 +26,7 @@ OP = "quantized_decomposed::add.out"
 
 
 def _run(mode: str, args: list, out: torch.Tensor) -> tuple[torch.Tensor, Error, str]:
-    kernel = quantized_lib(mode).kernel(OP)
-    if mode == "aten":
-        try:
-            kernel(KernelRuntimeContext(), [*args, out])
-        except (ValueError, RuntimeError) as exc:
-            return out, Error.InvalidArgument, str(exc)
-        return out, Error.Ok, ""
-    boxed = [PortableTensor.from_torch(a) if isinstance(a, torch.Tensor) else a for a in args]
-    portable_out = PortableTensor.from_torch(out)
-    ctx = KernelRuntimeContext()
-    kernel(ctx, [*boxed, portable_out])
-    return portable_out.host_view(), ctx.failure_state(), ctx.message or ""
+    return call_kernel(quantized_lib(mode).kernel(OP), mode, args, out)
 
 
 @st.composite

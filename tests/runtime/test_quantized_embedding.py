@@ -13,13 +13,12 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_calls import call_kernel
 
 from devcopy_lib import DEFAULT_DELEGATE_OPS, export_and_lower, load_method, models, place_devices
 from devcopy_lib.ops.quantized_embedding import unpack
 from devcopy_lib.runtime.libs import quantized_lib
-from devcopy_lib.tensors.context import KernelRuntimeContext
 from devcopy_lib.tensors.error import Error
-from devcopy_lib.tensors.tensor import PortableTensor
 
 pytestmark = [
     pytest.mark.reference,
@@ -70,18 +69,7 @@ def _table(draw, bits: int):
 
 def _run(mode: str, name: str, args: list, out: torch.Tensor) -> tuple[torch.Tensor, Error, str]:
     """The kernel of `name` in `mode` on boxed `args` + `out`: (out afterwards, failure state, message)."""
-    kernel = quantized_lib(mode).kernel(f"quantized_decomposed::{name}")
-    if mode == "aten":
-        try:
-            kernel(KernelRuntimeContext(), [*args, out])
-        except (ValueError, RuntimeError) as exc:
-            return out, Error.InvalidArgument, str(exc)
-        return out, Error.Ok, ""
-    boxed = [PortableTensor.from_torch(a) if isinstance(a, torch.Tensor) else a for a in args]
-    portable_out = PortableTensor.from_torch(out)
-    ctx = KernelRuntimeContext()
-    kernel(ctx, [*boxed, portable_out])
-    return portable_out.host_view(), ctx.failure_state(), ctx.message or ""
+    return call_kernel(quantized_lib(mode).kernel(f"quantized_decomposed::{name}"), mode, args, out)
 
 
 @pytest.mark.parametrize("bits", [8, 4, 2])

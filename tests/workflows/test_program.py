@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from devcopy_lib.errors import InvalidArgumentError
 from devcopy_lib.runtime.libs import lib_by_name
@@ -12,21 +11,6 @@ from devcopy_lib.workflows.program import program_registry, read_program, run_pr
 from devcopy_lib.workflows.trial import RunOptions
 
 pytestmark = pytest.mark.reference
-
-
-class SinAddMul(torch.nn.Module):
-    def forward(self, a, b):
-        return torch.sin(a + b) * b
-
-
-@pytest.fixture(scope="module")
-def sin_path(tmp_path_factory):
-    pytest.importorskip("executorch")
-    from devcopy_lib import executorch_pte
-
-    path = tmp_path_factory.mktemp("pte") / "sin.pte"
-    path.write_bytes(executorch_pte(SinAddMul(), (torch.randn(2, 3), torch.randn(2, 3)), ["add.Tensor"]))
-    return str(path)
 
 
 def test_read_program_gives_the_program_and_its_placement_fields(sin_path):
