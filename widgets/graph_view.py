@@ -25,11 +25,37 @@ UPDATABLE = ("device", "kind", "reason", "bytes", "bytes_text", "predicted_s", "
 SHOW_ALL_UP_TO = 100  # nodes: a bigger graph opens with its module groups collapsed to the top modules
 OPEN_ITEMS = 120  # items on screen when a big graph opens
 COLLAPSED_ITEMS = 60  # items on screen after "collapse groups"
+# Items in the longest chain on screen when a big graph opens: dagre stacks a chain top to bottom, and about this
+# many ranks fit the canvas (grown to its most, 840 px) with text of 10 px; a level deeper would open unreadable.
+OPEN_RANKS = 10
 
 
-def top_modules(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Group], budget: int) -> list[str]:
+def chain_length(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Sequence[str]], collapsed: set[str]) -> int:
+    """Items in the longest chain shown with `collapsed` closed (a box counts once however much it holds): about the
+    ranks dagre stacks. `nodes` are in graph (topological) order."""
+    shown = {n["id"]: data.representative(n["module"], collapsed) or n["id"] for n in nodes}
+    rank = dict.fromkeys(shown.values(), 1)
+    users: dict[str, list[str]] = {}
+    for src, dst in edges:
+        users.setdefault(src, []).append(dst)
+    for node in nodes:
+        src = shown[node["id"]]
+        for dst in users.get(node["id"], ()):
+            if shown[dst] != src:
+                rank[shown[dst]] = max(rank[shown[dst]], rank[src] + 1)
+    return max(rank.values(), default=0)
+
+
+def top_modules(
+    nodes: Sequence[Mapping[str, Any]],
+    groups: Mapping[str, data.Group],
+    budget: int,
+    edges: Sequence[Sequence[str]] | None = None,
+    ranks: int = 0,
+) -> list[str]:
     """The collapsed groups when whole levels of the module tree open, outermost first, while at most `budget`
-    items (nodes and collapsed groups) are on screen: GPT-2 shows its layers as boxes, not half of one layer."""
+    items (nodes and collapsed groups) are on screen and, given `edges` and `ranks`, the longest chain shown has at
+    most `ranks` items: GPT-2 shows its layers as boxes, not half of one layer."""
     collapsed = set(groups)
     depth = 0
     while collapsed:
@@ -38,13 +64,18 @@ def top_modules(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Gr
         opened = collapsed - level
         if level and len({data.representative(n["module"], opened) or n["id"] for n in nodes}) > budget:
             break
+        if level and edges is not None and ranks and chain_length(nodes, edges, opened) > ranks:
+            break
         collapsed = opened
     return sorted(collapsed)
 
 
-def initial_collapsed(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Group]) -> list[str]:
-    """Every group open up to SHOW_ALL_UP_TO nodes; past that, the top modules within OPEN_ITEMS items."""
-    return [] if len(nodes) <= SHOW_ALL_UP_TO else top_modules(nodes, groups, OPEN_ITEMS)
+def initial_collapsed(
+    nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Group], edges: Sequence[Sequence[str]] | None = None
+) -> list[str]:
+    """Every group open up to SHOW_ALL_UP_TO nodes; past that, the top modules within OPEN_ITEMS items and, given
+    the edges, OPEN_RANKS ranks: the whole opening view fits the canvas with readable text."""
+    return [] if len(nodes) <= SHOW_ALL_UP_TO else top_modules(nodes, groups, OPEN_ITEMS, edges, OPEN_RANKS)
 
 
 class GraphView(anywidget.AnyWidget):
@@ -96,7 +127,7 @@ class GraphView(anywidget.AnyWidget):
         with self.hold_sync():
             if not same:
                 self._groups = data.module_groups(shown)
-                self.collapsed = initial_collapsed(shown, self._groups)
+                self.collapsed = initial_collapsed(shown, self._groups, pairs)
                 if self.selected not in ids:
                     self.selected = ""
             self.nodes = shown

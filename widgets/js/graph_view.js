@@ -4,7 +4,7 @@
 // Built into ../static/graph_view.js by `make widget-js` (one ESM file, no network needed in the browser).
 import cytoscape from "cytoscape";
 import { showCopies, sortedCopies } from "./copies.js";
-import { download, pngBlob, svgText } from "./export.js";
+import { download, PNG_SCALE, pngBlob, svgText } from "./export.js";
 import { nextInDirection } from "./keys.js";
 import { layoutAll, patch } from "./layout.js";
 import { DARK_STYLE, READABLE_ZOOM, STYLE } from "./style.js";
@@ -12,6 +12,8 @@ import { DARK_STYLE, READABLE_ZOOM, STYLE } from "./style.js";
 export { LAYOUT, STYLE } from "./style.js";
 
 const MAX_FIT_ZOOM = 1.5; // a few nodes are not blown up to fill the view
+const FIT_PAD = 24; // px around the graph when it is fitted
+const MAX_CANVAS_PX = 840; // the canvas grows up to this height to show the whole graph with readable text
 const BUSY_AFTER_MS = 300; // the busy state shows when something takes longer than this
 const BIG_LAYOUT = 60; // laying out more items than this at once says busy first
 // The inspector shows the (label, text) rows Python sends with each node (`rows`); a node without them (a graph
@@ -53,10 +55,11 @@ function render({ model, el }) {
   const png = make("button", "dgv-png", "PNG");
   const svg = make("button", "dgv-svg", "SVG");
   const busyText = make("span", "dgv-busy-text");
+  const exportNote = make("span", "dgv-export-note");
   const legend = make("span", "dgv-legend");
   const status = make("span", "dgv-status");
   prevCopy.title = nextCopy.title = "copies from the most bytes to the fewest";
-  bar.append(search, matches, fit, reset, tidy, copiesLabel, prevCopy, nextCopy, copyAt, png, svg, busyText, status, legend);
+  bar.append(search, matches, fit, reset, tidy, copiesLabel, prevCopy, nextCopy, copyAt, png, svg, exportNote, busyText, status, legend);
   const main = make("div", "dgv-main");
   const canvas = make("div", "dgv-canvas");
   canvas.tabIndex = 0; // keyboard: arrows move between nodes, Enter inspects (or opens a box), Escape clears
@@ -74,11 +77,15 @@ function render({ model, el }) {
                          minZoom: 0.02, maxZoom: 4, boxSelectionEnabled: false, autounselectify: true,
                          autoungrabify: true });
   root.devcopyCy = cy; // for tests: the DOM element carries its graph (never a global)
+  // A drag anywhere pans, also one that starts on a node or a module's frame (nodes are never dragged: the layout
+  // is the view's); a press without moving is still a click.
+  cy.on("add", "node", (event) => { event.target.panify(); });
   let laidOut = null;
   let layouts = 0; // new layout versions drawn
   let fullLayouts = 0; // of which dagre laid out everything
   let renders = 0;
   let focus = null; // what to bring into view after the next drawing: a group or node id, or "all"
+  let autoView = false; // the view shows the overview the view chose (no user zoom or pan since): refit on resize
   let cursor = null; // the node the keyboard is on
   let found = [];
   let foundAt = -1;
@@ -119,6 +126,37 @@ function render({ model, el }) {
     canvas.addEventListener(type, forget, { capture: true, passive: true });
   }
 
+  function baseHeight() {
+    return parseFloat(model.get("height")) || 560;
+  }
+
+  function grow(eles) {
+    // The canvas is the widget's height, or taller (up to MAX_CANVAS_PX) when the whole of `eles` would otherwise be
+    // fitted with text smaller than 10 px.
+    const box = eles.boundingBox();
+    const across = (cy.width() - 2 * FIT_PAD) / Math.max(box.w, 1);
+    const zoom = Math.min(READABLE_ZOOM, across);
+    const want = Math.min(MAX_CANVAS_PX, Math.ceil(box.h * zoom + 2 * FIT_PAD));
+    const height = Math.max(baseHeight(), want);
+    if (Math.abs(canvas.clientHeight - height) > 1) {
+      canvas.style.height = `${height}px`;
+      cy.resize();
+      forget();
+    }
+  }
+
+  function overview(eles = cy.elements()) {
+    // The whole of `eles` inside the canvas (growing it first if text would be unreadable), at most MAX_FIT_ZOOM.
+    if (eles.empty()) return;
+    grow(eles);
+    cy.fit(eles, FIT_PAD);
+    if (cy.zoom() > MAX_FIT_ZOOM) {
+      cy.zoom(MAX_FIT_ZOOM);
+      cy.center(eles);
+    }
+    autoView = true;
+  }
+
   function readable(eles) {
     // Fit `eles`; when that would make text smaller than 10 px, zoom to where it shows and centre the copies.
     cy.fit(eles, 24);
@@ -144,8 +182,9 @@ function render({ model, el }) {
   }
 
   function bringIntoView() {
+    autoView = false; // overview() sets it again
     const target = focus && focus !== "all" ? cy.getElementById(focus) : cy.collection();
-    if (target.empty()) readable(cy.elements());
+    if (target.empty()) overview();
     else if (target.isParent() || target.hasClass("collapsed")) readable(target.union(target.descendants()));
     else {
       cy.zoom(Math.max(cy.zoom(), 1));
@@ -280,6 +319,7 @@ function render({ model, el }) {
     if (!patch(cy, elements)) {
       layoutAll(cy, elements);
       fullLayouts += 1;
+      focus = "all"; // a new layout: show all of it
     } else root.dataset.patchMs = Math.round(performance.now() - start);
     if (version !== laidOut) layouts += 1;
     laidOut = version;
@@ -332,7 +372,8 @@ function render({ model, el }) {
     if (target !== cy && target.isNode() && target.hasClass("expanded")) activate(target);
   });
   cy.on("viewport", publishViewport);
-  fit.onclick = () => { focus = null; readable(cy.elements()); };
+  cy.on("dragpan scrollzoom pinchzoom", () => { autoView = false; });
+  fit.onclick = () => { focus = null; overview(); };
   reset.onclick = () => { focus = "all"; send({ action: "reset" }); };
   tidy.onclick = () => later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
 
@@ -398,7 +439,19 @@ function render({ model, el }) {
   });
 
   const background = () => getComputedStyle(canvas).backgroundColor;
-  png.onclick = () => download(pngBlob(cy, background()), "devcopy-graph.png");
+  png.onclick = async () => {
+    // never an empty file: a picture too big for one canvas at twice the screen resolution is drawn smaller, and
+    // the note beside the buttons says at what scale (and that the SVG has it all)
+    const { blob, scale } = await pngBlob(cy, background());
+    root.dataset.exportScale = blob ? String(scale) : "";
+    if (!blob) {
+      exportNote.textContent = "PNG: the graph is too big for one picture in this browser; SVG exports it whole";
+      return;
+    }
+    exportNote.textContent = scale < PNG_SCALE ? `PNG at scale ${scale} (the graph is too big for one picture at ` +
+      `${PNG_SCALE}x in this browser; SVG exports it at any size)` : "";
+    download(blob, "devcopy-graph.png");
+  };
   svg.onclick = () => download(new Blob([svgText(cy, background())], { type: "image/svg+xml" }), "devcopy-graph.svg");
 
   function followTheme() {
@@ -425,6 +478,7 @@ function render({ model, el }) {
     forget();
     cy.resize();
     if (model.get("layout_version") !== laidOut) draw();
+    else if (autoView && !busy.size) overview(); // keep the overview whole when the cell or page changes size
   });
   resize.observe(canvas);
   const shown = new IntersectionObserver(() => { forget(); cy.resize(); });

@@ -11,8 +11,10 @@ cytoscape.use(dagre);
 const GAP = 16;
 export const MARK_CLASSES = new Set(["picked", "found", "cursor", "faded"]);
 
-function box(ele) {
-  const b = ele.boundingBox();
+// The room an element takes: its body and its label (a frame's name sits above it), never the marks (underlays of a
+// search hit or the cursor, the overlay of a press), which come and go: a box measured with them would drift.
+export function box(ele) {
+  const b = ele.boundingBox({ includeOverlays: false, includeUnderlays: false });
   return { x1: b.x1, y1: b.y1, x2: b.x2, y2: b.y2, w: b.w, h: b.h };
 }
 
@@ -55,6 +57,16 @@ function layoutInside(cy, group, before, want) {
     cy.getElementById(n.id()).position({ x: p.x + dx, y: p.y + dy });
   });
   alone.destroy();
+  place(group, before);
+}
+
+// Move `group` (with what it holds) so that its box, label included, has its top where `before` had it and the same
+// centre across: a box opened into a frame and closed again comes back exactly where it was, however often.
+function place(group, before) {
+  const b = box(group);
+  const shift = { x: (before.x1 + before.x2) / 2 - (b.x1 + b.x2) / 2, y: before.y1 - b.y1 };
+  if (group.isChildless()) group.shift(shift);
+  else group.descendants().filter((n) => n.isChildless()).shift(shift);
 }
 
 // Make room for a box that changed size from `before` to `after`: what is below moves down (or up), what is beside
@@ -117,6 +129,7 @@ export function patch(cy, elements) {
     const now = (e.classes || "").split(" ").includes("collapsed");
     if (ele.hasClass("collapsed") !== now) turned.push({ id: ele.id(), opened: !now, before: box(ele) });
   });
+  if (turned.length > 1) return false; // several groups opened or closed at once ("collapse groups"): lay out anew
   const inTurned = (e) => turned.some((t) => t.opened && isInside(e, t.id, want));
   const loose = fresh.filter((e) => !("source" in e.data) && !inTurned(e));
   const shown = elements.filter((e) => !("source" in e.data)).length;
@@ -134,7 +147,7 @@ export function patch(cy, elements) {
   for (const t of turned) {
     const group = cy.getElementById(t.id);
     if (t.opened) layoutInside(cy, group, t.before, want);
-    else group.position({ x: (t.before.x1 + t.before.x2) / 2, y: t.before.y1 + group.outerHeight() / 2 });
+    else place(group, t.before);
     const skip = new Set([t.id, ...group.descendants().map((n) => n.id())]);
     shiftAround(cy, t.before, box(group), skip);
     skip.forEach((id) => placed.add(id));
