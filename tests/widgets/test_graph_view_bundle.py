@@ -6,6 +6,7 @@ teaching graphs, "collapse groups", the PNG export and the minimap."""
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from pathlib import Path
@@ -77,7 +78,7 @@ class Driver:
     def __init__(self, tab: Any, view: GraphView) -> None:
         self.tab, self.view, self.outbox = tab, view, []
         view.send = lambda content, buffers=None: self.outbox.append(content)  # type: ignore[method-assign]
-        state = {k: getattr(view, k) for k in (*SYNCED, "revision", "copy_kinds")}
+        state = {k: getattr(view, k) for k in (*SYNCED, "revision", "copy_kinds", "data_revision")}
         self.pushed = dict(state)
         tab.evaluate("(values) => mount(values)", state)
         self.wait_drawn()
@@ -87,19 +88,20 @@ class Driver:
             "(r) => root.dataset.renderDone === String(r) && root.dataset.busy !== 'true'", arg=self.view.revision
         )
 
-    def sync(self) -> None:
+    def sync(self, wait: bool = True) -> None:
         for content in self.outbox:
             self.tab.evaluate("(c) => custom(c)", content)
         self.outbox.clear()
         for key in SYNCED:
             value = getattr(self.view, key)
-            if value != self.pushed.get(key) and not getattr(self.view, "_patched", {}).get(key):
+            if value != self.pushed.get(key) and key not in getattr(GraphView, "PATCHED", ()):
                 self.tab.evaluate("([k, v]) => change(k, v)", [key, value])
                 self.pushed[key] = value
         if self.view.revision != self.pushed["revision"]:
             self.pushed["revision"] = self.view.revision
             self.tab.evaluate("(v) => change('revision', v)", self.view.revision)
-        self.wait_drawn()
+        if wait:
+            self.wait_drawn()
 
     def answer(self) -> list[dict]:
         """Hand what the page sent to Python (as the comm would), then sync its answer back."""
@@ -277,3 +279,87 @@ def test_png_of_a_graph_too_big_for_one_canvas_at_2x_is_not_empty_and_says_its_s
     assert scale < 2 and 0 < width * height <= 2**28
     assert height == pytest.approx(bb["h"] * scale, abs=2)
     assert f"scale {scale:g}" in tab.inner_text(".dgv-export-note")
+
+
+def page_data(tab) -> list:
+    return tab.evaluate("() => [root.devcopyData.nodes, root.devcopyData.elements, root.devcopyData.revision]")
+
+
+def test_a_change_sends_only_what_changed_and_the_page_follows_it_also_after_a_missed_patch(tab):
+    nodes, edges = gpt2_shaped(12)
+    view = GraphView(nodes, edges)
+    view.collapsed = []
+    view._redraw()
+    page = Driver(tab, view)
+    whole = len(json.dumps([view.nodes, view.elements]))
+    view.update_nodes({"h3_mlp_0": {"device": "cpu", "kind": "cpu_op"}, "h4_attn_1": {"device": "cuda:0"}})
+    [patch] = page.outbox
+    assert patch["kind"] == "graph_patch" and patch["base"] == view.revision - 1 and patch["revision"] == view.revision
+    assert sorted(n["id"] for n in patch["nodes"]["set"]) == ["h3_mlp_0", "h4_attn_1"]
+    assert patch["nodes"]["order"] is None and patch["elements"]["order"] is None
+    assert len(json.dumps(patch)) < whole / 50
+    page.sync()
+    assert page_data(tab) == [view.nodes, view.elements, view.revision]
+    assert tab.evaluate("() => root.devcopyCy.getElementById('h4_attn_1').data('device')") == "cuda:0"
+
+    view.show([{**n, "device": "cuda:0"} for n in nodes if n["id"] != "h5_ln_2_1"], edges[:40])  # a new node set
+    assert page.outbox[-1]["nodes"]["remove"] == ["h5_ln_2_1"] and page.outbox[-1]["nodes"]["order"]
+    page.sync()
+    assert page_data(tab) == [view.nodes, view.elements, view.revision]
+
+    view.update_nodes({"h3_mlp_0": {"device": "cuda:0"}})
+    page.outbox.clear()  # this patch never reaches the page
+    view.update_nodes({"h3_mlp_1": {"device": "cpu"}})
+    page.sync(wait=False)  # the next one does not start where the page is: it asks for everything
+    assert page.answer() == [{"action": "resync"}]
+    tab.wait_for_function(f"() => root.devcopyData.revision === {view.revision}")
+    assert page_data(tab) == [view.nodes, view.elements, view.revision]
+    tab.wait_for_function(f"() => root.dataset.renderDone === '{view.revision}'")
+
+
+def test_the_minimap_shows_where_the_view_is_and_a_click_on_it_moves_the_view_there(tab):
+    view = GraphView(*gpt2_shaped(12))
+    view.collapsed = []
+    view._redraw()
+    Driver(tab, view)
+    tab.evaluate("() => { const cy = root.devcopyCy; cy.zoom(2); cy.pan({x: 0, y: 0}); }")  # the top left corner
+    tab.wait_for_timeout(100)
+    mini = tab.locator(".dgv-minimap")
+    before = [float(v) for v in mini.get_attribute("data-view").split(",")]
+    box = mini.bounding_box()
+    tab.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.75)
+    tab.wait_for_timeout(100)
+    after = [float(v) for v in mini.get_attribute("data-view").split(",")]
+    assert after != before
+    centre = (after[0] + after[2] / 2, after[1] + after[3] / 2)
+    assert centre == pytest.approx((box["width"] / 2, box["height"] * 0.75), abs=2)
+
+
+# From a click until the view drew again: the longest the page's main thread went without running a 10 ms timer.
+FREEZE_DURING = """async ([selector, before]) => {
+  let last = performance.now(), longest = 0;
+  const tick = setInterval(() => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+  }, 10);
+  document.querySelector(selector).click();
+  while (Number(root.dataset.fullLayouts) === before) await new Promise((r) => setTimeout(r, 10));
+  clearInterval(tick);
+  return {longest, ...root.dataset};
+}"""
+
+
+def test_tidy_layout_of_a_big_graph_runs_dagre_off_the_main_thread(tab):
+    nodes = [
+        {"id": f"n{i}", "label": f"n{i}\nop", "kind": "cpu_op", "device": "cpu", "module": ""} for i in range(1200)
+    ]
+    chains = [(f"n{i}", f"n{i + 40}") for i in range(1160)]  # 40 chains of 30, crossing every 7th step
+    edges = chains + [(f"n{i}", f"n{i + 41}") for i in range(0, 1159, 7)]
+    page = Driver(tab, GraphView(nodes, edges))  # 1,200 nodes and no module: all of them shown
+    assert page.data("layoutWhere") == "worker", json.dumps(tab.evaluate("() => ({...root.dataset})"))
+    result = tab.evaluate(FREEZE_DURING, [".dgv-tidy", int(page.data("fullLayouts"))])
+    dagre = float(result["dagreMs"])
+    assert result["layoutWhere"] == "worker" and dagre > 300, result  # dagre's own time, in the worker
+    assert result["longest"] < 0.8 * dagre, result  # the page froze only to apply the positions, never for dagre
+    assert tab.evaluate("() => root.devcopyCy.nodes().length") == 1200

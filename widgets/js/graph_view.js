@@ -4,9 +4,12 @@
 // Built into ../static/graph_view.js by `make widget-js` (one ESM file, no network needed in the browser).
 import cytoscape from "cytoscape";
 import { showCopies, sortedCopies } from "./copies.js";
+import { current, graphData } from "./data.js";
 import { download, PNG_SCALE, pngBlob, svgText } from "./export.js";
 import { nextInDirection } from "./keys.js";
 import { layoutAll, patch } from "./layout.js";
+import { minimap } from "./minimap.js";
+import { layoutInWorker } from "./worker.js";
 import { DARK_STYLE, READABLE_ZOOM, STYLE } from "./style.js";
 
 export { LAYOUT, STYLE } from "./style.js";
@@ -16,6 +19,7 @@ const FIT_PAD = 24; // px around the graph when it is fitted
 const MAX_CANVAS_PX = 840; // the canvas grows up to this height to show the whole graph with readable text
 const BUSY_AFTER_MS = 300; // the busy state shows when something takes longer than this
 const BIG_LAYOUT = 60; // laying out more items than this at once says busy first
+const WORKER_LAYOUT = 150; // laying out more items than this at once runs dagre in a Web Worker
 // The inspector shows the (label, text) rows Python sends with each node (`rows`); a node without them (a graph
 // shown by hand) gets these fields.
 const INSPECTOR_ROWS = [
@@ -36,6 +40,7 @@ function darkTheme() {
 }
 
 function render({ model, el }) {
+  const data = graphData(model); // nodes and elements, patched as the kernel changes them
   const root = make("div", "devcopy-graph-view");
   const bar = make("div", "dgv-bar");
   const search = make("input", "dgv-search");
@@ -65,7 +70,9 @@ function render({ model, el }) {
   canvas.tabIndex = 0; // keyboard: arrows move between nodes, Enter inspects (or opens a box), Escape clears
   canvas.setAttribute("aria-label", "placed graph: arrow keys move between nodes, Enter inspects");
   const inspector = make("div", "dgv-inspector");
-  main.append(canvas, inspector);
+  const side = make("div", "dgv-side"); // the overview above the inspector
+  side.append(inspector);
+  main.append(canvas, side);
   const copyList = make("details", "dgv-copies");
   copyList.append(make("summary", "", "copies"));
   root.append(bar, main, copyList);
@@ -77,6 +84,9 @@ function render({ model, el }) {
                          minZoom: 0.02, maxZoom: 4, boxSelectionEnabled: false, autounselectify: true,
                          autoungrabify: true });
   root.devcopyCy = cy; // for tests: the DOM element carries its graph (never a global)
+  root.devcopyData = data; // and the data it draws
+  const overviewMap = minimap(cy, side, () => { autoView = false; });
+  side.prepend(overviewMap.element);
   // A drag anywhere pans, also one that starts on a node or a module's frame (nodes are never dragged: the layout
   // is the view's); a press without moving is still a click.
   cy.on("add", "node", (event) => { event.target.panify(); });
@@ -91,7 +101,7 @@ function render({ model, el }) {
   let foundAt = -1;
   let copyIndex = -1;
   let copyOrder = "bytes"; // the copy list's order: "bytes" or "predicted"
-  const byId = () => new Map(model.get("nodes").map((n) => [n.id, n]));
+  const byId = () => new Map(data.nodes.map((n) => [n.id, n]));
 
   // Busy: anything still running after BUSY_AFTER_MS (Python computing, a message waiting on the kernel, a big
   // layout) shows the busy state: a class on the view and a line of text.
@@ -285,6 +295,7 @@ function render({ model, el }) {
     showLegend();
     publishCounts();
     listCopies();
+    overviewMap.redraw();
     renders += 1;
     root.dataset.renders = renders;
     root.dataset.renderDone = model.get("revision");
@@ -292,17 +303,43 @@ function render({ model, el }) {
     setBusy("layout", false);
   }
 
+  let layoutTicket = 0; // a worker's layout applies only if nothing was drawn since it was asked for
+
   function layoutEverything(elements, version) {
+    // dagre over everything: in the worker for a big graph (the page stays responsive), else here
     const start = performance.now();
+    const ticket = (layoutTicket += 1);
     cy.resize(); // the size cytoscape knows may predate the view being shown
-    layoutAll(cy, elements);
-    laidOut = version;
-    layouts += 1;
-    fullLayouts += 1;
-    root.dataset.layoutMs = Math.round(performance.now() - start);
-    focus = focus || "all";
-    bringIntoView();
-    finish();
+    const done = (where, dagreMs) => {
+      laidOut = version;
+      layouts += 1;
+      fullLayouts += 1;
+      root.dataset.layoutMs = Math.round(performance.now() - start);
+      root.dataset.layoutWhere = where;
+      root.dataset.dagreMs = Math.round(dagreMs);
+      focus = focus || "all";
+      bringIntoView();
+      finish();
+    };
+    const items = elements.filter((e) => !("source" in e.data)).length;
+    const job = items > WORKER_LAYOUT ? layoutInWorker(elements) : null;
+    if (!job) {
+      layoutAll(cy, elements);
+      done("main", performance.now() - start);
+      return;
+    }
+    setBusy("layout", true);
+    job.then(({ positions, ms }) => {
+      if (ticket !== layoutTicket) return;
+      const placed = elements.map((e) => (positions[e.data.id] ? { ...e, position: positions[e.data.id] } : e));
+      cy.batch(() => { cy.elements().remove(); cy.add(placed); });
+      done("worker", ms);
+    }, (error) => {
+      root.dataset.workerError = String(error && error.message);
+      if (ticket !== layoutTicket) return;
+      layoutAll(cy, elements);
+      done("main", performance.now() - start);
+    });
   }
 
   function later(work) {
@@ -313,14 +350,17 @@ function render({ model, el }) {
   }
 
   function update() {
-    const elements = model.get("elements");
+    const elements = data.elements;
     const version = model.get("layout_version");
     const start = performance.now();
+    layoutTicket += 1; // a layout still running in the worker is for older elements
     if (!patch(cy, elements)) {
-      layoutAll(cy, elements);
-      fullLayouts += 1;
       focus = "all"; // a new layout: show all of it
-    } else root.dataset.patchMs = Math.round(performance.now() - start);
+      layouts -= version !== laidOut ? 0 : 1; // counted once, by layoutEverything
+      layoutEverything(elements, version);
+      return;
+    }
+    root.dataset.patchMs = Math.round(performance.now() - start);
     if (version !== laidOut) layouts += 1;
     laidOut = version;
     if (focus) bringIntoView();
@@ -328,13 +368,15 @@ function render({ model, el }) {
   }
 
   function draw() {
-    const elements = model.get("elements");
+    if (!current(model, data)) return; // a patch was missed: the kernel sends everything, then this draws
+    root.dataset.patches = data.patches;
+    const elements = data.elements;
     const version = model.get("layout_version");
     if (!canvas.isConnected || canvas.clientWidth === 0) return; // not on screen yet: the observers draw later
     const items = elements.filter((e) => !("source" in e.data)).length;
     if (laidOut === null || cy.elements().empty()) {
       if (items <= BIG_LAYOUT) layoutEverything(elements, version);
-      else later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
+      else later(() => layoutEverything(data.elements, model.get("layout_version")));
     } else if (items - cy.nodes().length > BIG_LAYOUT) later(update); // a big group opening
     else update();
   }
@@ -375,7 +417,7 @@ function render({ model, el }) {
   cy.on("dragpan scrollzoom pinchzoom", () => { autoView = false; });
   fit.onclick = () => { focus = null; overview(); };
   reset.onclick = () => { focus = "all"; send({ action: "reset" }); };
-  tidy.onclick = () => later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
+  tidy.onclick = () => later(() => layoutEverything(data.elements, model.get("layout_version")));
 
   function findAll() {
     const text = search.value.trim().toLowerCase();
@@ -398,7 +440,7 @@ function render({ model, el }) {
     pick(found[foundAt]);
   };
 
-  const copies = (by) => sortedCopies(model.get("nodes"), new Set(model.get("copy_kinds")), by);
+  const copies = (by) => sortedCopies(data.nodes, new Set(model.get("copy_kinds")), by);
   function listCopies() {
     showCopies(copyList, copies(copyOrder), copyOrder, pick, (by) => { copyOrder = by; listCopies(); });
   }
@@ -472,7 +514,8 @@ function render({ model, el }) {
   const onBusy = () => setBusy("python", model.get("busy"));
   model.on("change:revision", draw);
   model.on("change:selected", onSelected);
-  model.on("change:nodes", showInspector); // Python fills a copy's what-if rows after it is selected
+  model.on("change:nodes", showInspector); // nodes set whole on the model (the bundle tests' stand-in)
+  data.views.add(draw);
   model.on("change:busy", onBusy);
   const resize = new ResizeObserver(() => {
     forget();
@@ -493,10 +536,16 @@ function render({ model, el }) {
     model.off("change:revision", draw);
     model.off("change:selected", onSelected);
     model.off("change:nodes", showInspector);
+    data.views.delete(draw);
     model.off("change:busy", onBusy);
     clearTimeout(busyTimer);
     cy.destroy();
   };
 }
 
-export default { render };
+// anywidget calls this once per model, before any view: the model's data starts following patches at once
+function initialize({ model }) {
+  graphData(model);
+}
+
+export default { initialize, render };

@@ -82,6 +82,23 @@ function shiftAround(cy, before, after, skip) {
   });
 }
 
+// Closing a frame that dagre laid out open: something beside it lower than the box's new bottom would be left
+// behind (or run into what moves up from below), so the caller lays out everything instead.
+function besideBelow(cy, frame, now, skip) {
+  return cy.nodes().some((n) => {
+    if (!n.isChildless() || skip.has(n.id())) return false;
+    const b = box(n);
+    return b.y1 < frame.y2 - 1 && b.y2 > now.y2 + 1 && (b.x1 >= frame.x2 - 1 || b.x2 <= frame.x1 + 1);
+  });
+}
+
+// True when the opened frame (or closed box) overlaps anything but what it holds and the frames around it.
+function clashes(cy, group) {
+  const mine = new Set([group.id(), ...group.descendants().map((n) => n.id()), ...group.ancestors().map((n) => n.id())]);
+  const g = box(group);
+  return cy.nodes().some((n) => !mine.has(n.id()) && !n.ancestors().contains(group) && overlaps(box(n), g));
+}
+
 // A new node between its placed neighbours (below its inputs, above its users), moved right until it overlaps
 // nothing. Returns false when no neighbour is placed yet.
 function placeNear(cy, node, placed, obstacles) {
@@ -149,7 +166,9 @@ export function patch(cy, elements) {
     if (t.opened) layoutInside(cy, group, t.before, want);
     else place(group, t.before);
     const skip = new Set([t.id, ...group.descendants().map((n) => n.id())]);
+    if (!t.opened && besideBelow(cy, t.before, box(group), skip)) return false;
     shiftAround(cy, t.before, box(group), skip);
+    if (clashes(cy, group)) return false;
     skip.forEach((id) => placed.add(id));
   }
   const obstacles = cy.nodes().filter((n) => n.isChildless() && placed.has(n.id())).map(box);
