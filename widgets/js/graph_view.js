@@ -81,7 +81,7 @@ function render({ model, el }) {
 
   // layout "null": the default grid layout would run now, before the view is on screen (its size is NaN then)
   const cy = cytoscape({ container: canvas, style: darkTheme() ? DARK_STYLE : STYLE, layout: { name: "null" },
-                         minZoom: 0.02, maxZoom: 4, boxSelectionEnabled: false, autounselectify: true,
+                         minZoom: 0.002, maxZoom: 4, boxSelectionEnabled: false, autounselectify: true,
                          autoungrabify: true });
   root.devcopyCy = cy; // for tests: the DOM element carries its graph (never a global)
   root.devcopyData = data; // and the data it draws
@@ -155,7 +155,7 @@ function render({ model, el }) {
     }
   }
 
-  function overview(eles = cy.elements()) {
+  function overview(eles = cy.nodes()) {
     // The whole of `eles` inside the canvas (growing it first if text would be unreadable), at most MAX_FIT_ZOOM.
     if (eles.empty()) return;
     grow(eles);
@@ -318,8 +318,12 @@ function render({ model, el }) {
       root.dataset.layoutWhere = where;
       root.dataset.dagreMs = Math.round(dagreMs);
       focus = focus || "all";
+      const shown = performance.now();
       bringIntoView();
+      const fitted = performance.now();
       finish();
+      root.dataset.fitMs = Math.round(fitted - shown);
+      root.dataset.finishMs = Math.round(performance.now() - fitted);
     };
     const items = elements.filter((e) => !("source" in e.data)).length;
     const job = items > WORKER_LAYOUT ? layoutInWorker(elements) : null;
@@ -329,10 +333,14 @@ function render({ model, el }) {
       return;
     }
     setBusy("layout", true);
+    const asked = performance.now();
     job.then(({ positions, ms }) => {
+      root.dataset.workerAt = `${asked.toFixed(1)},${performance.now().toFixed(1)}`; // while the page stayed free
       if (ticket !== layoutTicket) return;
+      const applying = performance.now();
       const placed = elements.map((e) => (positions[e.data.id] ? { ...e, position: positions[e.data.id] } : e));
       cy.batch(() => { cy.elements().remove(); cy.add(placed); });
+      root.dataset.applyMs = Math.round(performance.now() - applying);
       done("worker", ms);
     }, (error) => {
       root.dataset.workerError = String(error && error.message);

@@ -189,3 +189,115 @@ function isInside(e, groupId, want) {
   }
   return false;
 }
+
+// The room a frame's name takes above it (13 px text) and its padding on each side (style.js).
+const FRAME_LABEL = 20;
+const FRAME_PAD = 14;
+
+// Lay out a graph of module frames one frame at a time: each open frame's direct children (nodes, boxes, and inner
+// frames as boxes of their own laid-out size) by dagre on their own, innermost frames first, then each frame's
+// contents moved to where its box went. dagre recurses along the chains it ranks, so one run over thousands of
+// nodes in a row overflows a worker's stack; here a run sees one frame's children only (a layer's ops, the layers of
+// a model). Returns {id: {x, y}} for every childless node; `cy` is a headless cytoscape with the view's style.
+export function layoutNested(cy, elements) {
+  const nodes = elements.filter((e) => !("source" in e.data));
+  const parentOf = new Map(nodes.map((e) => [e.data.id, e.data.parent || ""]));
+  const kids = new Map([["", []]]);
+  for (const e of nodes) {
+    const p = e.data.parent || "";
+    if (!kids.has(p)) kids.set(p, []);
+    kids.get(p).push(e.data.id);
+  }
+  // leaf sizes from the view's style, measured once
+  cy.batch(() => {
+    cy.elements().remove();
+    cy.add(nodes.filter((e) => !kids.has(e.data.id)).map((e) => ({ data: { ...e.data, parent: undefined },
+      classes: e.classes || "" })));
+  });
+  const size = new Map();
+  cy.nodes().forEach((n) => { size.set(n.id(), { w: n.outerWidth(), h: n.outerHeight() }); });
+  cy.elements().remove();
+  // each edge joins the two children of the innermost frame holding both ends
+  const path = (id) => {
+    const up = [];
+    for (let at = id; at; at = parentOf.get(at)) up.unshift(at);
+    return up;
+  };
+  const links = new Map(); // frame -> Set of "a\tb"
+  for (const e of elements) {
+    if (!("source" in e.data)) continue;
+    const a = path(e.data.source);
+    const b = path(e.data.target);
+    let i = 0;
+    while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
+    if (i === a.length || i === b.length) continue; // an edge to or from a frame holding the other end
+    const frame = i === 0 ? "" : a[i - 1];
+    if (!links.has(frame)) links.set(frame, new Set());
+    links.get(frame).add(`${a[i]}\t${b[i]}`);
+  }
+  const boxes = cytoscape({ headless: true, styleEnabled: true, style: BOXES });
+  const rel = new Map(); // item -> position inside its frame's own layout
+  const inner = new Map(); // frame -> box of its children in its own layout
+  const order = [];
+  const visit = (frame) => {
+    for (const k of kids.get(frame) || []) if (kids.has(k)) visit(k);
+    order.push(frame);
+  };
+  visit("");
+  for (const frame of order) {
+    const items = kids.get(frame);
+    const els = items.map((id) => {
+      const s = size.get(id) || { w: inner.get(id).w + 2 * FRAME_PAD, h: inner.get(id).h + 2 * FRAME_PAD + FRAME_LABEL };
+      return { data: { id, w: s.w, h: s.h } };
+    });
+    for (const pair of links.get(frame) || []) {
+      const [source, target] = pair.split("\t");
+      els.push({ data: { id: pair, source, target } });
+    }
+    const level = layoutBoxes(boxes, els);
+    let x1 = Infinity;
+    let y1 = Infinity;
+    let x2 = -Infinity;
+    let y2 = -Infinity;
+    level.nodes().forEach((n) => {
+      const p = n.position();
+      const w = n.data("w");
+      const h = n.data("h");
+      rel.set(n.id(), { x: p.x, y: p.y });
+      x1 = Math.min(x1, p.x - w / 2);
+      y1 = Math.min(y1, p.y - h / 2);
+      x2 = Math.max(x2, p.x + w / 2);
+      y2 = Math.max(y2, p.y + h / 2);
+    });
+    inner.set(frame, { x1, y1, w: x2 - x1, h: y2 - y1 });
+    level.elements().remove();
+  }
+  // top down: a frame's children around where the frame's box went (below its name)
+  const positions = {};
+  const place = (frame, cx, cy0) => {
+    const b = inner.get(frame);
+    for (const id of kids.get(frame)) {
+      const p = rel.get(id);
+      const x = p.x - (b.x1 + b.w / 2) + cx;
+      const y = p.y - (b.y1 + b.h / 2) + cy0;
+      if (kids.has(id)) place(id, x, y + FRAME_LABEL / 2);
+      else positions[id] = { x, y };
+    }
+  };
+  place("", 0, 0);
+  boxes.destroy();
+  return positions;
+}
+
+const BOXES = [{ selector: "node", style: { shape: "rectangle", width: "data(w)", height: "data(h)", padding: 0,
+  "border-width": 0 } }];
+
+// dagre over `els` (nodes sized by their data w and h) in the headless `cy`, which it leaves holding them.
+function layoutBoxes(cy, els) {
+  cy.batch(() => {
+    cy.elements().remove();
+    cy.add(els);
+  });
+  cy.layout(LAYOUT).run();
+  return cy;
+}
