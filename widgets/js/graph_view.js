@@ -304,6 +304,7 @@ function render({ model, el }) {
   }
 
   let layoutTicket = 0; // a worker's layout applies only if nothing was drawn since it was asked for
+  let inFlight = null; // the layout version the worker is laying out now (a resize meanwhile does not ask again)
 
   function layoutEverything(elements, version) {
     // dagre over everything: in the worker for a big graph (the page stays responsive), else here
@@ -334,9 +335,11 @@ function render({ model, el }) {
     }
     setBusy("layout", true);
     const asked = performance.now();
+    inFlight = version;
     job.then(({ positions, ms }) => {
       root.dataset.workerAt = `${asked.toFixed(1)},${performance.now().toFixed(1)}`; // while the page stayed free
       if (ticket !== layoutTicket) return;
+      inFlight = null;
       const applying = performance.now();
       const placed = elements.map((e) => (positions[e.data.id] ? { ...e, position: positions[e.data.id] } : e));
       cy.batch(() => { cy.elements().remove(); cy.add(placed); });
@@ -345,6 +348,7 @@ function render({ model, el }) {
     }, (error) => {
       root.dataset.workerError = String(error && error.message);
       if (ticket !== layoutTicket) return;
+      inFlight = null;
       layoutAll(cy, elements);
       done("main", performance.now() - start);
     });
@@ -362,6 +366,7 @@ function render({ model, el }) {
     const version = model.get("layout_version");
     const start = performance.now();
     layoutTicket += 1; // a layout still running in the worker is for older elements
+    inFlight = null;
     if (!patch(cy, elements)) {
       focus = "all"; // a new layout: show all of it
       layouts -= version !== laidOut ? 0 : 1; // counted once, by layoutEverything
@@ -382,6 +387,7 @@ function render({ model, el }) {
     const version = model.get("layout_version");
     if (!canvas.isConnected || canvas.clientWidth === 0) return; // not on screen yet: the observers draw later
     const items = elements.filter((e) => !("source" in e.data)).length;
+    if (inFlight === version && laidOut === null) return; // the worker is laying this out already
     if (laidOut === null || cy.elements().empty()) {
       if (items <= BIG_LAYOUT) layoutEverything(elements, version);
       else later(() => layoutEverything(data.elements, model.get("layout_version")));
