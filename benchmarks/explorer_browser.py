@@ -324,8 +324,11 @@ def render_one(result: dict[str, Any]) -> list[str]:
         lines += [
             f"Ops toggled: {', '.join(f'`{o}`' for o in result['ops'])}. The page's longest main-thread task "
             f"(freeze) over all actions: {result['longest_task_ms']} ms. The whole node and element lists are "
-            f"{result['whole_lists_bytes']:,} bytes of JSON ({result['placed_nodes']} placed nodes); the bytes "
-            f"column is what the kernel sent the graph view per action. After the open/close cycles, "
+            f"{result['whole_lists_bytes']:,} bytes of JSON ({result['placed_nodes']} placed nodes, as opened); the "
+            f"bytes column is what the kernel sent the graph view per action (patches and state): a new delegate set "
+            f"places a different graph, most of its nodes new or changed (an op no longer delegated brings its "
+            f"nodes and their copies), so its patch is most of the new lists; a group opened or closed sends only "
+            f"what it shows or hides. After the open/close cycles, "
             f"{clicks['opened_the_clicked_layer']} of {len(clicks['clicked'])} clicks on layer boxes (by position) "
             f"opened the layer clicked. PNG export: {png['bytes']:,} bytes at scale {png['scale']}{note}.",
         ]
