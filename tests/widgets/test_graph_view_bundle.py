@@ -389,3 +389,26 @@ def test_a_96_layer_model_opened_whole_is_laid_out_module_by_module_in_the_worke
     for upper, lower in zip(layers, layers[1:], strict=False):
         assert upper[3] <= lower[1], "layer frames overlap or run out of order"
     assert tab.evaluate(OUTSIDE, "top")["out"] == []
+
+
+def test_a_layer_with_inputs_beside_it_opens_and_closes_in_place_without_a_new_layout(tab):
+    """GPT-2's layers have nodes beside them (constants, copies) that reach past a layer box's bottom: opening moves
+    them aside, closing moves them back, and neither lays out the whole graph again."""
+    nodes, edges = gpt2_shaped(12)
+    for i in range(12):  # a constant of the transformer read in the middle of each layer
+        nodes.append(
+            {"id": f"c{i}", "label": f"c{i}\nf32[64]\nconst", "kind": "input", "device": "cpu", "module": "model"}
+        )
+        edges.append((f"c{i}", f"h{i}_attn_1"))
+    view = GraphView(nodes, edges)
+    layers_as_boxes(view, 12)
+    page = Driver(tab, view)
+    layer = "group:model.transformer.h.6"
+    first, full = page.box(layer), page.data("fullLayouts")
+    for _ in range(3):
+        tab.evaluate(f"() => root.devcopyCy.getElementById('{layer}').emit('tap')")
+        page.answer()
+        tab.evaluate(f"() => root.devcopyCy.getElementById('{layer}').emit('dbltap')")
+        page.answer()
+        assert page.box(layer) == pytest.approx(first, abs=0.5)
+    assert page.data("fullLayouts") == full

@@ -82,13 +82,14 @@ function shiftAround(cy, before, after, skip) {
   });
 }
 
-// Closing a frame that dagre laid out open: something beside it lower than the box's new bottom would be left
-// behind (or run into what moves up from below), so the caller lays out everything instead.
+// Closing a frame that dagre laid out open: something beside it entirely below the box's new bottom would be left
+// behind (or run into what moves up from below), so the caller lays out everything instead. (What only reaches
+// below the box's bottom was beside the box when it opened, and goes back beside it.)
 function besideBelow(cy, frame, now, skip) {
   return cy.nodes().some((n) => {
     if (!n.isChildless() || skip.has(n.id())) return false;
     const b = box(n);
-    return b.y1 < frame.y2 - 1 && b.y2 > now.y2 + 1 && (b.x1 >= frame.x2 - 1 || b.x2 <= frame.x1 + 1);
+    return b.y1 < frame.y2 - 1 && b.y1 >= now.y2 - 1 && (b.x1 >= frame.x2 - 1 || b.x2 <= frame.x1 + 1);
   });
 }
 
