@@ -34,8 +34,9 @@ window.mount = (values) => {
     send: (content) => { window.sent.push(content); },
     on: (event, f) => { (handlers[event] ||= []).push(f); }, off() {} };
   const host = document.getElementById("host");
+  if (window.cleanup) window.cleanup(); // the last view's graph goes, as when JupyterLab removes a view
   host.replaceChildren();
-  view.render({ model, el: host });
+  window.cleanup = view.render({ model, el: host });
   window.change = (key, value) => { values[key] = value; (handlers[`change:${key}`] || []).forEach((f) => f()); };
   window.custom = (content) => { (handlers["msg:custom"] || []).forEach((f) => f(content, [])); };
   window.root = host.querySelector(".devcopy-graph-view");
