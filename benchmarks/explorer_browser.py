@@ -1,12 +1,20 @@
-"""Time the placement explorer in a real browser: JupyterLab + headless Chromium open GPT-2 12-layer in the
-explorer, then each action is timed from the click to the page's last update (the graph view's drawing, seen in
-its `data-render-done` echo of the revision it drew, then the next frame, then every DOM change until the page is
-quiet for 0.3 s): a strategy switch, an op toggle, opening a module group and closing it. Python's share is timed
-on its own by benchmarks/explorer.py.
+"""Time the placement explorer in a real browser: JupyterLab + headless Chromium open a model in the explorer, then
+each action is timed from the click to the page's last update (the graph view's drawing, seen in its `data-renders`
+count, then the next frame, then every DOM change until the page is quiet for 0.3 s): a strategy switch, five op
+toggles (each a new delegate set, then ticked back: a cached one), a module group opened and closed, "tidy layout".
+Each action also records the longest task the page's main thread ran meanwhile (PerformanceObserver "longtask":
+how long the page froze) and how many bytes the kernel sent the graph view for it. After the open/close cycles
+layer boxes are clicked where they are drawn, counting the clicks that opened the layer clicked. Last, "PNG" is
+clicked and the downloaded file's size and scale recorded. Python's share is timed on its own by
+benchmarks/explorer.py.
 
-Run: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/explorer_browser.py [--model gpt2_12l] [--repeats 7] [--write]`;
-prints JSON with machine, date, command and the load average; `--write` also stores it in
-docs/data/explorer_browser.json and renders its section of docs/explorer.md.
+`--model gpt2_96l` is GPT-2 with 96 layers at tiny widths (64 wide, 4 heads, vocabulary 1,024): GPT-2's graph at
+8x the layers of gpt2_12l, the "big model" of the explorer's issue.
+
+Run: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/explorer_browser.py [--model gpt2_12l|gpt2_96l] [--repeats 7]
+[--write]`; prints JSON with machine, date, command and the load average; `--write` also stores it in
+docs/data/explorer_browser.json (gpt2_12l; other models explorer_browser_MODEL.json) and renders the browser
+section of docs/explorer.md from every such file.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))  # the browser test's server, browser and page helpers
-from graph_page import run_all_cells, write_notebook  # noqa: E402
+from graph_page import run_all_cells, run_in_kernel, write_notebook  # noqa: E402
 from lab_server import LabServer, open_browser  # noqa: E402
 
 from devcopy_lib.bench.measurement import median_of  # noqa: E402
@@ -36,6 +44,25 @@ CELL = (
     "from devcopy_widgets import PlacementExplorer\nfrom devcopy_lib import models\n"
     "explorer = PlacementExplorer.for_model(*models.{model}(), name='{model}')\nexplorer"
 )
+BIG_CELL = (  # GPT-2's graph with 96 layers, tiny widths
+    "from devcopy_widgets import PlacementExplorer\nfrom devcopy_lib.models.real import causal_lm\n"
+    "model, inputs = causal_lm('GPT2Config', 'gpt2_96l', 16, n_layer=96, n_embd=64, n_head=4, vocab_size=1024, "
+    "n_positions=64)\nexplorer = PlacementExplorer.for_model(model, inputs, name='gpt2_96l')\nexplorer"
+)
+# Counts the bytes of every message the kernel sends the graph view (patches and state updates), as JSON.
+COUNT_BYTES = """import json
+_graph = explorer.graph
+_graph_sent = [0]
+_graph_send = _graph._send
+def _counting(msg, buffers=None):
+    _graph_sent[0] += len(json.dumps(msg))
+    return _graph_send(msg, buffers)
+_graph._send = _counting
+"""
+WHOLE = (
+    "import json; g = explorer.graph\n"
+    "print(json.dumps([len(json.dumps(g.nodes)) + len(json.dumps(g.elements)), len(g.nodes)]))"
+)
 # One action in the page, timed there: performance.now() from the action to the last update it caused.
 NAME = "const name = (box) => box.textContent.replace(/\\u200b/g, '').trim();"  # ipywidgets adds a zero-width space
 TIME_ACTION = (
@@ -45,10 +72,14 @@ TIME_ACTION = (
     + """
   const explorer = document.querySelector('.devcopy-placement');
   const root = explorer.querySelector('.devcopy-graph-view'), cy = root.devcopyCy;
-  const before = root.dataset.renderDone, sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-  let last = 0, busy = false;
+  const before = root.dataset.renders, sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  let last = 0, busy = false, longest = 0;
   const seen = new MutationObserver(() => { last = performance.now(); busy ||= root.dataset.busy === 'true'; });
   seen.observe(explorer, {subtree: true, childList: true, attributes: true, characterData: true});
+  const tasks = new PerformanceObserver((list) => {
+    for (const task of list.getEntries()) longest = Math.max(longest, task.duration);
+  });
+  tasks.observe({type: 'longtask'});
   const start = performance.now();
   if (action === 'strategy') {
     const select = explorer.querySelector('.devcopy-strategy select');
@@ -57,42 +88,126 @@ TIME_ACTION = (
   } else if (action === 'op') {
     [...explorer.querySelectorAll('.widget-checkbox')].find((b) => name(b) === arg)
       .querySelector('input').click();
-  } else cy.getElementById(arg).emit(action === 'open' ? 'tap' : 'dbltap');
-  while (root.dataset.renderDone === before) {
-    if (performance.now() - start > 120000) throw new Error(`${action} ${arg}: the view never drew`);
+  } else if (action === 'tidy') root.querySelector('.dgv-tidy').click();
+  else cy.getElementById(arg).emit(action === 'open' ? 'tap' : 'dbltap');
+  while (root.dataset.renders === before) {
+    if (performance.now() - start > 300000) throw new Error(`${action} ${arg}: the view never drew`);
     await sleep(2);
   }
   const drawn = await new Promise((r) => requestAnimationFrame(() => r(performance.now())));
   while (performance.now() - Math.max(last, drawn) < 300) await sleep(20);
   seen.disconnect();
-  return {ms: Math.max(last, drawn) - start, busy, full: Number(root.dataset.fullLayouts)};
+  tasks.takeRecords().forEach((task) => { longest = Math.max(longest, task.duration); });
+  tasks.disconnect();
+  return {ms: Math.max(last, drawn) - start, busy, full: Number(root.dataset.fullLayouts), longest,
+          where: root.dataset.layoutWhere || ''};
 }"""
 )
+# Page coordinates of a shown node's centre, centring it in the canvas first (as a user would pan to it).
+NODE_AT = """(id) => {
+  const root = document.querySelector('.devcopy-graph-view'), cy = root.devcopyCy, node = cy.getElementById(id);
+  if (node.empty()) return null;
+  cy.center(node);
+  const box = node.renderedBoundingBox({includeLabels: false});
+  const r = root.querySelector('.dgv-canvas').getBoundingClientRect();
+  return [r.x + (box.x1 + box.x2) / 2, r.y + (box.y1 + box.y2) / 2];
+}"""
+RENDERS = "() => document.querySelector('.devcopy-graph-view').dataset.renders"
 PICK = (
     """() => {
   """
     + NAME
     + """
   const root = document.querySelector('.devcopy-graph-view'), cy = root.devcopyCy;
-  const box = cy.nodes('.collapsed').max((n) => n.data('label').length).ele.id();
-  return {box, ops: [...document.querySelectorAll('.devcopy-placement .widget-checkbox')]
+  const layers = cy.nodes('.collapsed').filter((n) => /[.]h[.][0-9]+$/.test(n.id())).map((n) => n.id());
+  const box = layers.length ? layers[Math.floor(layers.length / 2)]
+    : cy.nodes('.collapsed').max((n) => n.data('label').length).ele.id();
+  return {box, layers, ops: [...document.querySelectorAll('.devcopy-placement .widget-checkbox')]
     .filter((b) => b.querySelector('input').checked).map(name)};
 }"""
 )
+OPS = 5  # op toggles, each to a new delegate set
 
 
-def actions(page: Any, repeats: int) -> list[tuple[str, str, str]]:
-    """(name, action, argument) in the order they run: each action `repeats` times, back and forth."""
-    picked = page.evaluate(PICK)
-    op = next((o for o in picked["ops"] if o.startswith("addmm")), picked["ops"][0])
+def placements(picked: dict[str, Any], repeats: int) -> list[tuple[str, str, str]]:
+    """(name, action, argument) in the order they run: strategy switches back and forth, then OPS different ops each
+    unticked (a new delegate set) and ticked again (the cached one). Each shows a new node set, which opens the
+    graph as it opened at first."""
+    preferred = [o for o in picked["ops"] if o.startswith(("addmm", "mm", "bmm"))]
+    ops = list(dict.fromkeys(preferred + picked["ops"]))[:OPS]
+    steps = [("strategy switch", "strategy", ("dedupe", "executorch")[i % 2]) for i in range(repeats)]
+    for op in ops:
+        steps += [("op toggle, new delegate set", "op", op), ("op toggle back, cached", "op", op)]
+    return steps
+
+
+def group_actions(picked: dict[str, Any], repeats: int) -> list[tuple[str, str, str]]:
+    """A layer box opened by a click and closed by a double click, `repeats` times, then "tidy layout"."""
     steps = []
-    for i in range(repeats):
-        steps.append(("strategy switch", "strategy", ("dedupe", "executorch")[i % 2]))
-    for _ in range(repeats):
-        steps.append(("op toggle", "op", op))
     for _ in range(repeats):
         steps += [("group open", "open", picked["box"]), ("group close", "close", picked["box"])]
-    return steps
+    return steps + [("tidy layout", "tidy", "") for _ in range(max(1, repeats // 3))]
+
+
+def time_action(page: Any, times: dict[str, list[Any]], name: str, action: str, arg: str) -> None:
+    """Run one action timed in the page (TIME_ACTION), with the bytes the kernel sent the graph view for it."""
+    sent = int(run_in_kernel(page, "print(_graph_sent[0])"))
+    times.setdefault(name, []).append(page.evaluate(TIME_ACTION, [action, arg]))
+    times[name][-1]["bytes"] = int(run_in_kernel(page, "print(_graph_sent[0])")) - sent
+
+
+def wait_drawn(page: Any, before: str) -> None:
+    page.wait_for_function(f"() => ({RENDERS})() !== '{before}'", timeout=300_000)
+
+
+def open_layers(page: Any) -> None:
+    """Open the transformer so its layers show as boxes (as a user who clicked it): each layer it opened closes."""
+    run_in_kernel(
+        page,
+        "g = explorer.graph\ng.open_group('model.transformer')\n"
+        "for p in sorted(g._groups):\n"
+        "    if p.count('.') == 3 and p.startswith('model.transformer.h.') and p not in g.collapsed:\n"
+        "        g.close_group(p)\n",
+    )
+    revision = run_in_kernel(page, "print(explorer.graph.revision)").strip()
+    page.wait_for_function(
+        f"() => document.querySelector('.devcopy-graph-view').dataset.renderDone === '{revision}'", timeout=300_000
+    )
+
+
+def click_layers(page: Any, layers: list[str], count: int = 8) -> dict[str, Any]:
+    """Click `count` layer boxes where they are drawn, each closed again before the next; how many clicks opened
+    the layer that was clicked."""
+    picked = layers[:: max(1, len(layers) // count)][:count]
+    right = []
+    for layer in picked:
+        before = page.evaluate(RENDERS)
+        page.locator(".devcopy-graph-view .dgv-canvas").scroll_into_view_if_needed()
+        page.mouse.click(*page.evaluate(NODE_AT, layer))
+        wait_drawn(page, before)
+        opened = page.evaluate(
+            f"() => document.querySelector('.devcopy-graph-view').devcopyCy.getElementById('{layer}')"
+            ".hasClass('expanded')"
+        )
+        right.append(bool(opened))
+        before = page.evaluate(RENDERS)
+        run_in_kernel(page, f"explorer.graph.close_group('{layer.removeprefix('group:')}')")
+        wait_drawn(page, before)
+        page.wait_for_timeout(350)  # no double click with the next one
+    return {"clicked": picked, "opened_the_clicked_layer": sum(right)}
+
+
+def export_png(page: Any) -> dict[str, Any]:
+    """Click "PNG": the downloaded file's bytes, the scale used and the note the view showed."""
+    graph = page.locator(".devcopy-graph-view")
+    with page.expect_download(timeout=300_000) as download:
+        graph.locator(".dgv-png").click()
+    size = Path(download.value.path()).stat().st_size
+    return {
+        "bytes": size,
+        "scale": graph.get_attribute("data-export-scale"),
+        "note": graph.locator(".dgv-export-note").text_content(),
+    }
 
 
 def measure(model: str, repeats: int) -> dict[str, Any]:
@@ -101,41 +216,55 @@ def measure(model: str, repeats: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         notebooks = Path(tmp) / "in"
         notebooks.mkdir()
-        write_notebook(notebooks / "explorer.ipynb", CELL.format(model=model))
+        write_notebook(notebooks / "explorer.ipynb", BIG_CELL if model == "gpt2_96l" else CELL.format(model=model))
         server = LabServer(notebooks, Path(tmp), env={**NOTEBOOK_ENV, "OMP_NUM_THREADS": "1"})
         server.start()
         try:
             with sync_playwright() as playwright:
                 browser = open_browser(playwright, Path(tmp) / "profile")
                 page = browser.pages[0]
-                page.set_default_timeout(300_000)
+                page.set_default_timeout(600_000)
                 errors: list[str] = []
                 page.on("pageerror", lambda exc: errors.append(str(exc)))
                 run_all_cells(page, server, "explorer.ipynb")
                 try:
                     page.wait_for_function(
-                        "() => document.querySelector('.devcopy-graph-view')?.dataset.renderDone", timeout=120_000
+                        "() => document.querySelector('.devcopy-graph-view')?.dataset.renderDone", timeout=300_000
                     )
                 except Exception:
                     page.screenshot(path=Path(tempfile.gettempdir()) / "explorer_browser_failed.png")
                     raise RuntimeError(f"the explorer never drew; page errors: {errors}") from None
                 page.wait_for_timeout(1000)
                 opening = page.evaluate("() => ({...document.querySelector('.devcopy-graph-view').dataset})")
+                whole = json.loads(run_in_kernel(page, WHOLE))
+                run_in_kernel(page, COUNT_BYTES)
                 load = os.getloadavg()
                 times: dict[str, list[Any]] = {}
-                steps = actions(page, repeats)
+                steps = placements(page.evaluate(PICK), repeats)
                 for name, action, arg in steps:
-                    times.setdefault(name, []).append(page.evaluate(TIME_ACTION, [action, arg]))
+                    time_action(page, times, name, action, arg)
+                open_layers(page)
+                picked = page.evaluate(PICK)
+                more = group_actions(picked, repeats)
+                for name, action, arg in more:
+                    time_action(page, times, name, action, arg)
+                steps += more
                 opening["what"] = {name: arg for name, _, arg in steps if name != "strategy switch"}
+                opening["ops"] = [arg for name, _, arg in steps if name == "op toggle, new delegate set"]
+                clicks = click_layers(page, picked["layers"])
+                png = export_png(page)
                 version = browser.browser.version if browser.browser else "unknown"
                 browser.close()
         finally:
             server.stop()
-    return summary(model, repeats, opening, times, [*load, *os.getloadavg()], version)
+    result = summary(model, repeats, opening, times, [*load, *os.getloadavg()], version)
+    extra = {"whole_lists_bytes": whole[0], "placed_nodes": whole[1], "layer_clicks": clicks, "png": png}
+    return {**result, **extra, "page_errors": errors}
 
 
 def summary(model: Any, repeats: Any, opening: Any, times: Any, loads: Any, version: Any) -> dict[str, Any]:
-    """The figures: per action every time, the median and the slowest (ms), and whether the busy state showed."""
+    """The figures: per action every time, the median and the slowest (ms), the longest main-thread task, the
+    bytes sent to the view, and whether the busy state showed."""
     per_action = {}
     prior = int(opening["fullLayouts"])  # dagre over everything: the first drawing, then (ideally) never again
     for name, runs in times.items():
@@ -144,8 +273,11 @@ def summary(model: Any, repeats: Any, opening: Any, times: Any, loads: Any, vers
             "ms": ms,
             "median_ms": round(median_of(ms)),
             "slowest_ms": max(ms),
+            "longest_task_ms": round(max(r["longest"] for r in runs)),
+            "median_bytes_sent": round(median_of([r["bytes"] for r in runs])),
             "busy_shown": sum(r["busy"] for r in runs),
             "full_layouts": runs[-1]["full"] - prior,
+            "layout_where": sorted({r["where"] for r in runs if r["where"]}),
         }
         prior = runs[-1]["full"]
     return {
@@ -158,60 +290,95 @@ def summary(model: Any, repeats: Any, opening: Any, times: Any, loads: Any, vers
         "repeats": repeats,
         "opened": {k: opening.get(k) for k in ("nodes", "visibleNodes", "collapsed", "layoutMs", "fullLayouts")},
         "toggled": opening["what"],
+        "ops": opening["ops"],
         "actions": per_action,
+        "longest_task_ms": max(a["longest_task_ms"] for a in per_action.values()),
         "all_under_1s": all(a["slowest_ms"] < 1000 for a in per_action.values()),
     }
 
 
-def render(result: dict[str, Any]) -> str:
-    """The browser section of docs/explorer.md."""
+def render_one(result: dict[str, Any]) -> list[str]:
+    """One model's figures."""
     load = result["load_average_1min_before_after"]
     rows = [
-        f"| {name} | {a['median_ms']} | {a['slowest_ms']} | {', '.join(map(str, a['ms']))} |"
+        f"| {name} | {a['median_ms']} | {a['slowest_ms']} | {a.get('longest_task_ms', '')} | "
+        f"{a.get('median_bytes_sent', '')} | {', '.join(map(str, a['ms']))} |"
         for name, a in result["actions"].items()
     ]
     opened = result["opened"]
     full = ", ".join(f"{name} {a['full_layouts']}" for name, a in result["actions"].items())
+    lines = [
+        f"### {result['model']}",
+        "",
+        f"Measured by `benchmarks/explorer_browser.py` on {result['machine']}, {result['browser']}, "
+        f"{result['date']}, 1-minute load average {load[0]} before and {load[1]} after. "
+        f"Command: `{result['command']}`.",
+        "",
+        f"Model `{result['model']}`: {opened['nodes']} nodes, opened showing {opened['visibleNodes']} "
+        f"({opened['collapsed']} module groups collapsed; the first layout took {opened['layoutMs']} ms). "
+        f"Layouts of everything (dagre) after the first drawing: {full}.",
+    ]
+    if "png" in result:
+        clicks, png = result["layer_clicks"], result["png"]
+        note = f" ({png['note']})" if png["note"] else ""
+        lines += [
+            f"Ops toggled: {', '.join(f'`{o}`' for o in result['ops'])}. The page's longest main-thread task "
+            f"(freeze) over all actions: {result['longest_task_ms']} ms. The whole node and element lists are "
+            f"{result['whole_lists_bytes']:,} bytes of JSON ({result['placed_nodes']} placed nodes, as opened); the "
+            f"bytes column is what the kernel sent the graph view per action (patches and state): a new delegate set "
+            f"places a different graph, most of its nodes new or changed (an op no longer delegated brings its "
+            f"nodes and their copies), so its patch is most of the new lists; a group opened or closed sends only "
+            f"what it shows or hides. After the open/close cycles, "
+            f"{clicks['opened_the_clicked_layer']} of {len(clicks['clicked'])} clicks on layer boxes (by position) "
+            f"opened the layer clicked. PNG export: {png['bytes']:,} bytes at scale {png['scale']}{note}.",
+        ]
+    return [
+        *lines,
+        "",
+        "| action | median ms | slowest ms | longest task ms | bytes sent (median) | all (ms) |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def render(results: list[dict[str, Any]]) -> str:
+    """The browser section of docs/explorer.md, one part per model measured."""
     return "\n".join(
         [
             FIGURES,
             "",
-            f"Measured by `benchmarks/explorer_browser.py` on {result['machine']}, {result['browser']}, "
-            f"{result['date']}, 1-minute load average {load[0]} before and {load[1]} after. "
-            f"Command: `{result['command']}`.",
-            "",
-            f"Model `{result['model']}`: {opened['nodes']} nodes, opened showing {opened['visibleNodes']} "
-            f"({opened['collapsed']} module groups collapsed; the first layout took {opened['layoutMs']} ms).",
             "Each time runs from the click (or the control's change) to the page's last update: the graph view's "
             "drawing, the next frame, and every DOM change until the page is quiet for 0.3 s. It includes the "
             "kernel's work (Python-side times are in the table above). The strategy goes dedupe, executorch, ... "
-            f"(the first of each places anew, later ones are cached); `{result['toggled']['op toggle']}` is "
-            f"unticked and ticked again; `{result['toggled']['group open']}` is opened by a click and closed by "
-            f"a double click. Layouts of everything (dagre) after the first drawing: {full}.",
+            "(the first of each places anew, later ones are cached); each op is unticked (a new delegate set) and "
+            "ticked again (the cached set); a layer box is opened by a click and closed by a double click. "
             "A 1-minute load average above 1 means other work shared the two cores while this ran, and the times "
             "are then upper bounds of what a quiet machine gives.",
             "",
-            f"| action | median ms | slowest ms | all {result['repeats']} (ms) |",
-            "|---|---|---|---|",
-            *rows,
-            "",
+            *[line for result in results for line in render_one(result)],
         ]
     )
 
 
+def data_file(model: str) -> Path:
+    return DATA if model == "gpt2_12l" else DATA.with_name(f"explorer_browser_{model}.json")
+
+
 def write(result: dict[str, Any]) -> None:
     DATA.parent.mkdir(exist_ok=True)
-    DATA.write_text(json.dumps(result, indent=1) + "\n")
+    data_file(result["model"]).write_text(json.dumps(result, indent=1) + "\n")
+    results = [json.loads(f.read_text()) for f in sorted(DATA.parent.glob("explorer_browser*.json"))]
     text = PAGE.read_text()
     head = text.split(FIGURES)[0].rstrip("\n")
-    PAGE.write_text(f"{head}\n\n{render(result)}")
+    PAGE.write_text(f"{head}\n\n{render(results)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="gpt2_12l")
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--write", action="store_true", help="store docs/data/explorer_browser.json, docs section")
+    parser.add_argument("--write", action="store_true", help="store docs/data/explorer_browser*.json, docs section")
     args = parser.parse_args()
     result = measure(args.model, args.repeats)
     print(json.dumps(result, indent=1))

@@ -4,6 +4,11 @@ open and close, search, a legend and an inspector; the clicked node's id comes b
 Python owns what is shown (`graph_view_data` computes it) and bumps `revision` once per redraw; the browser draws on
 it and keeps its layout: new colours or kinds restyle in place, new nodes go between their neighbours, an opened
 group is laid out on its own (widgets/js/layout.js). `busy` tells the browser Python is computing (docs/explorer.md).
+
+`nodes` and `elements` reach the browser whole only with the widget's state (when it opens, or when the page asks for
+it again); every change after that goes as a patch message (`graph_patch`: what was added, changed or removed, from
+revision `base` to `revision`) sent just before the revision bump, so a change of a few nodes of a big model sends
+those nodes, not the whole list. A browser that missed one asks for `resync` and gets everything at once.
 """
 
 from __future__ import annotations
@@ -25,11 +30,65 @@ UPDATABLE = ("device", "kind", "reason", "bytes", "bytes_text", "predicted_s", "
 SHOW_ALL_UP_TO = 100  # nodes: a bigger graph opens with its module groups collapsed to the top modules
 OPEN_ITEMS = 120  # items on screen when a big graph opens
 COLLAPSED_ITEMS = 60  # items on screen after "collapse groups"
+# Items in the longest chain on screen when a big graph opens: dagre stacks a chain top to bottom, and about this
+# many ranks fit the canvas (grown to its most, 840 px) with text of 10 px; a level deeper would open unreadable.
+OPEN_RANKS = 10
 
 
-def top_modules(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Group], budget: int) -> list[str]:
+def list_patch(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]], key: Any) -> dict[str, Any]:
+    """How to turn the list `before` into `after` (items identified by `key(item)`): the items new or changed
+    (`set`), the ids gone (`remove`), and the ids in their new order when the ids or their order changed (`order`)."""
+    old = {key(item): item for item in before}
+    ids = [key(item) for item in after]
+    return {
+        "set": [item for item in after if old.get(key(item)) != item],
+        "remove": sorted(set(old) - set(ids)),
+        "order": ids if ids != [key(item) for item in before] else None,
+    }
+
+
+def graph_patch(
+    before: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+    after: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+    base: int,
+    revision: int,
+) -> dict[str, Any]:
+    """The message that takes the browser's (nodes, elements) from revision `base` to `revision`."""
+    return {
+        "kind": "graph_patch",
+        "base": base,
+        "revision": revision,
+        "nodes": list_patch(before[0], after[0], lambda n: n["id"]),
+        "elements": list_patch(before[1], after[1], lambda e: e["data"]["id"]),
+    }
+
+
+def chain_length(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Sequence[str]], collapsed: set[str]) -> int:
+    """Items in the longest chain shown with `collapsed` closed (a box counts once however much it holds): about the
+    ranks dagre stacks. `nodes` are in graph (topological) order."""
+    shown = {n["id"]: data.representative(n["module"], collapsed) or n["id"] for n in nodes}
+    rank = dict.fromkeys(shown.values(), 1)
+    users: dict[str, list[str]] = {}
+    for src, dst in edges:
+        users.setdefault(src, []).append(dst)
+    for node in nodes:
+        src = shown[node["id"]]
+        for dst in users.get(node["id"], ()):
+            if shown[dst] != src:
+                rank[shown[dst]] = max(rank[shown[dst]], rank[src] + 1)
+    return max(rank.values(), default=0)
+
+
+def top_modules(
+    nodes: Sequence[Mapping[str, Any]],
+    groups: Mapping[str, data.Group],
+    budget: int,
+    edges: Sequence[Sequence[str]] | None = None,
+    ranks: int = 0,
+) -> list[str]:
     """The collapsed groups when whole levels of the module tree open, outermost first, while at most `budget`
-    items (nodes and collapsed groups) are on screen: GPT-2 shows its layers as boxes, not half of one layer."""
+    items (nodes and collapsed groups) are on screen and, given `edges` and `ranks`, the longest chain shown has at
+    most `ranks` items: GPT-2 shows its layers as boxes, not half of one layer."""
     collapsed = set(groups)
     depth = 0
     while collapsed:
@@ -38,13 +97,18 @@ def top_modules(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Gr
         opened = collapsed - level
         if level and len({data.representative(n["module"], opened) or n["id"] for n in nodes}) > budget:
             break
+        if level and edges is not None and ranks and chain_length(nodes, edges, opened) > ranks:
+            break
         collapsed = opened
     return sorted(collapsed)
 
 
-def initial_collapsed(nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Group]) -> list[str]:
-    """Every group open up to SHOW_ALL_UP_TO nodes; past that, the top modules within OPEN_ITEMS items."""
-    return [] if len(nodes) <= SHOW_ALL_UP_TO else top_modules(nodes, groups, OPEN_ITEMS)
+def initial_collapsed(
+    nodes: Sequence[Mapping[str, Any]], groups: Mapping[str, data.Group], edges: Sequence[Sequence[str]] | None = None
+) -> list[str]:
+    """Every group open up to SHOW_ALL_UP_TO nodes; past that, the top modules within OPEN_ITEMS items and, given
+    the edges, OPEN_RANKS ranks: the whole opening view fits the canvas with readable text."""
+    return [] if len(nodes) <= SHOW_ALL_UP_TO else top_modules(nodes, groups, OPEN_ITEMS, edges, OPEN_RANKS)
 
 
 class GraphView(anywidget.AnyWidget):
@@ -64,17 +128,20 @@ class GraphView(anywidget.AnyWidget):
     busy = t.Bool(False).tag(sync=True)  # Python is computing what the view will show (the view says so after 0.3 s)
     revision = t.Int(0).tag(sync=True)  # bumped once per redraw: the browser renders on it, then echoes it in the DOM
     copy_kinds = t.List(t.Unicode(), list(DIRECTIONS)).tag(sync=True)
+    data_revision = t.Int(0).tag(sync=True)  # the revision `nodes` and `elements` of the widget's state are at
+    PATCHED = ("nodes", "elements", "data_revision")  # in the state the page gets whole; changes go as patches
 
     def __init__(
         self, nodes: Sequence[Mapping[str, Any]] = (), edges: Sequence[Sequence[str]] = (), **kwargs: Any
     ) -> None:
-        super().__init__(**kwargs)
         self._edges: list[tuple[str, ...]] = []
         self._groups: dict[str, data.Group] = {}
         self._structure: tuple[Any, ...] = ()
+        self._browser: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])  # what the page was last sent
+        self.show(nodes, edges)  # before the comm opens: the state it opens with holds the whole graph
+        super().__init__(**kwargs)
         self.on_msg(self._on_msg)
         self.observe(self._reveal_selected, names="selected")
-        self.show(nodes, edges)
 
     def show(self, nodes: Sequence[Mapping[str, Any]], edges: Sequence[Sequence[str]]) -> None:
         """Draw `nodes` (dicts with id, label, kind, device, module, ...) joined by `edges` (src, dst). The same
@@ -96,7 +163,7 @@ class GraphView(anywidget.AnyWidget):
         with self.hold_sync():
             if not same:
                 self._groups = data.module_groups(shown)
-                self.collapsed = initial_collapsed(shown, self._groups)
+                self.collapsed = initial_collapsed(shown, self._groups, pairs)
                 if self.selected not in ids:
                     self.selected = ""
             self.nodes = shown
@@ -165,7 +232,19 @@ class GraphView(anywidget.AnyWidget):
             if structure != self._structure:
                 self._structure = structure
                 self.layout_version += 1
+            now = (self.nodes, elements)
+            self.send(graph_patch(self._browser, now, self.data_revision, self.revision + 1))  # before the bump
+            self._browser = now
             self.revision += 1
+            self.data_revision = self.revision
+
+    def _should_send_property(self, key: str, value: Any) -> bool:
+        """`nodes`, `elements` and `data_revision` go to the page with the whole state only: changes go as patches."""
+        return key not in self.PATCHED and bool(super()._should_send_property(key, value))
+
+    def _resync(self) -> None:
+        """The page missed a patch: send it everything, as one patch from nothing."""
+        self.send(graph_patch(([], []), self._browser, -1, self.data_revision) | {"full": True})
 
     def _reveal_selected(self, change: Any) -> None:
         node = next((n for n in self.nodes if n["id"] == change["new"]), None)
@@ -180,3 +259,5 @@ class GraphView(anywidget.AnyWidget):
             action(content["group"].removeprefix(data.GROUP_PREFIX))
         elif content.get("action") == "reset":
             self.reset_groups()
+        elif content.get("action") == "resync":
+            self._resync()

@@ -251,6 +251,8 @@ def test_gpt2_12l_opens_readable_and_its_tools_work(page, lab, artifacts):
     assert labels_shown(graph), "no label readable after fit"
     graph.screenshot(path=artifacts / "gpt2_12l-opened.png")
 
+    page.mouse.click(*node_at(graph, "group:model.transformer"))  # open the transformer, then collapse again
+    wait_for_data(page, graph, f"Number(d.collapsed) < {data(graph, 'collapsed')}")
     collapsed = data(graph, "collapsed")
     graph.locator(".dgv-reset").click()
     wait_for_data(page, graph, f"Number(d.collapsed) > {collapsed}")
@@ -264,6 +266,100 @@ def test_gpt2_12l_opens_readable_and_its_tools_work(page, lab, artifacts):
     check_keyboard(page, graph)
     check_exports(page, graph)
     check_dark_theme(page, graph, artifacts)
+
+
+INSIDE_CANVAS_OF = """(root, [which]) => {
+  const cy = root.devcopyCy, zoom = cy.zoom();
+  const nodes = which === 'top' ? cy.nodes().orphans() : cy.nodes();
+  const out = nodes.filter((n) => { const b = n.renderedBoundingBox({includeOverlays: false,
+    includeUnderlays: false}); return b.x1 < -0.5 || b.y1 < -0.5 || b.x2 > cy.width() + 0.5
+    || b.y2 > cy.height() + 0.5; }).map((n) => n.id());
+  const small = nodes.filter((n) => n.data('label') && parseFloat(n.style('font-size')) * zoom < 10)
+    .map((n) => n.id());
+  return {out, small, shown: nodes.length, zoom};
+}"""
+BOX = """(root, id) => { const b = root.devcopyCy.getElementById(id).boundingBox({includeOverlays: false,
+  includeUnderlays: false}); return [b.x1, b.y1, b.x2, b.y2]; }"""
+LAYER = "group:model.transformer.h.{}"
+# A point on a frame's own border area (inside its left edge, below its top), on screen in the page and the canvas.
+FRAME_POINT = """(root, id) => {
+  const cy = root.devcopyCy, frame = cy.getElementById(id);
+  const r = root.querySelector('.dgv-canvas').getBoundingClientRect();
+  cy.center(frame);
+  const b = frame.renderedBoundingBox({includeLabels: false});
+  const top = Math.max(b.y1, 0, -r.y) + 30;
+  return [r.x + Math.max(b.x1, 0) + 4, r.y + top];
+}"""
+
+
+def test_gpt2_12l_opens_whole_layers_stay_put_and_drags_pan_on_frames(page, lab, artifacts):
+    """The issue "The seat, round 2": GPT-2 12-layer opens with every top-level item inside the canvas and labels of
+    at least 10 px; a layer opened and closed six times stays where it was and a click on each layer's box opens
+    that layer; a drag that starts on a module's frame pans the view."""
+    write_notebook(lab.root / "big_model.ipynb", BIG_MODEL)
+    run_all_cells(page, lab, "big_model.ipynb")
+    imported = run_in_kernel(page, "import devcopy_widgets; print(devcopy_widgets.__file__)").strip()
+    assert Path(imported).resolve().is_relative_to(DOCS_SCREENSHOT.parents[1]), imported  # this tree's widgets
+    graph = page.locator(".devcopy-graph-view")
+    wait_for_data(page, graph, "Number(d.layouts) > 0 && d.renderDone", timeout=180_000)
+    graph.scroll_into_view_if_needed()
+    opened = graph.evaluate(INSIDE_CANVAS_OF, ["top"])
+    assert opened["shown"] > 1 and opened["out"] == [] and opened["small"] == [], opened
+    graph.locator(".dgv-fit").click()
+    assert graph.evaluate(INSIDE_CANVAS_OF, ["top"])["out"] == []
+
+    run_in_kernel(
+        page,
+        "big.graph.open_group('model.transformer')\n"
+        "for i in range(12): big.graph.close_group(f'model.transformer.h.{i}')",
+    )
+    revision = run_in_kernel(page, "print(big.graph.revision)").strip()
+    wait_for_data(page, graph, f"d.renderDone === '{revision}' && Number(d.collapsed) >= 12")
+    graph.locator(".dgv-fit").click()
+    layer = LAYER.format(10)
+    first = graph.evaluate(BOX, layer)
+    for cycle in range(6):
+        collapsed = data(graph, "collapsed")
+        graph.scroll_into_view_if_needed()
+        page.mouse.click(*node_at(graph, layer))
+        wait_for_data(page, graph, f"Number(d.collapsed) < {collapsed}")
+        page.wait_for_timeout(300)
+        page.mouse.dblclick(*node_at(graph, layer, "left-edge"))
+        wait_for_data(page, graph, f"Number(d.collapsed) === {collapsed}")
+        assert graph.evaluate(BOX, layer) == pytest.approx(first, abs=0.5), f"moved after {cycle + 1} cycles"
+    for i in range(12):
+        collapsed = data(graph, "collapsed")
+        graph.scroll_into_view_if_needed()
+        page.mouse.click(*node_at(graph, LAYER.format(i)))
+        wait_for_data(page, graph, f"Number(d.collapsed) < {collapsed}")
+        assert graph.evaluate(f"(r) => r.devcopyCy.getElementById('{LAYER.format(i)}').hasClass('expanded')"), i
+        if i == 11:
+            break
+        run_in_kernel(page, f"big.graph.close_group('model.transformer.h.{i}')")
+        wait_for_data(page, graph, f"Number(d.collapsed) === {collapsed}")
+
+    graph.locator(".dgv-canvas").scroll_into_view_if_needed()
+    page.wait_for_timeout(400)
+    x, y = graph.evaluate(FRAME_POINT, "group:model.transformer")
+    pan = [float(v) for v in graph.get_attribute("data-pan").split(",")]
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + 90, y - 60, steps=8)
+    page.mouse.up()
+    moved = [float(v) for v in graph.get_attribute("data-pan").split(",")]
+    assert moved[0] - pan[0] == pytest.approx(90, abs=2) and moved[1] - pan[1] == pytest.approx(-60, abs=2)
+    graph.screenshot(path=artifacts / "gpt2_12l-layers.png")
+
+
+@pytest.mark.parametrize("notebook", ["00_tour.ipynb", "01_placement.ipynb", "04_bring_your_own_model.ipynb"])
+def test_the_teaching_graphs_open_with_every_node_inside_the_canvas(page, lab, notebook):
+    run_all_cells(page, lab, notebook)
+    graph = page.locator(".devcopy-placement .devcopy-graph-view").first
+    wait_for_data(page, graph, "d.renderDone")
+    graph.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # the page settles (the view refits on resize)
+    shown = graph.evaluate(INSIDE_CANVAS_OF, ["all"])
+    assert shown["shown"] > 5 and shown["out"] == [], shown
 
 
 def check_open_and_close_a_group(page, graph) -> None:

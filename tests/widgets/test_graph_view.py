@@ -6,7 +6,7 @@ import itertools
 import pytest
 from devcopy_widgets import PlacementExplorer, PlacementState
 from devcopy_widgets import graph_view_data as data
-from devcopy_widgets.graph_view import COLLAPSED_ITEMS, OPEN_ITEMS, SHOW_ALL_UP_TO, GraphView
+from devcopy_widgets.graph_view import COLLAPSED_ITEMS, OPEN_ITEMS, OPEN_RANKS, SHOW_ALL_UP_TO, GraphView, chain_length
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -119,6 +119,40 @@ def test_big_graphs_open_collapsed_and_any_node_shows_after_opening_the_group_th
         if box is not None:
             view._on_msg(view, {"action": "open", "group": data.GROUP_PREFIX + box}, [])
         assert node["id"] in shown(view)
+
+
+def test_a_deep_model_opens_at_the_level_whose_longest_chain_fits_the_canvas():
+    """Twelve layers in a row are ~20 ranks: more than fit the canvas with readable text, so the model opens on the
+    level above them (the layers inside one box), not on 12 boxes running off the canvas."""
+    nodes, edges = layered(layers=12, per_module=12)
+    view = GraphView(nodes, edges)
+    assert chain_length(nodes, edges, set(view.collapsed)) <= OPEN_RANKS
+    assert "h" in view.collapsed  # the layers stay inside their box
+    view.open_group("h")
+    assert chain_length(nodes, edges, set(view.collapsed)) > OPEN_RANKS  # opening them is the user's choice
+
+
+def test_a_change_goes_to_the_page_as_a_patch_of_what_changed_and_the_state_keeps_the_whole_lists():
+    nodes, edges = layered(layers=2, per_module=3)
+    view = GraphView(nodes, edges)
+    sent: list[dict] = []
+    view.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+    revision = view.revision
+    view.update_nodes({"h0_mlp_1": {"device": "cuda:1"}})
+    [patch] = sent
+    assert (patch["kind"], patch["base"], patch["revision"]) == ("graph_patch", revision, view.revision)
+    assert [n["id"] for n in patch["nodes"]["set"]] == ["h0_mlp_1"] and patch["nodes"]["order"] is None
+    assert [e["data"]["id"] for e in patch["elements"]["set"]] == ["h0_mlp_1"] and not patch["elements"]["remove"]
+    assert not any(view._should_send_property(k, getattr(view, k)) for k in GraphView.PATCHED)
+    state = view.get_state()
+    assert (state["nodes"], state["elements"], state["data_revision"]) == (view.nodes, view.elements, view.revision)
+    view.close_group("h.1")  # a structural change: ids go, a box comes, the order is sent
+    assert sent[-1]["elements"]["order"] == [e["data"]["id"] for e in view.elements]
+    assert "h1_mlp_0" in sent[-1]["elements"]["remove"] and sent[-1]["nodes"] == {
+        "set": [],
+        "remove": [],
+        "order": None,
+    }
 
 
 def test_collapse_groups_collapses_a_graph_shown_whole_to_its_top_modules():

@@ -4,8 +4,37 @@ function escape(text) {
   return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-export function pngBlob(cy, background) {
-  return cy.png({ output: "blob", full: true, scale: 2, bg: background });
+// What one canvas may hold: Chromium draws nothing (and so writes a 0-byte PNG) past 2^28 pixels or 32767 px a side,
+// Safari past 2^24 pixels; a picture bigger than this at twice the screen resolution is exported at a smaller scale.
+export const PNG_SCALE = 2;
+export const MAX_SIDE_PX = 32767;
+export const MAX_AREA_PX = 2 ** 28;
+
+// The scale at which the whole graph fits one canvas: PNG_SCALE when it can.
+export function pngScale(cy, maxSide = MAX_SIDE_PX, maxArea = MAX_AREA_PX) {
+  const bb = cy.elements().boundingBox();
+  const w = Math.max(bb.w, 1);
+  const h = Math.max(bb.h, 1);
+  const fits = Math.min(PNG_SCALE, (maxSide - 2) / w, (maxSide - 2) / h, Math.sqrt(maxArea / (w * h)) * 0.999);
+  return fits >= PNG_SCALE ? PNG_SCALE : Math.floor(fits * 1000) / 1000;
+}
+
+// The whole graph as a PNG blob and the scale it was drawn at: PNG_SCALE, or less when the picture would not fit
+// one canvas; halved again while the browser still hands back nothing. `blob` is null only when even a tiny picture
+// fails (the caller says so rather than saving an empty file).
+export async function pngBlob(cy, background) {
+  let scale = pngScale(cy);
+  for (let tries = 0; tries < 6 && scale > 0.001; tries += 1) {
+    let blob = null;
+    try {
+      blob = await cy.png({ output: "blob-promise", full: true, scale, bg: background });
+    } catch {
+      blob = null; // the canvas was too big to encode
+    }
+    if (blob && blob.size > 0) return { blob, scale };
+    scale /= 2;
+  }
+  return { blob: null, scale };
 }
 
 function nodeSvg(node) {

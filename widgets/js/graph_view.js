@@ -4,16 +4,22 @@
 // Built into ../static/graph_view.js by `make widget-js` (one ESM file, no network needed in the browser).
 import cytoscape from "cytoscape";
 import { showCopies, sortedCopies } from "./copies.js";
-import { download, pngBlob, svgText } from "./export.js";
+import { current, graphData } from "./data.js";
+import { download, PNG_SCALE, pngBlob, svgText } from "./export.js";
 import { nextInDirection } from "./keys.js";
 import { layoutAll, patch } from "./layout.js";
+import { minimap } from "./minimap.js";
+import { layoutInWorker } from "./worker.js";
 import { DARK_STYLE, READABLE_ZOOM, STYLE } from "./style.js";
 
 export { LAYOUT, STYLE } from "./style.js";
 
 const MAX_FIT_ZOOM = 1.5; // a few nodes are not blown up to fill the view
+const FIT_PAD = 24; // px around the graph when it is fitted
+const MAX_CANVAS_PX = 840; // the canvas grows up to this height to show the whole graph with readable text
 const BUSY_AFTER_MS = 300; // the busy state shows when something takes longer than this
 const BIG_LAYOUT = 60; // laying out more items than this at once says busy first
+const WORKER_LAYOUT = 150; // laying out more items than this at once runs dagre in a Web Worker
 // The inspector shows the (label, text) rows Python sends with each node (`rows`); a node without them (a graph
 // shown by hand) gets these fields.
 const INSPECTOR_ROWS = [
@@ -34,6 +40,7 @@ function darkTheme() {
 }
 
 function render({ model, el }) {
+  const data = graphData(model); // nodes and elements, patched as the kernel changes them
   const root = make("div", "devcopy-graph-view");
   const bar = make("div", "dgv-bar");
   const search = make("input", "dgv-search");
@@ -53,16 +60,19 @@ function render({ model, el }) {
   const png = make("button", "dgv-png", "PNG");
   const svg = make("button", "dgv-svg", "SVG");
   const busyText = make("span", "dgv-busy-text");
+  const exportNote = make("span", "dgv-export-note");
   const legend = make("span", "dgv-legend");
   const status = make("span", "dgv-status");
   prevCopy.title = nextCopy.title = "copies from the most bytes to the fewest";
-  bar.append(search, matches, fit, reset, tidy, copiesLabel, prevCopy, nextCopy, copyAt, png, svg, busyText, status, legend);
+  bar.append(search, matches, fit, reset, tidy, copiesLabel, prevCopy, nextCopy, copyAt, png, svg, exportNote, busyText, status, legend);
   const main = make("div", "dgv-main");
   const canvas = make("div", "dgv-canvas");
   canvas.tabIndex = 0; // keyboard: arrows move between nodes, Enter inspects (or opens a box), Escape clears
   canvas.setAttribute("aria-label", "placed graph: arrow keys move between nodes, Enter inspects");
   const inspector = make("div", "dgv-inspector");
-  main.append(canvas, inspector);
+  const side = make("div", "dgv-side"); // the overview above the inspector
+  side.append(inspector);
+  main.append(canvas, side);
   const copyList = make("details", "dgv-copies");
   copyList.append(make("summary", "", "copies"));
   root.append(bar, main, copyList);
@@ -71,20 +81,27 @@ function render({ model, el }) {
 
   // layout "null": the default grid layout would run now, before the view is on screen (its size is NaN then)
   const cy = cytoscape({ container: canvas, style: darkTheme() ? DARK_STYLE : STYLE, layout: { name: "null" },
-                         minZoom: 0.02, maxZoom: 4, boxSelectionEnabled: false, autounselectify: true,
+                         minZoom: 0.002, maxZoom: 4, boxSelectionEnabled: false, autounselectify: true,
                          autoungrabify: true });
   root.devcopyCy = cy; // for tests: the DOM element carries its graph (never a global)
+  root.devcopyData = data; // and the data it draws
+  const overviewMap = minimap(cy, side, () => { autoView = false; });
+  side.prepend(overviewMap.element);
+  // A drag anywhere pans, also one that starts on a node or a module's frame (nodes are never dragged: the layout
+  // is the view's); a press without moving is still a click.
+  cy.on("add", "node", (event) => { event.target.panify(); });
   let laidOut = null;
   let layouts = 0; // new layout versions drawn
   let fullLayouts = 0; // of which dagre laid out everything
   let renders = 0;
   let focus = null; // what to bring into view after the next drawing: a group or node id, or "all"
+  let autoView = false; // the view shows the overview the view chose (no user zoom or pan since): refit on resize
   let cursor = null; // the node the keyboard is on
   let found = [];
   let foundAt = -1;
   let copyIndex = -1;
   let copyOrder = "bytes"; // the copy list's order: "bytes" or "predicted"
-  const byId = () => new Map(model.get("nodes").map((n) => [n.id, n]));
+  const byId = () => new Map(data.nodes.map((n) => [n.id, n]));
 
   // Busy: anything still running after BUSY_AFTER_MS (Python computing, a message waiting on the kernel, a big
   // layout) shows the busy state: a class on the view and a line of text.
@@ -119,6 +136,37 @@ function render({ model, el }) {
     canvas.addEventListener(type, forget, { capture: true, passive: true });
   }
 
+  function baseHeight() {
+    return parseFloat(model.get("height")) || 560;
+  }
+
+  function grow(eles) {
+    // The canvas is the widget's height, or taller (up to MAX_CANVAS_PX) when the whole of `eles` would otherwise be
+    // fitted with text smaller than 10 px.
+    const box = eles.boundingBox();
+    const across = (cy.width() - 2 * FIT_PAD) / Math.max(box.w, 1);
+    const zoom = Math.min(READABLE_ZOOM, across);
+    const want = Math.min(MAX_CANVAS_PX, Math.ceil(box.h * zoom + 2 * FIT_PAD));
+    const height = Math.max(baseHeight(), want);
+    if (Math.abs(canvas.clientHeight - height) > 1) {
+      canvas.style.height = `${height}px`;
+      cy.resize();
+      forget();
+    }
+  }
+
+  function overview(eles = cy.nodes()) {
+    // The whole of `eles` inside the canvas (growing it first if text would be unreadable), at most MAX_FIT_ZOOM.
+    if (eles.empty()) return;
+    grow(eles);
+    cy.fit(eles, FIT_PAD);
+    if (cy.zoom() > MAX_FIT_ZOOM) {
+      cy.zoom(MAX_FIT_ZOOM);
+      cy.center(eles);
+    }
+    autoView = true;
+  }
+
   function readable(eles) {
     // Fit `eles`; when that would make text smaller than 10 px, zoom to where it shows and centre the copies.
     cy.fit(eles, 24);
@@ -144,8 +192,9 @@ function render({ model, el }) {
   }
 
   function bringIntoView() {
+    autoView = false; // overview() sets it again
     const target = focus && focus !== "all" ? cy.getElementById(focus) : cy.collection();
-    if (target.empty()) readable(cy.elements());
+    if (target.empty()) overview();
     else if (target.isParent() || target.hasClass("collapsed")) readable(target.union(target.descendants()));
     else {
       cy.zoom(Math.max(cy.zoom(), 1));
@@ -246,6 +295,7 @@ function render({ model, el }) {
     showLegend();
     publishCounts();
     listCopies();
+    overviewMap.redraw();
     renders += 1;
     root.dataset.renders = renders;
     root.dataset.renderDone = model.get("revision");
@@ -253,17 +303,55 @@ function render({ model, el }) {
     setBusy("layout", false);
   }
 
+  let layoutTicket = 0; // a worker's layout applies only if nothing was drawn since it was asked for
+  let inFlight = null; // the layout version the worker is laying out now (a resize meanwhile does not ask again)
+
   function layoutEverything(elements, version) {
+    // dagre over everything: in the worker for a big graph (the page stays responsive), else here
     const start = performance.now();
+    const ticket = (layoutTicket += 1);
     cy.resize(); // the size cytoscape knows may predate the view being shown
-    layoutAll(cy, elements);
-    laidOut = version;
-    layouts += 1;
-    fullLayouts += 1;
-    root.dataset.layoutMs = Math.round(performance.now() - start);
-    focus = focus || "all";
-    bringIntoView();
-    finish();
+    const done = (where, dagreMs) => {
+      laidOut = version;
+      layouts += 1;
+      fullLayouts += 1;
+      root.dataset.layoutMs = Math.round(performance.now() - start);
+      root.dataset.layoutWhere = where;
+      root.dataset.dagreMs = Math.round(dagreMs);
+      focus = focus || "all";
+      const shown = performance.now();
+      bringIntoView();
+      const fitted = performance.now();
+      finish();
+      root.dataset.fitMs = Math.round(fitted - shown);
+      root.dataset.finishMs = Math.round(performance.now() - fitted);
+    };
+    const items = elements.filter((e) => !("source" in e.data)).length;
+    const job = items > WORKER_LAYOUT ? layoutInWorker(elements) : null;
+    if (!job) {
+      layoutAll(cy, elements);
+      done("main", performance.now() - start);
+      return;
+    }
+    setBusy("layout", true);
+    const asked = performance.now();
+    inFlight = version;
+    job.then(({ positions, ms }) => {
+      root.dataset.workerAt = `${asked.toFixed(1)},${performance.now().toFixed(1)}`; // while the page stayed free
+      if (ticket !== layoutTicket) return;
+      inFlight = null;
+      const applying = performance.now();
+      const placed = elements.map((e) => (positions[e.data.id] ? { ...e, position: positions[e.data.id] } : e));
+      cy.batch(() => { cy.elements().remove(); cy.add(placed); });
+      root.dataset.applyMs = Math.round(performance.now() - applying);
+      done("worker", ms);
+    }, (error) => {
+      root.dataset.workerError = String(error && error.message);
+      if (ticket !== layoutTicket) return;
+      inFlight = null;
+      layoutAll(cy, elements);
+      done("main", performance.now() - start);
+    });
   }
 
   function later(work) {
@@ -274,13 +362,18 @@ function render({ model, el }) {
   }
 
   function update() {
-    const elements = model.get("elements");
+    const elements = data.elements;
     const version = model.get("layout_version");
     const start = performance.now();
+    layoutTicket += 1; // a layout still running in the worker is for older elements
+    inFlight = null;
     if (!patch(cy, elements)) {
-      layoutAll(cy, elements);
-      fullLayouts += 1;
-    } else root.dataset.patchMs = Math.round(performance.now() - start);
+      focus = "all"; // a new layout: show all of it
+      layouts -= version !== laidOut ? 0 : 1; // counted once, by layoutEverything
+      layoutEverything(elements, version);
+      return;
+    }
+    root.dataset.patchMs = Math.round(performance.now() - start);
     if (version !== laidOut) layouts += 1;
     laidOut = version;
     if (focus) bringIntoView();
@@ -288,13 +381,16 @@ function render({ model, el }) {
   }
 
   function draw() {
-    const elements = model.get("elements");
+    if (!current(model, data)) return; // a patch was missed: the kernel sends everything, then this draws
+    root.dataset.patches = data.patches;
+    const elements = data.elements;
     const version = model.get("layout_version");
     if (!canvas.isConnected || canvas.clientWidth === 0) return; // not on screen yet: the observers draw later
     const items = elements.filter((e) => !("source" in e.data)).length;
+    if (inFlight === version && laidOut === null) return; // the worker is laying this out already
     if (laidOut === null || cy.elements().empty()) {
       if (items <= BIG_LAYOUT) layoutEverything(elements, version);
-      else later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
+      else later(() => layoutEverything(data.elements, model.get("layout_version")));
     } else if (items - cy.nodes().length > BIG_LAYOUT) later(update); // a big group opening
     else update();
   }
@@ -332,9 +428,10 @@ function render({ model, el }) {
     if (target !== cy && target.isNode() && target.hasClass("expanded")) activate(target);
   });
   cy.on("viewport", publishViewport);
-  fit.onclick = () => { focus = null; readable(cy.elements()); };
+  cy.on("dragpan scrollzoom pinchzoom", () => { autoView = false; });
+  fit.onclick = () => { focus = null; overview(); };
   reset.onclick = () => { focus = "all"; send({ action: "reset" }); };
-  tidy.onclick = () => later(() => layoutEverything(model.get("elements"), model.get("layout_version")));
+  tidy.onclick = () => later(() => layoutEverything(data.elements, model.get("layout_version")));
 
   function findAll() {
     const text = search.value.trim().toLowerCase();
@@ -357,7 +454,7 @@ function render({ model, el }) {
     pick(found[foundAt]);
   };
 
-  const copies = (by) => sortedCopies(model.get("nodes"), new Set(model.get("copy_kinds")), by);
+  const copies = (by) => sortedCopies(data.nodes, new Set(model.get("copy_kinds")), by);
   function listCopies() {
     showCopies(copyList, copies(copyOrder), copyOrder, pick, (by) => { copyOrder = by; listCopies(); });
   }
@@ -398,7 +495,19 @@ function render({ model, el }) {
   });
 
   const background = () => getComputedStyle(canvas).backgroundColor;
-  png.onclick = () => download(pngBlob(cy, background()), "devcopy-graph.png");
+  png.onclick = async () => {
+    // never an empty file: a picture too big for one canvas at twice the screen resolution is drawn smaller, and
+    // the note beside the buttons says at what scale (and that the SVG has it all)
+    const { blob, scale } = await pngBlob(cy, background());
+    root.dataset.exportScale = blob ? String(scale) : "";
+    if (!blob) {
+      exportNote.textContent = "PNG: the graph is too big for one picture in this browser; SVG exports it whole";
+      return;
+    }
+    exportNote.textContent = scale < PNG_SCALE ? `PNG at scale ${scale} (the graph is too big for one picture at ` +
+      `${PNG_SCALE}x in this browser; SVG exports it at any size)` : "";
+    download(blob, "devcopy-graph.png");
+  };
   svg.onclick = () => download(new Blob([svgText(cy, background())], { type: "image/svg+xml" }), "devcopy-graph.svg");
 
   function followTheme() {
@@ -419,12 +528,14 @@ function render({ model, el }) {
   const onBusy = () => setBusy("python", model.get("busy"));
   model.on("change:revision", draw);
   model.on("change:selected", onSelected);
-  model.on("change:nodes", showInspector); // Python fills a copy's what-if rows after it is selected
+  model.on("change:nodes", showInspector); // nodes set whole on the model (the bundle tests' stand-in)
+  data.views.add(draw);
   model.on("change:busy", onBusy);
   const resize = new ResizeObserver(() => {
     forget();
     cy.resize();
     if (model.get("layout_version") !== laidOut) draw();
+    else if (autoView && !busy.size) overview(); // keep the overview whole when the cell or page changes size
   });
   resize.observe(canvas);
   const shown = new IntersectionObserver(() => { forget(); cy.resize(); });
@@ -439,10 +550,16 @@ function render({ model, el }) {
     model.off("change:revision", draw);
     model.off("change:selected", onSelected);
     model.off("change:nodes", showInspector);
+    data.views.delete(draw);
     model.off("change:busy", onBusy);
     clearTimeout(busyTimer);
     cy.destroy();
   };
 }
 
-export default { render };
+// anywidget calls this once per model, before any view: the model's data starts following patches at once
+function initialize({ model }) {
+  graphData(model);
+}
+
+export default { initialize, render };

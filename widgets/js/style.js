@@ -32,7 +32,8 @@ const BASE = [
   { selector: "node.copy", style: { "border-width": 3.5, "border-color": "#c62828" } },
   { selector: "node.group.expanded", style: {
     "background-color": "#eceff1", "background-opacity": 0.45, "border-style": "dashed", "border-color": "#78909c",
-    "text-valign": "top", "text-halign": "center", "font-size": 13, color: "#37474f", padding: 14 } },
+    "text-valign": "top", "text-halign": "center", "font-size": 13, color: "#37474f", padding: 14,
+    "compound-sizing-wrt-labels": "exclude" } }, // boxes hold their labels: no text measuring for frame bounds
   { selector: "node.group.collapsed", style: {
     "border-width": 3, "border-style": "double", "border-color": "#37474f", "font-weight": "bold", padding: 10 } },
   { selector: "edge", style: {
