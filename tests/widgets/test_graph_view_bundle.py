@@ -407,9 +407,10 @@ def test_a_layer_with_inputs_beside_it_opens_and_closes_in_place_without_a_new_l
     layer = "group:model.transformer.h.6"
     first, full = page.box(layer), page.data("fullLayouts")
     for _ in range(3):
-        tab.evaluate(f"() => root.devcopyCy.getElementById('{layer}').emit('tap')")
+        # braces: emit returns the element, and Playwright would serialize it with the whole graph it points to
+        tab.evaluate(f"() => {{ root.devcopyCy.getElementById('{layer}').emit('tap'); }}")
         page.answer()
-        tab.evaluate(f"() => root.devcopyCy.getElementById('{layer}').emit('dbltap')")
+        tab.evaluate(f"() => {{ root.devcopyCy.getElementById('{layer}').emit('dbltap'); }}")
         page.answer()
         assert page.box(layer) == pytest.approx(first, abs=0.5)
     assert page.data("fullLayouts") == full
