@@ -148,3 +148,17 @@ def write_notebook(path, *cells: str) -> None:
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     notebook.metadata["kernelspec"] = KERNELSPEC
     nbformat.write(notebook, str(path))
+
+
+# For a graph view's root element and "top" (its top-level items) or "all": every node outside the canvas (rendered
+# box, label included), the nodes whose label shows smaller than 10 px, and the view's zoom and size.
+OUTSIDE_CANVAS = """(root, which) => {
+  const cy = root.devcopyCy, zoom = cy.zoom();
+  const nodes = which === 'top' ? cy.nodes().orphans() : cy.nodes();
+  const out = nodes.filter((n) => { const b = n.renderedBoundingBox({includeOverlays: false,
+    includeUnderlays: false}); return b.x1 < -0.5 || b.y1 < -0.5 || b.x2 > cy.width() + 0.5
+    || b.y2 > cy.height() + 0.5; }).map((n) => n.id());
+  const small = nodes.filter((n) => n.data('label') && parseFloat(n.style('font-size')) * zoom < 10)
+    .map((n) => n.id());
+  return {out, small, shown: nodes.length, zoom, width: cy.width(), height: cy.height()};
+}"""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from graph_page import (
+    OUTSIDE_CANVAS,
     brightness,
     change_theme,
     data,
@@ -268,16 +269,6 @@ def test_gpt2_12l_opens_readable_and_its_tools_work(page, lab, artifacts):
     check_dark_theme(page, graph, artifacts)
 
 
-INSIDE_CANVAS_OF = """(root, [which]) => {
-  const cy = root.devcopyCy, zoom = cy.zoom();
-  const nodes = which === 'top' ? cy.nodes().orphans() : cy.nodes();
-  const out = nodes.filter((n) => { const b = n.renderedBoundingBox({includeOverlays: false,
-    includeUnderlays: false}); return b.x1 < -0.5 || b.y1 < -0.5 || b.x2 > cy.width() + 0.5
-    || b.y2 > cy.height() + 0.5; }).map((n) => n.id());
-  const small = nodes.filter((n) => n.data('label') && parseFloat(n.style('font-size')) * zoom < 10)
-    .map((n) => n.id());
-  return {out, small, shown: nodes.length, zoom};
-}"""
 BOX = """(root, id) => { const b = root.devcopyCy.getElementById(id).boundingBox({includeOverlays: false,
   includeUnderlays: false}); return [b.x1, b.y1, b.x2, b.y2]; }"""
 LAYER = "group:model.transformer.h.{}"
@@ -303,10 +294,10 @@ def test_gpt2_12l_opens_whole_layers_stay_put_and_drags_pan_on_frames(page, lab,
     graph = page.locator(".devcopy-graph-view")
     wait_for_data(page, graph, "Number(d.layouts) > 0 && d.renderDone", timeout=180_000)
     graph.scroll_into_view_if_needed()
-    opened = graph.evaluate(INSIDE_CANVAS_OF, ["top"])
+    opened = graph.evaluate(OUTSIDE_CANVAS, "top")
     assert opened["shown"] > 1 and opened["out"] == [] and opened["small"] == [], opened
     graph.locator(".dgv-fit").click()
-    assert graph.evaluate(INSIDE_CANVAS_OF, ["top"])["out"] == []
+    assert graph.evaluate(OUTSIDE_CANVAS, "top")["out"] == []
 
     run_in_kernel(
         page,
@@ -358,7 +349,7 @@ def test_the_teaching_graphs_open_with_every_node_inside_the_canvas(page, lab, n
     wait_for_data(page, graph, "d.renderDone")
     graph.scroll_into_view_if_needed()
     page.wait_for_timeout(500)  # the page settles (the view refits on resize)
-    shown = graph.evaluate(INSIDE_CANVAS_OF, ["all"])
+    shown = graph.evaluate(OUTSIDE_CANVAS, "all")
     assert shown["shown"] > 5 and shown["out"] == [], shown
 
 

@@ -17,6 +17,7 @@ import pytest
 from bundle_page import bundle_page
 from devcopy_widgets import PlacementExplorer
 from devcopy_widgets.graph_view import GraphView
+from graph_page import OUTSIDE_CANVAS
 
 pytestmark = pytest.mark.browser
 
@@ -59,17 +60,7 @@ NODE_AT = """([id, where]) => {
 }"""
 BOX = """(id) => { const b = root.devcopyCy.getElementById(id).boundingBox({includeOverlays: false,
   includeUnderlays: false}); return [b.x1, b.y1, b.x2, b.y2]; }"""
-# Every node outside the canvas (rendered box, label included), and the nodes whose label shows smaller than 10 px.
-OUTSIDE = """(which) => {
-  const cy = root.devcopyCy, zoom = cy.zoom();
-  const nodes = which === 'top' ? cy.nodes().orphans() : cy.nodes();
-  const out = nodes.filter((n) => { const b = n.renderedBoundingBox({includeOverlays: false,
-    includeUnderlays: false}); return b.x1 < -0.5 || b.y1 < -0.5 || b.x2 > cy.width() + 0.5
-    || b.y2 > cy.height() + 0.5; }).map((n) => n.id());
-  const small = nodes.filter((n) => n.data('label') && parseFloat(n.style('font-size')) * zoom < 10)
-    .map((n) => n.id());
-  return {out, small, zoom, width: cy.width(), height: cy.height()};
-}"""
+OUTSIDE = f"(which) => ({OUTSIDE_CANVAS})(root, which)"  # the page keeps its view's root in `root`
 SYNCED = ("nodes", "elements", "layout_version", "collapsed", "selected", "legend", "counts", "height", "busy")
 
 
