@@ -1,17 +1,20 @@
-"""Per-token time and bytes of a Llama-shaped decode step (KV cache in buffers updated in place) under four
+"""Per-token time and bytes of a Llama-shaped decode step (KV cache in buffers updated in place) under six
 placements, against eager PyTorch; writes docs/data/decode_step_<backend>.json.
 
 - `executorch`: ExecuTorch 1.5.1's placement: the cache lives on the host, is updated on the CPU and crosses to the
   attention delegates every token;
 - `hoisted`: plus constant hoisting (values computed from weights alone, copied once at load);
 - `resident`: plus resident buffers (placement/resident.py): the cache lives on the device, updated there in place;
-- `resident + graphs`: the same program with graph replay of its device work (runtime/capture.py; CUDA only).
+- `resident + graphs`: the same program with graph replay of its device work (runtime/capture.py; CUDA only);
+- `every op`, `every op + graphs`: resident, with every op of the step delegated instead of the default set, which
+  leaves the attention mask and the rotary slices on the CPU (their activations cross per token); here only the token
+  id, the position and the logits cross.
 
-Every placement runs uncaptured but the last, in ATen mode. The reference is eager PyTorch on the device: weights and
-cache on the GPU, the token id and position moved from the CPU, the logits back to the CPU. Bytes per token are what
-the allocator moved between host and device in one call (the caller's inputs and outputs included), and for eager the
-token id, the position and the logits. The goal (docs/real_models.md): resident + graphs <= 1.0x eager per token,
-bytes per token = the token ids plus the logits.
+Every placement runs in ATen mode, captured only where its name says graphs. The reference is eager PyTorch on the
+device: weights and cache on the GPU, the token id and position moved from the CPU, the logits back to the CPU. Bytes
+per token are what the allocator moved between host and device in one call (the caller's inputs and outputs included),
+and for eager the token id, the position and the logits. The goal (docs/real_models.md): resident + graphs <= 1.0x
+eager per token, bytes per token = the token ids plus the logits (with every op delegated).
 
     python benchmarks/decode_step.py --backend simulated --small   # this machine: the tiny decode step, < 1 min
     python benchmarks/decode_step.py --backend cupy                # on the GPU: 8 layers, dim 2048, 2048 positions
@@ -45,6 +48,7 @@ from devcopy_lib import (
 )
 from devcopy_lib.bench.clocks import WallClock
 from devcopy_lib.bench.harness import interleaved
+from devcopy_lib.lowering.lower import model_ops
 from devcopy_lib.models.extras import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,12 +66,15 @@ FULL = {
 }
 FULL_CACHE, FULL_PROMPT = 2048, 0
 SMALL_CACHE, SMALL_PROMPT = 128, 16
-# name -> (hoist_constants, resident_buffers, capture): the four placements, each adding to the one before
+# name -> (hoist_constants, resident_buffers, capture, every op delegated): the placements, each adding to the one
+# before but the last two, which delegate every op of the step instead of the default set
 VARIANTS = {
-    "executorch": (False, False, False),
-    "hoisted": (True, False, False),
-    "resident": (True, True, False),
-    "resident + graphs": (True, True, "auto"),
+    "executorch": (False, False, False, False),
+    "hoisted": (True, False, False, False),
+    "resident": (True, True, False, False),
+    "resident + graphs": (True, True, "auto", False),
+    "every op": (True, True, False, True),
+    "every op + graphs": (True, True, "auto", True),
 }
 
 
@@ -105,7 +112,7 @@ def measure(backend: str, small: bool, rounds: int, calls: int) -> dict[str, Any
     built = time.perf_counter()
     with torch.no_grad():
         exported = export_program(module, inputs)
-        lowered = lower(exported)
+        lowered = {False: lower(exported), True: lower(exported, model_ops(exported))}
     lowering_s = time.perf_counter() - built
     rows = []
     with make_allocator(backend) as allocator, scoped_allocators(allocator), torch.no_grad():
@@ -114,11 +121,11 @@ def measure(backend: str, small: bool, rounds: int, calls: int) -> dict[str, Any
         expected = eager(*inputs)
         methods, fns = {}, {"eager": partial(eager, *inputs)}
         try:
-            for name, (hoist, resident, capture) in VARIANTS.items():
+            for name, (hoist, resident, capture, every_op) in VARIANTS.items():
                 if capture and not allocator.capabilities.graphs:
                     print(f"{name:18s} skipped: the {allocator.backend} backend has no CUDA graphs", flush=True)
                     continue
-                placed = place_devices(lowered, hoist_constants=hoist, resident_buffers=resident)
+                placed = place_devices(lowered[every_op], hoist_constants=hoist, resident_buffers=resident)
                 method = methods[name] = load_method(placed, "aten", capture=capture)
                 before = _moved(allocator)
                 ours = method(*inputs)  # the warm-up: after it graph replay records its graphs

@@ -389,7 +389,9 @@ rotary tables (3.2 KiB H2D, 2.1 KiB D2H with the default set) and the caller's r
 `benchmarks/decode_step.py` times a decode step of 8 Llama-2-shaped layers (dim 2048, 16 heads, SwiGLU 5632, a
 32000-token vocabulary, fp32) over a static cache of 2048 positions (256 MiB), per token, under ExecuTorch's placement,
 hoisting, resident buffers and resident buffers with graph replay, against eager PyTorch on the GPU (weights and cache
-there, the token id and position from the CPU, the logits back), with the bytes each moves per token.
+there, the token id and position from the CPU, the logits back), with the bytes each moves per token. The default
+delegate set leaves the attention mask and the rotary slices on the CPU, so some activations still cross each token;
+the *every op* rows delegate every op of the step, and then only the token id, the position and the logits cross.
 `--backend simulated --small` runs the tiny step on a CPU in about 30 s (`tests/bench/test_decode_step_script.py`).
 """
 

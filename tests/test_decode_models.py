@@ -14,6 +14,7 @@ import torch.utils._pytree as pytree
 
 from devcopy_lib import compare_outputs, export_program, load_method, lower, models, place_devices
 from devcopy_lib.devices.errors import InvalidArgumentError
+from devcopy_lib.lowering.lower import model_ops
 from devcopy_lib.names import CopyRole
 from devcopy_lib.placement.place import PlacementError
 from devcopy_lib.runtime.failures import ExecutionError
@@ -179,15 +180,17 @@ def test_executorch_places_every_decode_step_as_devcopy_does(cache, delegate_set
 @pytest.mark.gpu
 @pytest.mark.parametrize("cache", sorted(FORMS))
 def test_decode_steps_run_equal_to_eager_on_cuda_with_cupy(exact_float32, cache):
-    """Full size (128 positions, 16 prompt tokens) on the GPU, three steps per delegate set in both modes."""
+    """Full size (128 positions, 16 prompt tokens) on the GPU, three steps per delegate set in both modes; and with
+    every op delegated (the attention mask's `arange`s and `scalar_tensor` create their tensors on the GPU), the
+    in-place cache resident there."""
     from devcopy_lib.devices import scoped_allocators
     from devcopy_lib.devices.cupy_cuda import CupyCudaAllocator
 
     module, inputs = _build(cache, max_cache_len=128, prompt_len=16)
     exported = export_program(module, inputs)
+    every_op = place_devices(lower(exported, model_ops(exported)), resident_buffers=cache == "buffers")
     with scoped_allocators(CupyCudaAllocator()):
-        for ops in models.DELEGATE_SETS.values():
-            placed = place_devices(lower(exported, ops))
+        for placed in [*(place_devices(lower(exported, ops)) for ops in models.DELEGATE_SETS.values()), every_op]:
             for mode in ("portable", "aten"):
                 eager, state = copy.deepcopy(module), inputs[2:]
                 with load_method(placed, mode) as method:
@@ -196,7 +199,7 @@ def test_decode_steps_run_equal_to_eager_on_cuda_with_cupy(exact_float32, cache)
                         with torch.no_grad():
                             expected = pytree.tree_leaves(eager(token, where, *state))
                         ok, err = compare_outputs(result, expected)
-                        assert ok, (cache, ops, mode, err)
+                        assert ok, (cache, placed.report.delegates, mode, err)
                         state = tuple(expected[1:])
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
+from collections.abc import Callable
 from types import TracebackType
 from typing import Literal
 
@@ -28,6 +31,31 @@ def decode(exc: BaseException) -> tuple[str, str, int | None]:
     return name, description or name, status
 
 
+@functools.cache
+def _last_error_readers() -> tuple[Callable[[], int], ...]:
+    """`cudaGetLastError` of each CUDA runtime library mapped into this process (torch's and CuPy's may be one
+    library or two), found in /proc/self/maps once the runtime is loaded; none where that file does not exist."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "libcudart" in line and "/" in line})
+    except OSError:
+        return ()
+    readers = []
+    for path in paths:
+        reader = getattr(ctypes.CDLL(path), "cudaGetLastError", None)
+        if reader is not None:
+            reader.restype = ctypes.c_int
+            readers.append(reader)
+    return tuple(readers)
+
+
+def reset_last_error() -> None:
+    """Clear the thread's last CUDA error after a failure was handled here. A refused call (a host range already
+    registered, say) leaves its status behind, and torch's next kernel-launch check would raise it as its own."""
+    for read in _last_error_readers():
+        read()
+
+
 class cuda_status:  # noqa: N801 - used like a function: `with cuda_status("copy {} bytes", n):`
     """Context manager: a CUDA failure inside becomes MemoryError (out of memory) or CudaError naming what failed
     (`what.format(*args)`, formatted only on failure: this sits on the small-copy path)."""
@@ -45,6 +73,7 @@ class cuda_status:  # noqa: N801 - used like a function: `with cuda_status("copy
     ) -> Literal[False]:
         if exc is None or kind is None or isinstance(exc, (MemoryError, DeviceCopyError)) or not _is_cuda_error(kind):
             return False
+        reset_last_error()
         name, description, status = decode(exc)
         what = self.what.format(*self.args)
         if name in OOM_NAMES or kind.__name__ == "OutOfMemoryError":

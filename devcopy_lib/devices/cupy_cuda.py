@@ -16,7 +16,7 @@ from ..names import Backend, Direction, device_string
 from .allocator import DeviceAllocator
 from .capabilities import Capabilities, DeviceTimer
 from .copy_engine import CopyEngine, CopyTicket, EngineConfig
-from .cuda_status import cuda_status
+from .cuda_status import cuda_status, reset_last_error
 from .host_buffers import check_alignment, check_count, host_size
 from .host_registration import HostRegistrations
 from .pinned import PinnedRegistry, tracked_array
@@ -99,6 +99,7 @@ class CupyTransport:
         try:
             return all(self._rt.pointerGetAttributes(a).type == _HOST_MEMORY for a in (address, address + nbytes - 1))
         except Exception:  # pageable memory on old drivers reports an error instead of "unregistered"
+            reset_last_error()
             return False
 
 

@@ -70,17 +70,18 @@ class LlamaDecodeStep(nn.Module):
         else:
             state = [t.clone() for t in cache]  # written in place below: the caller's tensors stay as they were
         layers = self.static_cache.layers
-        idle = [(layer.keys, layer.values, layer.cumulative_length) for layer in layers]
+        idle = [(layer.keys, layer.values, layer.cumulative_length, layer.device) for layer in layers]
         try:
             for i, layer in enumerate(layers):
                 layer.keys, layer.values = state[2 * i], state[2 * i + 1]
+                layer.device = layer.keys.device  # where StaticLayer builds write positions (after .cuda() too)
                 layer.cumulative_length = position[0].clone()  # where StaticLayer writes; it advances its own copy
             positions = position.unsqueeze(0)
             cache_options = {"past_key_values": self.static_cache, "use_cache": True}
             output = self.model(input_ids=input_ids, position_ids=positions, **cache_options)
         finally:  # the layers keep no tensor of this call (an export's traced ones would break deepcopy, pickling)
-            for layer, (keys, values, length) in zip(layers, idle, strict=True):
-                layer.keys, layer.values, layer.cumulative_length = keys, values, length
+            for layer, (keys, values, length, device) in zip(layers, idle, strict=True):
+                layer.keys, layer.values, layer.cumulative_length, layer.device = keys, values, length, device
         return output.logits if self.cache_form == "buffers" else (output.logits, *state)
 
     def next_inputs(self, inputs: tuple[torch.Tensor, ...], outputs: Any) -> tuple[torch.Tensor, ...]:

@@ -23,7 +23,9 @@ from ..tensors.error import Error
 from .failures import LoadError
 from .slots import Slot, code_view
 
-_DIRECT: weakref.WeakKeyDictionary[torch.fx.GraphModule, torch.fx.GraphModule] = weakref.WeakKeyDictionary()
+_MODULES: weakref.WeakKeyDictionary[torch.fx.GraphModule, dict[tuple[torch.device, bool], torch.fx.GraphModule]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _direct_caller(overload: torch._ops.OpOverload) -> Any:
@@ -35,17 +37,23 @@ def _direct_caller(overload: torch._ops.OpOverload) -> Any:
     )()
 
 
-def direct_module(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """The delegate's GraphModule with every ATen operator resolved once, at load, to its C++ callable (cached
-    per module, so methods loading one program share it); the computation is unchanged."""
-    direct = _DIRECT.get(module)
-    if direct is None:
+def delegate_module(module: torch.fx.GraphModule, where: torch.device, direct: bool = True) -> torch.fx.GraphModule:
+    """The delegate's GraphModule as it runs on torch device `where`: every op that creates a tensor (`arange`,
+    `scalar_tensor`, `full`, ...) creates it on `where`, beside the delegate's inputs, instead of on the device the
+    program was traced on; with `direct`, every ATen operator is also resolved once, at load, to its C++ callable.
+    Cached per module, so methods loading one program share it; the program's own module is not changed."""
+    variants = _MODULES.setdefault(module, {})
+    built = variants.get((where, direct))
+    if built is None:
         graph = copy.deepcopy(module.graph)
         for node in graph.nodes:
             if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
-                node.target = _direct_caller(node.target)
-        direct = _DIRECT[module] = torch.fx.GraphModule(module, graph)
-    return direct
+                if isinstance(node.kwargs.get("device"), torch.device):
+                    node.kwargs = {**node.kwargs, "device": where}
+                if direct:
+                    node.target = _direct_caller(node.target)
+        built = variants[where, direct] = torch.fx.GraphModule(module, graph)
+    return built
 
 
 def check_delegate_devices(what: str, delegate: Any, inputs: list[Slot | SymBox], outputs: list[Slot]) -> None:
@@ -106,15 +114,16 @@ def prepare_delegate(
     computation without the wait for the device, which a CUDA graph records: runtime/capture.py)."""
     check_delegate_devices(what, delegate, inputs, outputs)
     check_delegate_holds_no_tensors(what, delegate)
-    forward = direct_module(delegate.module).forward
+    real = next(
+        (s.allocator for s in outputs if s.allocator is not None and s.allocator.capabilities.real_device), None
+    )
+    where = torch.device(str(delegate.device)) if real is not None else torch.device("cpu")  # simulated: the host
+    forward = delegate_module(delegate.module, where).forward
     getters = [_input_getter(value, tensors) for value in inputs]
     fixed = tuple(get() for get in getters) if all(isinstance(v, Slot) and v.static for v in inputs) else None
     in_place = set(getattr(delegate, "in_place", ()))  # outputs the graph wrote into an input's memory itself
     writes = [(slot, code_view(slot, tensors)) for position, slot in enumerate(outputs) if position not in in_place]
     resize = tensors.resize
-    real = next(
-        (s.allocator for s in outputs if s.allocator is not None and s.allocator.capabilities.real_device), None
-    )
     synchronize = real.synchronize if real is not None else None
     static = all(s.static for s in outputs)  # then each output's view is built once, here
     targets: list[tuple[Slot, Callable[[], torch.Tensor], torch.Tensor | None]] = [

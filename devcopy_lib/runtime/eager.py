@@ -11,9 +11,11 @@ from typing import Any
 
 import torch
 
+from ..devices.device import Device
 from ..errors import InvalidArgumentTypeError
 from ..kernels.portable_cpu import aten_overload, split_arguments
 from ..kernels.prim_ops import PRIM_FUNCTIONS, PRIM_TENSOR_OPS, SymBox, SymList, current, is_symbolic, prim_kernel
+from .delegates import delegate_module
 from .libs import native_lib
 from .program import (
     DelegateCall,
@@ -86,16 +88,18 @@ class _EagerValues:
         self.tensors = {i: self._make(v) for i, v in enumerate(program.values) if isinstance(v, TensorValue)}
         self.boxes = {i: SymBox(v.hint) for i, v in enumerate(program.values) if isinstance(v, SymValue)}
 
-    def _where(self, value: TensorValue) -> torch.device:
-        if self.on_device and not value.spec.device.is_cpu:
-            return torch.device(self.device_type, value.spec.device.index)
+    def where(self, device: Device) -> torch.device:
+        """The torch device a value or delegate placed on `device` uses here."""
+        if self.on_device and not device.is_cpu:
+            return torch.device(self.device_type, device.index)
         return torch.device("cpu")
 
     def _make(self, value: TensorValue) -> torch.Tensor:
+        where = self.where(value.spec.device)
         if value.data is not None:  # its own copy: a snapshot of the model, as a loaded method holds
-            return value.data.to(self._where(value), copy=True)
-        pinned = self.on_device and self._where(value).type == "cpu"
-        return torch.empty(value.spec.sizes, dtype=value.spec.dtype, device=self._where(value), pin_memory=pinned)
+            return value.data.to(where, copy=True)
+        pinned = self.on_device and where.type == "cpu"
+        return torch.empty(value.spec.sizes, dtype=value.spec.dtype, device=where, pin_memory=pinned)
 
     def lift(self, index: int) -> Any:
         value = self.program.values[index]
@@ -120,7 +124,8 @@ def _eager_step(program: Program, values: _EagerValues, ins: Instruction) -> Cal
     if isinstance(ins, DelegateCall):
         delegate = program.delegates[ins.delegate]
         args = [values.lift(i) for i in (*ins.args, *delegate.constants)]
-        return _delegate_step(delegate.module.forward, args, [values.tensors[i] for i in ins.outputs])
+        module = delegate_module(delegate.module, values.where(delegate.device), direct=False)
+        return _delegate_step(module.forward, args, [values.tensors[i] for i in ins.outputs])
     assert isinstance(ins, KernelCall)
     name = program.operators[ins.op]
     if name.startswith(COPY_NAMESPACE):  # (src, ..., out): the copy torch itself would make

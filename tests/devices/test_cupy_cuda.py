@@ -167,6 +167,26 @@ def test_a_failing_cuda_call_is_decoded_with_its_name():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("offset", [0, 64])
+def test_a_refused_cuda_call_leaves_no_error_for_torchs_next_kernel(cuda, offset):
+    """A failure handled here (a host range registered twice, or overlapping one) is not raised again by torch's
+    next kernel-launch check, which reads the thread's last CUDA error."""
+    import cupy
+    import torch
+
+    host = np.zeros(1 << 16, dtype=np.uint8)
+    address = host.ctypes.data
+    cupy.cuda.runtime.hostRegister(address, host.nbytes, 0)
+    try:
+        with pytest.raises(CudaError):
+            with cuda_status("register again"):
+                cupy.cuda.runtime.hostRegister(address + offset, 4096, 0)
+        assert float((torch.ones(4, device="cuda") + 1).sum()) == 8.0
+    finally:
+        cupy.cuda.runtime.hostUnregister(address)
+
+
+@pytest.mark.gpu
 def test_describe_devices_gives_real_gpu_names(cuda):
     rows = cuda.describe_devices()
     assert rows[0]["device"] == "cuda:0" and "simulated" not in rows[0]["name"] and rows[0]["name"]
