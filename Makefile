@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 # The install is redone when the project's requirements change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
-PYTEST_ARGS ?=
+# One pytest worker per core (pytest-xdist), a file's tests on one worker: module fixtures are built once and a
+# notebook's cells run in order in one kernel. `make test PYTEST_ARGS=` runs everything in one process.
+PYTEST_ARGS ?= -n auto --dist loadfile
 
 LINT_PATHS := devcopy_lib widgets tests benchmarks tools conftest.py
 

@@ -5,7 +5,7 @@ Each is a devcopy error naming the value and the fix, raised before anything is 
 import pytest
 import torch
 
-from devcopy_lib.devices import get_device_allocator
+from devcopy_lib.devices import get_device_allocator, scoped_allocators
 from devcopy_lib.devices.device import Device, DeviceType
 from devcopy_lib.load import load_method
 from devcopy_lib.pte.convert import pte_program
@@ -54,11 +54,12 @@ def test_a_delegate_blob_torch_export_cannot_read_is_a_load_error(sin_program):
 
 def test_a_device_buffer_with_no_allocator_refuses_the_load_naming_the_device(sin_program):
     """ExecuTorch's runtime fails the first call (`No device allocator registered for device type 1`); devcopy's
-    refuses at load, with the fix, and leaves no allocator registered behind."""
-    assert get_device_allocator(DeviceType.CUDA) is None
-    with pytest.raises(LoadError, match=r"No DeviceAllocator registered for CUDA \(needed for cuda:0\)") as info:
-        load_method(pte_program(sin_program), "portable")
-    assert "To fix" in str(info.value) and get_device_allocator(DeviceType.CUDA) is None
+    refuses at load, with the fix, and leaves no allocator registered behind. An empty registry for this thread:
+    earlier tests in the process may have registered the default allocator globally (the CLI and widgets do)."""
+    with scoped_allocators():
+        with pytest.raises(LoadError, match=r"No DeviceAllocator registered for CUDA \(needed for cuda:0\)") as info:
+            load_method(pte_program(sin_program), "portable")
+        assert "To fix" in str(info.value) and get_device_allocator(DeviceType.CUDA) is None
 
 
 def test_the_same_program_loads_once_an_allocator_is_registered(sin_program, sim):
