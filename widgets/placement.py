@@ -41,10 +41,10 @@ from .placement_state import PlacementState, parse_target
 from .pte_graph import pte_graph_elements
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
-KEPT_WHAT_IFS = 256
-# placed nodes past which the memory plan and the bytes-by-placement table open folded (not computed, not sent on
-# each edit or click, until opened)
-MEMORY_OPEN_UP_TO = 400  # what-if rows kept per explorer, per (placement, copy); least recently used dropped first
+KEPT_WHAT_IFS = 256  # what-if rows kept per explorer, per (placement, copy); least recently used dropped first
+# placed nodes past which the memory plan, the bytes-by-placement table and the table of nodes open folded (not
+# computed, not sent on each edit or click, until opened)
+MEMORY_OPEN_UP_TO = 400
 # The diff's table in the explorer: headers left-aligned and padded as their cells (a browser centres a bare <th>)
 DIFF_STYLE = (
     "<style>.devcopy-diff table{border-collapse:collapse;font-family:monospace;font-size:12px}"
@@ -142,6 +142,10 @@ class PlacementExplorer(w.VBox):
         self.placements_section.add_class("devcopy-placements-section")
         self.placements_section.observe(lambda _: self._show_placements(), names="selected_index")
         self.memory_section = w.Accordion([self.memory], titles=("memory plan",), selected_index=0)
+        # every placed node (a .pte: every instruction) as a row: 8,000 rows on a 96-layer GPT-2, made when shown
+        self.table_section = w.Accordion([self.table], titles=("nodes",), selected_index=0)
+        self.table_section.add_class("devcopy-table-section")
+        self.table_section.observe(lambda _: self._show_table(), names="selected_index")
         self.memory_section.add_class("devcopy-memory-section")
         self.memory_section.observe(self._memory_folded, names="selected_index")
         self._memory_source: tuple[Any, Any] | None = None  # what the folded memory plan will draw once opened
@@ -199,7 +203,7 @@ class PlacementExplorer(w.VBox):
                 self.graph,
                 w.HBox([self.what_if_button, self.what_if_html], layout=wrap),
                 self.memory_section,
-                self.table,
+                self.table_section,
             ]
         )
         self.add_class("devcopy-placement")
@@ -447,11 +451,12 @@ class PlacementExplorer(w.VBox):
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
         self.graph.show(*graph_elements(self.placed))
         if self._shown is None and len(self.graph.nodes) > MEMORY_OPEN_UP_TO:
-            # a big program opens with its memory plan and bytes-by-placement table folded
+            # a big program opens with its memory plan, bytes-by-placement table and table of nodes folded
             self.memory_section.selected_index = self.placements_section.selected_index = None
+            self.table_section.selected_index = None
         self._show_placements()
         self._show_memory(self.placed, None)
-        self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
+        self._show_table()
         self._show_executorch()
         self._explain()
         self._shown = {name: getattr(self.state, name) for name in SETTINGS}
@@ -473,13 +478,21 @@ class PlacementExplorer(w.VBox):
         nodes, edges, writers = pte_graph_elements(p)
         self.graph.show(nodes, edges)
         self._show_memory(p, writers)
-        self.table.value = html.table(
-            [
+        self._show_table()
+
+    def _show_table(self) -> None:
+        """The table of every placed node (a .pte: every instruction) when its section is open; '' while folded: on
+        a 96-layer GPT-2 its 8,000 rows took a second to build at each edit, and the page as long to lay them out."""
+        if self.table_section.selected_index is None:
+            self.table.value = ""
+        elif (p := self.pte) is not None:
+            rows = [
                 {"#": str(i), "instruction": p.instruction_name(i), "values": str(p.uses(i))}
                 for i in range(len(p.instructions))
-            ],
-            ("#", "instruction", "values"),
-        )
+            ]
+            self.table.value = html.table(rows, ("#", "instruction", "values"))
+        elif self.placed is not None:
+            self.table.value = html.table(summary.table_rows(self.placed.report), summary.TABLE_COLUMNS)
 
     def _memory_folded(self, change: Any) -> None:
         """Folding the memory plan stops its drawing; opening it computes and draws what it missed meanwhile."""

@@ -207,3 +207,19 @@ def test_the_bytes_by_placement_table_is_made_only_when_shown(monkeypatch):
     monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 10)
     big = PlacementExplorer(model="cpu_between")
     assert big.placements_section.selected_index is None and big.placements.value == ""
+
+
+def test_the_table_of_nodes_of_a_big_program_opens_folded_and_is_made_only_when_shown(monkeypatch):
+    monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 10)
+    big = PlacementExplorer(model="cpu_between")  # 14 placed nodes
+    assert big.table_section.children == (big.table,) and big.table_section in big.children
+    assert big.table_section.selected_index is None and big.table.value == ""
+    read: list[Any] = []
+    real = placement.summary.table_rows
+    monkeypatch.setattr(placement.summary, "table_rows", lambda report: read.append(report) or real(report))
+    big.strategy.value = "dedupe"  # folded: no row is made or sent
+    assert read == [] and big.table.value == ""
+    big.table_section.selected_index = 0
+    assert read == [big.placed.report] and "sin_d2h" in big.table.value
+    monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 100)
+    assert "sin_d2h" in PlacementExplorer(model="cpu_between").table.value
