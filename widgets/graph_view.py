@@ -111,6 +111,17 @@ def initial_collapsed(
     return [] if len(nodes) <= SHOW_ALL_UP_TO else top_modules(nodes, groups, OPEN_ITEMS, edges, OPEN_RANKS)
 
 
+def kept_collapsed(before: Mapping[str, Any], after: Mapping[str, Any], collapsed: Sequence[str]) -> list[str] | None:
+    """The collapsed groups of a new graph whose groups `after` are mostly the groups `before` it replaces (more
+    than half of all of them in both): each group in both stays open or closed as it was, and a new one is closed.
+    None when the module trees differ that much (another model): it then opens as a new graph does. A new delegate
+    set of one model keeps its groups, so the view keeps what the user opened and the browser keeps its layout."""
+    both = before.keys() & after.keys()
+    if 2 * len(both) <= len(before.keys() | after.keys()):
+        return None
+    return sorted((set(collapsed) & both) | (after.keys() - before.keys()))
+
+
 class GraphView(anywidget.AnyWidget):
     """`show(nodes, edges)` draws a graph; `update_nodes({id: {"device": ...}})` recolours it without a new
     layout; `selected` is the clicked (or searched) node's id, and setting it reveals and centres that node."""
@@ -145,7 +156,9 @@ class GraphView(anywidget.AnyWidget):
 
     def show(self, nodes: Sequence[Mapping[str, Any]], edges: Sequence[Sequence[str]]) -> None:
         """Draw `nodes` (dicts with id, label, kind, device, module, ...) joined by `edges` (src, dst). The same
-        node ids and edges as shown keep the open groups, selection and layout: only colours and text change."""
+        node ids and edges as shown keep the open groups, selection and layout: only colours and text change. New
+        nodes in mostly the same modules (the same model with another delegate set) keep the groups the user opened
+        or closed (`kept_collapsed`); another model opens as a new graph does."""
         shown = [dict(n) for n in nodes]
         pairs = [tuple(e) for e in edges]
         ids = {n["id"] for n in shown}
@@ -162,8 +175,10 @@ class GraphView(anywidget.AnyWidget):
         self._edges = pairs
         with self.hold_sync():
             if not same:
-                self._groups = data.module_groups(shown)
-                self.collapsed = initial_collapsed(shown, self._groups, pairs)
+                groups = data.module_groups(shown)
+                kept = kept_collapsed(self._groups, groups, self.collapsed)
+                self._groups = groups
+                self.collapsed = initial_collapsed(shown, groups, pairs) if kept is None else kept
                 if self.selected not in ids:
                     self.selected = ""
             self.nodes = shown
