@@ -141,7 +141,8 @@ def test_a_change_goes_to_the_page_as_a_patch_of_what_changed_and_the_state_keep
     view.update_nodes({"h0_mlp_1": {"device": "cuda:1"}})
     [patch] = sent
     assert (patch["kind"], patch["base"], patch["revision"]) == ("graph_patch", revision, view.revision)
-    assert [n["id"] for n in patch["nodes"]["set"]] == ["h0_mlp_1"] and patch["nodes"]["order"] is None
+    assert patch["nodes"]["update"] == [["h0_mlp_1", {"device": "cuda:1"}]]  # the changed field, not the node
+    assert patch["nodes"]["set"] == [] and patch["nodes"]["order"] is None
     assert [e["data"]["id"] for e in patch["elements"]["set"]] == ["h0_mlp_1"] and not patch["elements"]["remove"]
     assert not any(view._should_send_property(k, getattr(view, k)) for k in GraphView.PATCHED)
     state = view.get_state()
@@ -150,6 +151,7 @@ def test_a_change_goes_to_the_page_as_a_patch_of_what_changed_and_the_state_keep
     assert sent[-1]["elements"]["order"] == [e["data"]["id"] for e in view.elements]
     assert "h1_mlp_0" in sent[-1]["elements"]["remove"] and sent[-1]["nodes"] == {
         "set": [],
+        "update": [],
         "remove": [],
         "order": None,
     }

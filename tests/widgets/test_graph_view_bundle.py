@@ -285,10 +285,12 @@ def test_a_change_sends_only_what_changed_and_the_page_follows_it_also_after_a_m
     view._redraw()
     page = Driver(tab, view)
     whole = len(json.dumps([view.nodes, view.elements]))
-    view.update_nodes({"h3_mlp_0": {"device": "cpu", "kind": "cpu_op"}, "h4_attn_1": {"device": "cuda:0"}})
+    changed = {"device": "cuda:0"}
+    view.update_nodes({"h3_mlp_0": {"device": "cpu", "kind": "cpu_op"}, "h4_attn_1": changed})
     [patch] = page.outbox
     assert patch["kind"] == "graph_patch" and patch["base"] == view.revision - 1 and patch["revision"] == view.revision
-    assert sorted(n["id"] for n in patch["nodes"]["set"]) == ["h3_mlp_0", "h4_attn_1"]
+    # the fields that changed, not the nodes (h3_mlp_0 was a cpu_op already)
+    assert patch["nodes"]["update"] == [["h3_mlp_0", {"device": "cpu"}], ["h4_attn_1", changed]]
     assert patch["nodes"]["order"] is None and patch["elements"]["order"] is None
     assert len(json.dumps(patch)) < whole / 50
     page.sync()
