@@ -223,3 +223,18 @@ def test_the_table_of_nodes_of_a_big_program_opens_folded_and_is_made_only_when_
     assert read == [big.placed.report] and "sin_d2h" in big.table.value
     monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 100)
     assert "sin_d2h" in PlacementExplorer(model="cpu_between").table.value
+
+
+def test_an_op_toggled_back_shows_its_graph_without_making_its_nodes_again(monkeypatch):
+    explorer = PlacementExplorer(model="cpu_between")
+    made: list[Any] = []
+    real = placement.graph_elements
+    monkeypatch.setattr(placement, "graph_elements", lambda placed: made.append(placed) or real(placed))
+    box = next(b for b in explorer.op_boxes if b.value)
+    shown = explorer.graph.nodes
+    box.value = False  # a new delegate set: its nodes are made
+    assert made == [explorer.placed] and explorer.graph.nodes != shown
+    box.value = True  # back: the placement and its nodes were kept
+    assert made == [made[0]] and explorer.graph.nodes == shown
+    box.value = False
+    assert made == [made[0]] and explorer.graph.nodes == real(explorer.placed)[0]
