@@ -444,3 +444,22 @@ def test_a_new_delegate_set_keeps_the_open_groups_and_the_layer_boxes_where_they
     assert view.collapsed == collapsed and page.data("fullLayouts") == full
     for i in range(12):
         assert page.box(f"group:model.transformer.h.{i}") == pytest.approx(before[i], abs=0.5), i
+
+
+def test_the_copy_list_is_made_again_only_when_the_nodes_change(tab):
+    """Opening or closing a group leaves the nodes as they were: the list of copies (a row per copy, hundreds on a
+    big model) stays as it is instead of being made again at each drawing."""
+    view = GraphView(*gpt2_shaped(12))
+    layers_as_boxes(view, 12)
+    page = Driver(tab, view)
+    table = "root.querySelector('.dgv-copies table')"
+    tab.evaluate(f"() => {{ {table}.dataset.probe = 'kept'; }}")
+    view.open_group("model.transformer.h.3")
+    page.sync()
+    view.close_group("model.transformer.h.3")
+    page.sync()
+    assert tab.evaluate(f"() => {table}.dataset.probe") == "kept"
+    view.update_nodes({"h3_h2d": {"bytes": 4096, "bytes_text": "4.0 KiB"}})
+    page.sync()
+    assert tab.evaluate(f"() => {table}.dataset.probe") is None
+    assert "4.0 KiB" in tab.evaluate(f"() => {table}.textContent")

@@ -454,7 +454,13 @@ function render({ model, el }) {
   };
 
   const copies = (by) => sortedCopies(data.nodes, new Set(model.get("copy_kinds")), by);
+  let listed = []; // the nodes, order and kinds the copy list was made from
   function listCopies() {
+    // made again only when one of them changed: a group opened or closed leaves the nodes as they were, and
+    // remaking the list (a row per copy: hundreds on a big model) cost every drawing DOM work and garbage
+    const from = [data.nodes, copyOrder, model.get("copy_kinds")];
+    if (from.every((v, i) => v === listed[i])) return;
+    listed = from;
     showCopies(copyList, copies(copyOrder), copyOrder, pick, (by) => { copyOrder = by; listCopies(); });
   }
 
