@@ -340,9 +340,9 @@ def render_one(result: dict[str, Any]) -> list[str]:
             f"(freeze) over all actions: {result['longest_task_ms']} ms. The whole node and element lists are "
             f"{result['whole_lists_bytes']:,} bytes of JSON ({result['placed_nodes']} placed nodes, as opened); the "
             f"bytes column is what the kernel sent the graph view per action (patches and state): a new delegate set "
-            f"places a different graph, most of its nodes new or changed (an op no longer delegated brings its "
-            f"nodes and their copies), so its patch is most of the new lists; a group opened or closed sends only "
-            f"what it shows or hides. After the open/close cycles, "
+            f"places a different graph (an op no longer delegated brings its nodes and their copies, and the nodes "
+            f"around them get new neighbours), so its patch holds the new nodes whole and the changed fields of "
+            f"others; a group opened or closed sends only what it shows or hides. After the open/close cycles, "
             f"{clicks['opened_the_clicked_layer']} of {len(clicks['clicked'])} clicks on layer boxes (by position) "
             f"opened the layer clicked. PNG export: {png['bytes']:,} bytes at scale {png['scale']}{note}.",
         ]
