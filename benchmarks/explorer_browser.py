@@ -9,10 +9,12 @@ clicked and the downloaded file's size and scale recorded. Python's share is tim
 benchmarks/explorer.py.
 
 `--model gpt2_96l` is GPT-2 with 96 layers at tiny widths (64 wide, 4 heads, vocabulary 1,024): GPT-2's graph at
-8x the layers of gpt2_12l, the "big model" of the explorer's issue.
+8x the layers of gpt2_12l, the "big model" of the explorer's issue. `--ops matrix` (the default for gpt2_96l) picks
+that delegate set (`models.DELEGATE_SETS`) before anything is timed: only the matrix ops go to the device, so every
+other op is a placed node of its own (about 8,000 on gpt2_96l, against about 1,100 with the model's default set).
 
-Run: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/explorer_browser.py [--model gpt2_12l|gpt2_96l] [--repeats 7]
-[--write]`; prints JSON with machine, date, command and the load average; `--write` also stores it in
+Run: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/explorer_browser.py [--model gpt2_12l|gpt2_96l] [--ops matrix]
+[--repeats 7] [--write]`; prints JSON with machine, date, command and the load average; `--write` also stores it in
 docs/data/explorer_browser.json (gpt2_12l; other models explorer_browser_MODEL.json) and renders the browser
 section of docs/explorer.md from every such file.
 """
@@ -122,19 +124,22 @@ PICK = (
   const layers = cy.nodes('.collapsed').filter((n) => /[.]h[.][0-9]+$/.test(n.id())).map((n) => n.id());
   const box = layers.length ? layers[Math.floor(layers.length / 2)]
     : cy.nodes('.collapsed').max((n) => n.data('label').length).ele.id();
-  return {box, layers, ops: [...document.querySelectorAll('.devcopy-placement .widget-checkbox')]
-    .filter((b) => b.querySelector('input').checked).map(name)};
+  const boxes = [...document.querySelectorAll('.devcopy-placement .widget-checkbox')]
+    .filter((b) => /^\\w+[.]\\w+$/.test(name(b))); // the op boxes (an op overload: "addmm.default")
+  const ticked = (b) => b.querySelector('input').checked;
+  return {box, layers, ops: boxes.filter(ticked).map(name), unticked: boxes.filter((b) => !ticked(b)).map(name)};
 }"""
 )
 OPS = 5  # op toggles, each to a new delegate set
+PRESET = "explorer.preset.value = {ops!r}"  # a delegate set of models.DELEGATE_SETS, chosen before the timing
 
 
 def placements(picked: dict[str, Any], repeats: int) -> list[tuple[str, str, str]]:
     """(name, action, argument) in the order they run: strategy switches back and forth, then OPS different ops each
-    unticked (a new delegate set) and ticked again (the cached one). Each shows a new node set, which opens the
-    graph as it opened at first."""
+    toggled (a new delegate set) and toggled back (the cached one): ticked ops first (unticked), the matrix ops
+    among them first, then unticked ones (ticked) where fewer than OPS are ticked, as with the matrix set."""
     preferred = [o for o in picked["ops"] if o.startswith(("addmm", "mm", "bmm"))]
-    ops = list(dict.fromkeys(preferred + picked["ops"]))[:OPS]
+    ops = list(dict.fromkeys(preferred + picked["ops"] + picked["unticked"]))[:OPS]
     steps = [("strategy switch", "strategy", ("dedupe", "executorch")[i % 2]) for i in range(repeats)]
     for op in ops:
         steps += [("op toggle, new delegate set", "op", op), ("op toggle back, cached", "op", op)]
@@ -169,6 +174,11 @@ def open_layers(page: Any) -> None:
         "    if p.count('.') == 3 and p.startswith('model.transformer.h.') and p not in g.collapsed:\n"
         "        g.close_group(p)\n",
     )
+    wait_revision(page)
+
+
+def wait_revision(page: Any) -> None:
+    """Wait until the page has drawn the graph view's latest revision."""
     revision = run_in_kernel(page, "print(explorer.graph.revision)").strip()
     page.wait_for_function(
         f"() => document.querySelector('.devcopy-graph-view').dataset.renderDone === '{revision}'", timeout=300_000
@@ -210,7 +220,7 @@ def export_png(page: Any) -> dict[str, Any]:
     }
 
 
-def measure(model: str, repeats: int) -> dict[str, Any]:
+def measure(model: str, repeats: int, ops: str) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -231,6 +241,9 @@ def measure(model: str, repeats: int) -> dict[str, Any]:
                     page.wait_for_function(
                         "() => document.querySelector('.devcopy-graph-view')?.dataset.renderDone", timeout=300_000
                     )
+                    if ops:
+                        run_in_kernel(page, PRESET.format(ops=ops))
+                        wait_revision(page)
                 except Exception:
                     page.screenshot(path=Path(tempfile.gettempdir()) / "explorer_browser_failed.png")
                     raise RuntimeError(f"the explorer never drew; page errors: {errors}") from None
@@ -257,7 +270,7 @@ def measure(model: str, repeats: int) -> dict[str, Any]:
                 browser.close()
         finally:
             server.stop()
-    result = summary(model, repeats, opening, times, [*load, *os.getloadavg()], version)
+    result = summary(model, repeats, opening, times, [*load, *os.getloadavg()], version) | {"delegate_set": ops}
     extra = {"whole_lists_bytes": whole[0], "placed_nodes": whole[1], "layer_clicks": clicks, "png": png}
     return {**result, **extra, "page_errors": errors}
 
@@ -307,6 +320,7 @@ def render_one(result: dict[str, Any]) -> list[str]:
     ]
     opened = result["opened"]
     full = ", ".join(f"{name} {a['full_layouts']}" for name, a in result["actions"].items())
+    delegate_set = f" with the `{result['delegate_set']}` delegate set" if result.get("delegate_set") else ""
     lines = [
         f"### {result['model']}",
         "",
@@ -314,7 +328,7 @@ def render_one(result: dict[str, Any]) -> list[str]:
         f"{result['date']}, 1-minute load average {load[0]} before and {load[1]} after. "
         f"Command: `{result['command']}`.",
         "",
-        f"Model `{result['model']}`: {opened['nodes']} nodes, opened showing {opened['visibleNodes']} "
+        f"Model `{result['model']}`{delegate_set}: {opened['nodes']} nodes, opened showing {opened['visibleNodes']} "
         f"({opened['collapsed']} module groups collapsed; the first layout took {opened['layoutMs']} ms). "
         f"Layouts of everything (dagre) after the first drawing: {full}.",
     ]
@@ -326,9 +340,9 @@ def render_one(result: dict[str, Any]) -> list[str]:
             f"(freeze) over all actions: {result['longest_task_ms']} ms. The whole node and element lists are "
             f"{result['whole_lists_bytes']:,} bytes of JSON ({result['placed_nodes']} placed nodes, as opened); the "
             f"bytes column is what the kernel sent the graph view per action (patches and state): a new delegate set "
-            f"places a different graph, most of its nodes new or changed (an op no longer delegated brings its "
-            f"nodes and their copies), so its patch is most of the new lists; a group opened or closed sends only "
-            f"what it shows or hides. After the open/close cycles, "
+            f"places a different graph (an op no longer delegated brings its nodes and their copies, and the nodes "
+            f"around them get new neighbours), so its patch holds the new nodes whole and the changed fields of "
+            f"others; a group opened or closed sends only what it shows or hides. After the open/close cycles, "
             f"{clicks['opened_the_clicked_layer']} of {len(clicks['clicked'])} clicks on layer boxes (by position) "
             f"opened the layer clicked. PNG export: {png['bytes']:,} bytes at scale {png['scale']}{note}.",
         ]
@@ -378,9 +392,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="gpt2_12l")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--ops", help="delegate set to pick first (default: matrix for gpt2_96l, else the model's)")
     parser.add_argument("--write", action="store_true", help="store docs/data/explorer_browser*.json, docs section")
     args = parser.parse_args()
-    result = measure(args.model, args.repeats)
+    ops = args.ops if args.ops is not None else ("matrix" if args.model == "gpt2_96l" else "")
+    result = measure(args.model, args.repeats, ops)
     print(json.dumps(result, indent=1))
     if args.write:
         write(result)

@@ -272,10 +272,16 @@ def visible_elements(
     shown: dict[str, str] = {}  # node id -> the element standing for it
     held: dict[str, Counter[str]] = {}
     leaves, frames = [], set()
+    # per module: its box (None when every group around it is open) and the open frames around it; a model has
+    # about one module per seven nodes, so this is computed once per module, not once per node
+    placed: dict[str, tuple[str | None, list[str]]] = {}
     for node in nodes:
-        group = representative(node["module"], closed)
+        if (module := node["module"]) not in placed:
+            box = representative(module, closed)
+            placed[module] = (box, ancestors(box.rpartition(".")[0] if box else module))
+        group, around = placed[module]
         shown[node["id"]] = GROUP_PREFIX + group if group else node["id"]
-        frames.update(ancestors(group.rpartition(".")[0] if group else node["module"]))
+        frames.update(around)
         if group:
             held.setdefault(group, Counter())[node["device"]] += 1
             held[group]["copies"] += node["kind"] in DIRECTIONS

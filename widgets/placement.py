@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import ipywidgets as w
 
@@ -41,10 +41,11 @@ from .placement_state import PlacementState, parse_target
 from .pte_graph import pte_graph_elements
 
 TARGETS = ("cuda:0", "cuda:1", "cpu")
-KEPT_WHAT_IFS = 256
-# placed nodes past which the memory plan and the bytes-by-placement table open folded (not computed, not sent on
-# each edit or click, until opened)
-MEMORY_OPEN_UP_TO = 400  # what-if rows kept per explorer, per (placement, copy); least recently used dropped first
+KEPT_WHAT_IFS = 256  # what-if rows kept per explorer, per (placement, copy); least recently used dropped first
+KEPT_GRAPHS = 8  # the graph view's nodes and edges kept per explorer, per placement (least recently used dropped)
+# placed nodes past which the memory plan, the bytes-by-placement table and the table of nodes open folded (not
+# computed, not sent on each edit or click, until opened)
+MEMORY_OPEN_UP_TO = 400
 # The diff's table in the explorer: headers left-aligned and padded as their cells (a browser centres a bare <th>)
 DIFF_STYLE = (
     "<style>.devcopy-diff table{border-collapse:collapse;font-family:monospace;font-size:12px}"
@@ -70,6 +71,20 @@ PTE_REASON = (
     "and the report (which describe a placement devcopy makes) do not apply and are off; the graph, the memory plan "
     "and export trace (a profiled run of the program) do (docs/pte.md)"
 )
+
+
+T = TypeVar("T")
+
+
+def kept(store: OrderedDict[Any, T], key: Any, compute: Callable[[], T], size: int) -> T:
+    """`store[key]`, computed first when missing; only the `size` most recently used entries stay."""
+    if key in store:
+        store.move_to_end(key)
+    else:
+        store[key] = compute()
+        while len(store) > size:
+            store.popitem(last=False)
+    return store[key]
 
 
 def _strategies(state: PlacementState) -> tuple[str, ...]:
@@ -103,6 +118,9 @@ class PlacementExplorer(w.VBox):
         self._placed_key: tuple[Any, ...] = ()  # the state's placed_key() of the placement on screen
         # the what-if rows computed so far, per (placed_key, copy id): asked for on the button, never on a click
         self._what_ifs: OrderedDict[tuple[Any, ...], list[list[str]]] = OrderedDict()
+        # the graph view's nodes and edges per placement: an op toggled back shows a placement the state kept, and
+        # making its nodes again (inspector rows, labels) took half a second on a 96-layer GPT-2
+        self._graphs: OrderedDict[tuple[Any, ...], tuple[list[dict[str, Any]], list[tuple[str, str]]]] = OrderedDict()
         s = self.state
         self.model = w.Dropdown(options=s.model_names, value=s.model, description="model")
         self.partition = w.Dropdown(options=PARTITIONS, value=s.partition, description="partition")
@@ -142,6 +160,10 @@ class PlacementExplorer(w.VBox):
         self.placements_section.add_class("devcopy-placements-section")
         self.placements_section.observe(lambda _: self._show_placements(), names="selected_index")
         self.memory_section = w.Accordion([self.memory], titles=("memory plan",), selected_index=0)
+        # every placed node (a .pte: every instruction) as a row: 8,000 rows on a 96-layer GPT-2, made when shown
+        self.table_section = w.Accordion([self.table], titles=("nodes",), selected_index=0)
+        self.table_section.add_class("devcopy-table-section")
+        self.table_section.observe(lambda _: self._show_table(), names="selected_index")
         self.memory_section.add_class("devcopy-memory-section")
         self.memory_section.observe(self._memory_folded, names="selected_index")
         self._memory_source: tuple[Any, Any] | None = None  # what the folded memory plan will draw once opened
@@ -199,7 +221,7 @@ class PlacementExplorer(w.VBox):
                 self.graph,
                 w.HBox([self.what_if_button, self.what_if_html], layout=wrap),
                 self.memory_section,
-                self.table,
+                self.table_section,
             ]
         )
         self.add_class("devcopy-placement")
@@ -353,19 +375,15 @@ class PlacementExplorer(w.VBox):
                 f"No what-if for {self.graph.selected or 'nothing selected'!r}: select a copy (an H2D, D2H or D2D "
                 "node whose inspector has a 'what if' row) first"
             )
-        key = (self._placed_key, node["id"])
-        if key in self._what_ifs:
-            self._what_ifs.move_to_end(key)
-        else:
+
+        def compute() -> list[list[str]]:
             with self._busy():
                 before = self.placed.report
-                self._what_ifs[key] = what_if_texts(
-                    node["what_if"], before, lambda change: self.state.placed_if(change).report
-                )
-            while len(self._what_ifs) > KEPT_WHAT_IFS:
-                self._what_ifs.popitem(last=False)
+                return what_if_texts(node["what_if"], before, lambda change: self.state.placed_if(change).report)
+
+        rows = kept(self._what_ifs, (self._placed_key, node["id"]), compute, KEPT_WHAT_IFS)
         self._explain()
-        return self._what_ifs[key]
+        return rows
 
     def _changed(self, change: Any) -> None:
         if self._syncing or self.pte is not None:  # a .pte's controls are off: nothing to re-place
@@ -445,13 +463,15 @@ class PlacementExplorer(w.VBox):
             + (html.note(summary.cost_model_line(self.state.cost_model)) if self.state.cost_model is not None else "")
         )
         self.savings.value = html.note(summary.dedupe_line(report), "devcopy-savings")
-        self.graph.show(*graph_elements(self.placed))
+        placed = self.placed
+        self.graph.show(*kept(self._graphs, self._placed_key, lambda: graph_elements(placed), KEPT_GRAPHS))
         if self._shown is None and len(self.graph.nodes) > MEMORY_OPEN_UP_TO:
-            # a big program opens with its memory plan and bytes-by-placement table folded
+            # a big program opens with its memory plan, bytes-by-placement table and table of nodes folded
             self.memory_section.selected_index = self.placements_section.selected_index = None
+            self.table_section.selected_index = None
         self._show_placements()
         self._show_memory(self.placed, None)
-        self.table.value = html.table(summary.table_rows(report), summary.TABLE_COLUMNS)
+        self._show_table()
         self._show_executorch()
         self._explain()
         self._shown = {name: getattr(self.state, name) for name in SETTINGS}
@@ -473,13 +493,21 @@ class PlacementExplorer(w.VBox):
         nodes, edges, writers = pte_graph_elements(p)
         self.graph.show(nodes, edges)
         self._show_memory(p, writers)
-        self.table.value = html.table(
-            [
+        self._show_table()
+
+    def _show_table(self) -> None:
+        """The table of every placed node (a .pte: every instruction) when its section is open; '' while folded: on
+        a 96-layer GPT-2 its 8,000 rows took a second to build at each edit, and the page as long to lay them out."""
+        if self.table_section.selected_index is None:
+            self.table.value = ""
+        elif (p := self.pte) is not None:
+            rows = [
                 {"#": str(i), "instruction": p.instruction_name(i), "values": str(p.uses(i))}
                 for i in range(len(p.instructions))
-            ],
-            ("#", "instruction", "values"),
-        )
+            ]
+            self.table.value = html.table(rows, ("#", "instruction", "values"))
+        elif self.placed is not None:
+            self.table.value = html.table(summary.table_rows(self.placed.report), summary.TABLE_COLUMNS)
 
     def _memory_folded(self, change: Any) -> None:
         """Folding the memory plan stops its drawing; opening it computes and draws what it missed meanwhile."""

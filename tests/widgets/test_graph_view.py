@@ -4,7 +4,7 @@ threshold and open within a budget, and recolouring that keeps the layout."""
 import itertools
 
 import pytest
-from devcopy_widgets import PlacementExplorer, PlacementState
+from devcopy_widgets import PlacementExplorer, PlacementState, graph_view
 from devcopy_widgets import graph_view_data as data
 from devcopy_widgets.graph_view import COLLAPSED_ITEMS, OPEN_ITEMS, OPEN_RANKS, SHOW_ALL_UP_TO, GraphView, chain_length
 from hypothesis import given, settings
@@ -141,7 +141,8 @@ def test_a_change_goes_to_the_page_as_a_patch_of_what_changed_and_the_state_keep
     view.update_nodes({"h0_mlp_1": {"device": "cuda:1"}})
     [patch] = sent
     assert (patch["kind"], patch["base"], patch["revision"]) == ("graph_patch", revision, view.revision)
-    assert [n["id"] for n in patch["nodes"]["set"]] == ["h0_mlp_1"] and patch["nodes"]["order"] is None
+    assert patch["nodes"]["update"] == [["h0_mlp_1", {"device": "cuda:1"}]]  # the changed field, not the node
+    assert patch["nodes"]["set"] == [] and patch["nodes"]["order"] is None
     assert [e["data"]["id"] for e in patch["elements"]["set"]] == ["h0_mlp_1"] and not patch["elements"]["remove"]
     assert not any(view._should_send_property(k, getattr(view, k)) for k in GraphView.PATCHED)
     state = view.get_state()
@@ -150,6 +151,7 @@ def test_a_change_goes_to_the_page_as_a_patch_of_what_changed_and_the_state_keep
     assert sent[-1]["elements"]["order"] == [e["data"]["id"] for e in view.elements]
     assert "h1_mlp_0" in sent[-1]["elements"]["remove"] and sent[-1]["nodes"] == {
         "set": [],
+        "update": [],
         "remove": [],
         "order": None,
     }
@@ -245,3 +247,25 @@ def test_a_comparison_for_older_settings_never_overwrites_the_current_one():
     assert explorer.executorch.value == "current"
     explorer._compare(explorer._comparison, Refusing())  # type: ignore[arg-type]
     assert "no ExecuTorch here" in explorer.executorch.value
+
+
+def test_new_nodes_in_the_same_modules_keep_the_groups_the_user_opened(monkeypatch):
+    nodes, edges = layered(layers=8, per_module=30)
+    view = GraphView(nodes, edges)
+    view.open_group("h")
+    view.open_group("h.3")
+    view.close_group("h.5")
+    opened = list(view.collapsed)
+    asked: list[int] = []
+    real = graph_view.initial_collapsed
+    monkeypatch.setattr(graph_view, "initial_collapsed", lambda *a: asked.append(1) or real(*a))
+    # another delegate set: one op of h.3.mlp renamed (a delegate now), a node of a new module h.3.mlp.act
+    renamed = [{**n, "id": "delegate_0"} if n["id"] == "h3_mlp_4" else n for n in nodes]
+    renamed.append({"id": "gelu", "label": "gelu", "kind": "cpu_op", "device": "cpu", "module": "h.3.mlp.act"})
+    pairs = [tuple("delegate_0" if x == "h3_mlp_4" else x for x in e) for e in edges] + [("h3_mlp_0", "gelu")]
+    view.show(renamed, pairs)
+    assert asked == [] and view.collapsed == sorted({*opened, "h.3.mlp.act"})
+    assert "delegate_0" in shown(view) and "group:h.5" in shown(view)
+    other, other_edges = layered(layers=2, per_module=30)  # another model: opens as a new graph
+    view.show([{**n, "module": n["module"].replace("h.", "blocks.")} for n in other], other_edges)
+    assert asked == [1] and view.collapsed == real(view.nodes, view._groups, view._edges)

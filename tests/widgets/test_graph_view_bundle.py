@@ -285,10 +285,12 @@ def test_a_change_sends_only_what_changed_and_the_page_follows_it_also_after_a_m
     view._redraw()
     page = Driver(tab, view)
     whole = len(json.dumps([view.nodes, view.elements]))
-    view.update_nodes({"h3_mlp_0": {"device": "cpu", "kind": "cpu_op"}, "h4_attn_1": {"device": "cuda:0"}})
+    changed = {"device": "cuda:0"}
+    view.update_nodes({"h3_mlp_0": {"device": "cpu", "kind": "cpu_op"}, "h4_attn_1": changed})
     [patch] = page.outbox
     assert patch["kind"] == "graph_patch" and patch["base"] == view.revision - 1 and patch["revision"] == view.revision
-    assert sorted(n["id"] for n in patch["nodes"]["set"]) == ["h3_mlp_0", "h4_attn_1"]
+    # the fields that changed, not the nodes (h3_mlp_0 was a cpu_op already)
+    assert patch["nodes"]["update"] == [["h3_mlp_0", {"device": "cpu"}], ["h4_attn_1", changed]]
     assert patch["nodes"]["order"] is None and patch["elements"]["order"] is None
     assert len(json.dumps(patch)) < whole / 50
     page.sync()
@@ -405,3 +407,59 @@ def test_a_layer_with_inputs_beside_it_opens_and_closes_in_place_without_a_new_l
         page.answer()
         assert page.box(layer) == pytest.approx(first, abs=0.5)
     assert page.data("fullLayouts") == full
+
+
+def test_a_layout_from_the_worker_moves_the_elements_that_stay_instead_of_adding_them_anew(tab):
+    """Re-adding every element made cytoscape restyle and measure each label again on the main thread (seconds on a
+    96-layer model); the worker's positions now move the elements the view already has."""
+    view = GraphView(*gpt2_shaped(12))
+    view.collapsed = []
+    view._redraw()
+    page = Driver(tab, view)  # 171 items: laid out in the worker
+    mark = "() => { const cy = root.devcopyCy; cy.nodes().forEach((n) => { n.scratch('kept', true); }); }"
+    tab.evaluate(mark)
+    tab.evaluate("() => { root.devcopyCy.nodes(':childless').positions(() => ({x: 0, y: 0})); }")  # all in a heap
+    result = tab.evaluate(FREEZE_DURING, [".dgv-tidy", int(page.data("fullLayouts"))])
+    assert result["layoutWhere"] == "worker", result
+    assert tab.evaluate("() => root.devcopyCy.nodes().filter((n) => !n.scratch('kept')).length") == 0
+    boxes = {i: page.box(i) for i in tab.evaluate("() => root.devcopyCy.nodes(':childless').map((n) => n.id())")}
+    assert len(boxes) == len(view.nodes)
+    for a, b in itertools.combinations(boxes, 2):  # laid out again: out of the heap
+        assert overlapping(boxes[a], boxes[b]) == 0, (a, b)
+
+
+def test_a_new_delegate_set_keeps_the_open_groups_and_the_layer_boxes_where_they_were(tab):
+    """A new delegate set of the same model renames some nodes (a delegate) and recolours others: the layers the
+    user sees as boxes stay boxes, in place, and the page lays out nothing anew."""
+    nodes, edges = gpt2_shaped(12)
+    view = GraphView(nodes, edges)
+    layers_as_boxes(view, 12)
+    page = Driver(tab, view)
+    collapsed, full = list(view.collapsed), page.data("fullLayouts")
+    before = {i: page.box(f"group:model.transformer.h.{i}") for i in range(12)}
+    renamed = {"h3_mlp_0": "delegate_0", "h7_attn_2": "delegate_1"}
+    moved = [{**n, "id": renamed.get(n["id"], n["id"]), "device": "cpu"} for n in nodes]
+    view.show(moved, [tuple(renamed.get(x, x) for x in e) for e in edges])
+    page.sync()
+    assert view.collapsed == collapsed and page.data("fullLayouts") == full
+    for i in range(12):
+        assert page.box(f"group:model.transformer.h.{i}") == pytest.approx(before[i], abs=0.5), i
+
+
+def test_the_copy_list_is_made_again_only_when_the_nodes_change(tab):
+    """Opening or closing a group leaves the nodes as they were: the list of copies (a row per copy, hundreds on a
+    big model) stays as it is instead of being made again at each drawing."""
+    view = GraphView(*gpt2_shaped(12))
+    layers_as_boxes(view, 12)
+    page = Driver(tab, view)
+    table = "root.querySelector('.dgv-copies table')"
+    tab.evaluate(f"() => {{ {table}.dataset.probe = 'kept'; }}")
+    view.open_group("model.transformer.h.3")
+    page.sync()
+    view.close_group("model.transformer.h.3")
+    page.sync()
+    assert tab.evaluate(f"() => {table}.dataset.probe") == "kept"
+    view.update_nodes({"h3_h2d": {"bytes": 4096, "bytes_text": "4.0 KiB"}})
+    page.sync()
+    assert tab.evaluate(f"() => {table}.dataset.probe") is None
+    assert "4.0 KiB" in tab.evaluate(f"() => {table}.textContent")

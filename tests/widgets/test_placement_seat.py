@@ -207,3 +207,34 @@ def test_the_bytes_by_placement_table_is_made_only_when_shown(monkeypatch):
     monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 10)
     big = PlacementExplorer(model="cpu_between")
     assert big.placements_section.selected_index is None and big.placements.value == ""
+
+
+def test_the_table_of_nodes_of_a_big_program_opens_folded_and_is_made_only_when_shown(monkeypatch):
+    monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 10)
+    big = PlacementExplorer(model="cpu_between")  # 14 placed nodes
+    assert big.table_section.children == (big.table,) and big.table_section in big.children
+    assert big.table_section.selected_index is None and big.table.value == ""
+    read: list[Any] = []
+    real = placement.summary.table_rows
+    monkeypatch.setattr(placement.summary, "table_rows", lambda report: read.append(report) or real(report))
+    big.strategy.value = "dedupe"  # folded: no row is made or sent
+    assert read == [] and big.table.value == ""
+    big.table_section.selected_index = 0
+    assert read == [big.placed.report] and "sin_d2h" in big.table.value
+    monkeypatch.setattr(placement, "MEMORY_OPEN_UP_TO", 100)
+    assert "sin_d2h" in PlacementExplorer(model="cpu_between").table.value
+
+
+def test_an_op_toggled_back_shows_its_graph_without_making_its_nodes_again(monkeypatch):
+    explorer = PlacementExplorer(model="cpu_between")
+    made: list[Any] = []
+    real = placement.graph_elements
+    monkeypatch.setattr(placement, "graph_elements", lambda placed: made.append(placed) or real(placed))
+    box = next(b for b in explorer.op_boxes if b.value)
+    shown = explorer.graph.nodes
+    box.value = False  # a new delegate set: its nodes are made
+    assert made == [explorer.placed] and explorer.graph.nodes != shown
+    box.value = True  # back: the placement and its nodes were kept
+    assert made == [made[0]] and explorer.graph.nodes == shown
+    box.value = False
+    assert made == [made[0]] and explorer.graph.nodes == real(explorer.placed)[0]

@@ -1,18 +1,21 @@
 // The graph's data in the page: `nodes` and `elements` as the kernel last described them. They come whole with the
 // widget's state; every change after that comes as a patch message (widgets/graph_view.py `graph_patch`: the items
-// set, the ids removed, the new order) just before the `revision` bump the views draw on. One copy per model,
-// shared by its views (a second output of the same widget draws the same data). A patch that does not start from
+// set, the changed fields of others, the ids removed, the new order) just before the `revision` bump the views draw
+// on. One copy per model, shared by its views (a second output of the same widget draws the same data). A patch that does not start from
 // the revision held (one missed while the page loaded the module) asks the kernel for everything again (`resync`).
 // anywidget hands each view (and initialize) its own proxy of the model, so the data is keyed by something the views
 // share: the model's layout model (one per widget instance), or the model itself where there is none.
 const held = new WeakMap();
 const keyOf = (model) => model.get("layout") || model;
 
+// `patch.update` holds [id, fields] of items whose other fields stay (graph_view.py list_patch).
 function applyList(list, patch, key) {
-  if (!patch.set.length && !patch.remove.length && !patch.order) return list;
+  const update = patch.update || [];
+  if (!patch.set.length && !update.length && !patch.remove.length && !patch.order) return list;
   const byId = new Map(list.map((item) => [key(item), item]));
   for (const id of patch.remove) byId.delete(id);
   for (const item of patch.set) byId.set(key(item), item);
+  for (const [id, fields] of update) byId.set(id, { ...byId.get(id), ...fields });
   const order = patch.order || list.map(key).filter((id) => byId.has(id));
   return order.map((id) => byId.get(id));
 }

@@ -7,7 +7,7 @@ import { showCopies, sortedCopies } from "./copies.js";
 import { current, graphData } from "./data.js";
 import { download, PNG_SCALE, pngBlob, svgText } from "./export.js";
 import { nextInDirection } from "./keys.js";
-import { layoutAll, patch } from "./layout.js";
+import { layoutAll, patch, replace } from "./layout.js";
 import { minimap } from "./minimap.js";
 import { layoutInWorker } from "./worker.js";
 import { DARK_STYLE, READABLE_ZOOM, STYLE } from "./style.js";
@@ -341,8 +341,7 @@ function render({ model, el }) {
       if (ticket !== layoutTicket) return;
       inFlight = null;
       const applying = performance.now();
-      const placed = elements.map((e) => (positions[e.data.id] ? { ...e, position: positions[e.data.id] } : e));
-      cy.batch(() => { cy.elements().remove(); cy.add(placed); });
+      replace(cy, elements.map((e) => (positions[e.data.id] ? { ...e, position: positions[e.data.id] } : e)));
       root.dataset.applyMs = Math.round(performance.now() - applying);
       done("worker", ms);
     }, (error) => {
@@ -455,7 +454,13 @@ function render({ model, el }) {
   };
 
   const copies = (by) => sortedCopies(data.nodes, new Set(model.get("copy_kinds")), by);
+  let listed = []; // the nodes, order and kinds the copy list was made from
   function listCopies() {
+    // made again only when one of them changed: a group opened or closed leaves the nodes as they were, and
+    // remaking the list (a row per copy: hundreds on a big model) cost every drawing DOM work and garbage
+    const from = [data.nodes, copyOrder, model.get("copy_kinds")];
+    if (from.every((v, i) => v === listed[i])) return;
+    listed = from;
     showCopies(copyList, copies(copyOrder), copyOrder, pick, (by) => { copyOrder = by; listCopies(); });
   }
 

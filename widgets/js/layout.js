@@ -129,10 +129,9 @@ function placeNear(cy, node, placed, obstacles) {
   return true;
 }
 
-// Show `elements` keeping the layout of what stays. Returns false (and changes nothing) when too much is new for
-// that to read well: the caller then lays out everything.
-export function patch(cy, elements) {
-  const want = new Map(elements.map((e) => [e.data.id, e]));
+// What turns the elements `cy` shows into `elements` (`want`: them by id): `stale`, the elements to remove (gone, or
+// moved to another parent, with their edges), and `fresh`, the element descriptions to add.
+function difference(cy, elements, want) {
   const moved = cy.elements().filter((ele) => {
     const e = want.get(ele.id());
     return !e || (ele.isNode() && (ele.data("parent") || "") !== (e.data.parent || ""));
@@ -140,6 +139,40 @@ export function patch(cy, elements) {
   const stale = moved.union(moved.connectedEdges()); // a node re-added takes its edges with it
   const staleIds = new Set(stale.map((ele) => ele.id()));
   const fresh = elements.filter((e) => staleIds.has(e.data.id) || cy.getElementById(e.data.id).empty());
+  return { stale, staleIds, fresh };
+}
+
+// Remove `stale`, restyle what stays and add `fresh`, in one batch: styles are applied when it ends. An element that
+// stays keeps its style and its measured label, so a big graph's change costs cytoscape only what changed.
+function change(cy, elements, stale, fresh) {
+  cy.batch(() => {
+    stale.remove();
+    for (const e of elements) {
+      const ele = cy.getElementById(e.data.id);
+      if (ele.nonempty()) restyle(ele, e);
+    }
+    cy.add(fresh);
+  });
+}
+
+// Show `elements`, each node where its `position` says (a layout of everything, from the worker): the elements that
+// stay are moved, not removed and added again (which made cytoscape restyle and measure every label anew: seconds
+// on the main thread for a big model), and all positions are set in one call.
+export function replace(cy, elements) {
+  const want = new Map(elements.map((e) => [e.data.id, e]));
+  const { stale, fresh } = difference(cy, elements, want);
+  cy.batch(() => {
+    change(cy, elements, stale, fresh);
+    cy.nodes().filter((n) => n.isChildless() && want.get(n.id()).position)
+      .positions((n) => want.get(n.id()).position);
+  });
+}
+
+// Show `elements` keeping the layout of what stays. Returns false (and changes nothing) when too much is new for
+// that to read well: the caller then lays out everything.
+export function patch(cy, elements) {
+  const want = new Map(elements.map((e) => [e.data.id, e]));
+  const { stale, staleIds, fresh } = difference(cy, elements, want);
   const turned = [];
   cy.nodes(".group").forEach((ele) => {
     const e = want.get(ele.id());
@@ -152,14 +185,7 @@ export function patch(cy, elements) {
   const loose = fresh.filter((e) => !("source" in e.data) && !inTurned(e));
   const shown = elements.filter((e) => !("source" in e.data)).length;
   if (loose.length > Math.max(12, 0.3 * shown)) return false;
-  cy.batch(() => {
-    stale.remove();
-    for (const e of elements) {
-      const ele = cy.getElementById(e.data.id);
-      if (ele.nonempty()) restyle(ele, e);
-    }
-    cy.add(fresh);
-  }); // styles are applied when the batch ends: sizes and boxes below are the new ones
+  change(cy, elements, stale, fresh); // sizes and boxes below are the new ones
   const freshIds = new Set(fresh.map((e) => e.data.id));
   const placed = new Set(cy.nodes().filter((n) => !freshIds.has(n.id())).map((n) => n.id()));
   for (const t of turned) {
