@@ -339,7 +339,7 @@ class _Builder:
                     self.root.add_module(str(unit.target), getattr(self.edge.graph_module, str(unit.target)))
         output = self.graph.output_node()
         self.new.output(fx.map_arg(output.args[0], self.env.__getitem__))
-        gm = fx.GraphModule(self.root, self.new, class_name="LoweredGraph")
+        gm = _LazyGraphModule(self.root, self.new, class_name="LoweredGraph")  # its code is made when first called
         return LoweredProgram(
             graph_module=gm,
             delegates=dict(self.delegates),
