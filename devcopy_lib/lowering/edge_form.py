@@ -83,6 +83,7 @@ def edge_form(exported: ExportedProgram) -> EdgeForm:
 
 
 def _rewritten(exported: ExportedProgram) -> EdgeForm:
+    """The rewrites themselves, on a copy of the program's graph."""
     gm = _LazyGraphModule(exported.graph_module, copy.deepcopy(exported.graph_module.graph))
     for original, node in zip(exported.graph_module.graph.nodes, gm.graph.nodes, strict=True):
         node.name = (

@@ -17,6 +17,7 @@ import pytest
 from bundle_page import bundle_page
 from devcopy_widgets import PlacementExplorer
 from devcopy_widgets.graph_view import GraphView
+from graph_page import NODE_AT as NODE_AT_IN_ROOT
 from graph_page import OUTSIDE_CANVAS
 
 pytestmark = pytest.mark.browser
@@ -45,19 +46,7 @@ window.mount = (values) => {
 };
 window.ready = true;
 </script></body></html>""".replace("WIDTH", str(WIDTH))
-# Page coordinates of a node (its centre, or just inside its frame's left edge), centring it first when off screen.
-NODE_AT = """([id, where]) => {
-  const cy = root.devcopyCy, node = cy.getElementById(id), canvas = root.querySelector('.dgv-canvas');
-  if (node.empty()) return null;
-  let box = node.renderedBoundingBox({includeLabels: false});
-  if (box.x1 < 0 || box.y1 < 0 || box.x2 > cy.width() || box.y2 > cy.height()) {
-    cy.center(node);
-    box = node.renderedBoundingBox({includeLabels: false});
-  }
-  const r = canvas.getBoundingClientRect();
-  const x = where === 'left-edge' ? box.x1 + 4 : (box.x1 + box.x2) / 2;
-  return [r.x + x, r.y + (box.y1 + box.y2) / 2];
-}"""
+NODE_AT = f"(args) => ({NODE_AT_IN_ROOT})(root, args)"  # centred first when off screen
 BOX = """(id) => { const b = root.devcopyCy.getElementById(id).boundingBox({includeOverlays: false,
   includeUnderlays: false}); return [b.x1, b.y1, b.x2, b.y2]; }"""
 OUTSIDE = f"(which) => ({OUTSIDE_CANVAS})(root, which)"  # the page keeps its view's root in `root`
