@@ -32,6 +32,7 @@ from devcopy_lib.names import PARTITIONS, STRATEGIES, Strategy
 
 from . import html
 from . import placement_summary as summary
+from .collector import collector_paused
 from .graph_inspector import what_if_texts
 from .graph_view import GraphView
 from .graph_view_data import graph_elements
@@ -325,7 +326,7 @@ class PlacementExplorer(w.VBox):
         if self.graph.busy:
             yield
             return
-        with self.graph.working():
+        with collector_paused(), self.graph.working():  # the collector resumes once the page is told
             yield
 
     @shown_errors
