@@ -193,9 +193,10 @@ def _copy_rows(node: Any, shown: Mapping[str, Any], cause: Cause, devices: Mappi
 
 def node_rows(
     node: Any, shown: Mapping[str, Any], devices: Mapping[str, str], nbytes: Mapping[str, int]
-) -> tuple[list[list[str]], list[dict[str, str]]]:
+) -> tuple[tuple[tuple[str, str], ...], tuple[dict[str, str], ...]]:
     """The inspector's rows for fx node `node`, whose view dict is `shown`, and the changes that could remove it
-    when it is a copy (`Cause.what_ifs`); `devices` and `nbytes`: node name -> device string and value bytes."""
+    when it is a copy (`Cause.what_ifs`); `devices` and `nbytes`: node name -> device string and value bytes.
+    Tuples: a view keeps thousands of these, and tuples of strings are left out of Python's cyclic collection."""
     value = node.meta.get("val")
     kind = shown["kind"]
     head = [["op", shown["op"]], ["kind", kind]] if kind != "delegate" else [["kind", kind]]
@@ -213,7 +214,8 @@ def node_rows(
         ]
     branch = [["branch", shown["branch"]]] if shown.get("branch") else []  # control flow (docs/explorer.md)
     module = ["module", shown["module"] or "(the model itself)"]
-    return [*rows, *branch, module, ["reason", shown["reason"]]], cause.what_ifs
+    every = [*rows, *branch, module, ["reason", shown["reason"]]]
+    return tuple((label, text) for label, text in every), tuple(cause.what_ifs)
 
 
 def change_text(before: Any, after: Any) -> str:

@@ -1,7 +1,9 @@
 """What the graph view shows, as plain data: one dict per node of a placed graph (kind, device, module path, reason,
 bytes, shape, predicted time, users, inputs, the inspector's rows), the module groups they nest in, and the elements
 visible when some groups are collapsed. Pure functions, no widget: the view (`graph_view.py`) sends their output to
-the browser.
+the browser. Sequences in a node (users, inputs, rows) are tuples: a big model's view keeps a hundred thousand of
+them, and Python's cyclic collector leaves tuples of strings alone, where it would walk lists at every full
+collection.
 
 Nodes are grouped by the innermost module of their `nn_module_stack` (the module path torch.export records); a copy
 sits in the module of the value it copies, a delegate in the deepest module holding most of its ops, a constant in
@@ -96,10 +98,10 @@ def _op(node: Any, kind: str) -> str:
     return str(node.target) if node.op in ("call_module", "get_attr") else node.op
 
 
-def _label(node: Any, kind: str, op: str, nbytes: int) -> str:
-    """The node's name, then its op, then its value's dtype and shape (`f32[1,64,768]`); a copy: direction, name,
-    dtype and shape with bytes; a delegate: its name and op count."""
-    name, tensor = node.name, tensor_text(node.meta.get("val"))
+def _label(node: Any, kind: str, op: str, nbytes: int, tensor: str) -> str:
+    """The node's name, then its op, then its value's dtype and shape (`tensor`: `f32[1,64,768]`); a copy:
+    direction, name, dtype and shape with bytes; a delegate: its name and op count."""
+    name = node.name
     if kind in DIRECTIONS:
         return f"{kind.upper()} {name}\n{tensor} {format_bytes(nbytes)}".rstrip()
     if kind == "delegate" and (delegate := delegate_of(node)) is not None:
@@ -142,8 +144,8 @@ def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, s
     nodes = []
     for node in graph.nodes:
         row = rows[node.name]
-        op = _op(node, row.kind)
-        label = _label(node, row.kind, op, row.bytes)
+        op, tensor = _op(node, row.kind), tensor_text(node.meta.get("val"))
+        label = _label(node, row.kind, op, row.bytes, tensor)
         if node.name in branches:  # control flow: the branch label on the node (docs/explorer.md)
             label += "\n" + branches[node.name].split(":")[0]
         nodes.append(
@@ -160,9 +162,9 @@ def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, s
                 "bytes_text": format_bytes(row.bytes),
                 "predicted_s": row.predicted_s,
                 "predicted_text": price_text(row.predicted_s, placed.report.pricing, row.predicted_error),
-                "users": [u.name for u in node.users],
-                "inputs": [i.name for i in node.all_input_nodes],
-                "shape": tensor_text(node.meta.get("val")),
+                "users": tuple(u.name for u in node.users),
+                "inputs": tuple(i.name for i in node.all_input_nodes),
+                "shape": tensor,
             }
         )
         nodes[-1]["rows"], nodes[-1]["what_if"] = node_rows(node, nodes[-1], devices, nbytes)
@@ -192,7 +194,11 @@ def ancestors(path: str) -> list[str]:
 
 def module_groups(nodes: Sequence[Mapping[str, Any]]) -> dict[str, Group]:
     """Every module path the nodes sit in, and every path above one, as groups."""
-    sizes: Counter[str] = Counter(a for n in nodes for a in ancestors(n["module"]))
+    direct = Counter(n["module"] for n in nodes)  # a model has about one module per seven nodes
+    sizes: Counter[str] = Counter()
+    for module, count in direct.items():
+        for a in ancestors(module):
+            sizes[a] += count
     groups = {}
     for path in sorted(sizes):
         parent, _, last = path.rpartition(".")

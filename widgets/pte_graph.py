@@ -111,4 +111,6 @@ def pte_graph_elements(p: Any) -> tuple[list[dict[str, Any]], list[tuple[str, st
     for n in nodes:
         if not n["rows"]:  # inputs, constants, outputs: their value
             n["rows"] = [["device", n["device"]], ["bytes", n["bytes_text"]]]
+        # as graph_view_data gives a placed graph's: tuples, so both views hold the same kinds of values
+        n["rows"], n["users"], n["inputs"] = tuple(map(tuple, n["rows"])), tuple(n["users"]), tuple(n["inputs"])
     return nodes, edges, writer

@@ -36,8 +36,8 @@ def test_the_graph_is_the_programs_instructions_and_values(explorer):
         ("i5_mul", "cpu_op", "cpu"),
         ("output_0", "output", "cpu"),
     ]
-    assert nodes["i5_mul"]["inputs"] == ["i4_sin", "input_1"] and nodes["input_1"]["users"] == ["i1_h2d_copy", "i5_mul"]
-    assert ["backend", "DevcopyExportBackend"] in nodes["i2_delegate_0"]["rows"]
+    assert nodes["i5_mul"]["inputs"] == ("i4_sin", "input_1") and nodes["input_1"]["users"] == ("i1_h2d_copy", "i5_mul")
+    assert ("backend", "DevcopyExportBackend") in nodes["i2_delegate_0"]["rows"]
     assert nodes["i0_h2d_copy"]["bytes_text"] == "24 B"
     totals = explorer.counts.value
     assert "delegates 1 on cuda:0 · H2D 2 (48 B) · D2H 1 (24 B) · instructions 6" in totals
@@ -80,6 +80,6 @@ def test_another_backends_program_is_shown_and_its_trace_refused_with_the_reason
     explorer = PlacementExplorer.for_pte(pass_through_bytes)
     assert explorer.error is None and explorer.memory.picture is not None
     delegate = next(n for n in explorer.graph.nodes if n["kind"] == "delegate")
-    assert ["backend", "DevcopyPassThroughBackend"] in delegate["rows"]
+    assert ("backend", "DevcopyPassThroughBackend") in delegate["rows"]
     assert explorer.export_trace(str(tmp_path / "t.json")) is None and not (tmp_path / "t.json").exists()
     assert "delegates of another backend (0: DevcopyPassThroughBackend)" in explorer.error_html.value

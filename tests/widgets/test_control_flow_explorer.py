@@ -26,14 +26,14 @@ def test_branch_nodes_carry_their_label_and_the_copies_around_them():
     true, false = _node(explorer, "true_graph_0"), _node(explorer, "false_graph_0")
     assert "true branch of cond" in true["label"] and "false branch of cond" in false["label"]
     assert true["branch"] == "true branch of cond: 1 ops on the CPU, 1 H2D + 1 D2H around it"
-    assert ["branch", true["branch"]] in true["rows"]  # the inspector's rows
+    assert ("branch", true["branch"]) in true["rows"]  # the inspector's rows
 
 
 @pytest.mark.parametrize(("sign", "taken"), [(1.0, "true"), (-1.0, "false")])
 def test_the_construct_says_which_branch_the_example_inputs_take(sign, taken):
     explorer = PlacementExplorer.for_model(PLACED["cond_then_add"][0], (torch.full((4,), sign),), name="cond")
     cond = _node(explorer, "cond")
-    assert cond["branch"].endswith(f"the example inputs take {taken}") and ["branch", cond["branch"]] in cond["rows"]
+    assert cond["branch"].endswith(f"the example inputs take {taken}") and ("branch", cond["branch"]) in cond["rows"]
     report = explorer.placed.report
     assert report.control_flow[0]["example"] == taken and report.control_flow[0]["branches"]["true"]["ops"] == 1
 

@@ -57,7 +57,7 @@ def test_every_node_and_data_edge_of_the_placed_graph_is_there(block):
     graph = placed.graph_module.graph
     assert list(nodes) == [n.name for n in graph.nodes]
     assert len(edges) == sum(len(n.all_input_nodes) for n in graph.nodes)
-    assert nodes["delegate_0"]["users"] == ["view_1"] and nodes["view_1_d2h"]["inputs"] == ["view_1"]
+    assert nodes["delegate_0"]["users"] == ("view_1",) and nodes["view_1_d2h"]["inputs"] == ("view_1",)
 
 
 def test_nodes_sit_in_their_innermost_module_and_copies_in_the_module_of_what_they_copy(block):

@@ -46,7 +46,7 @@ def test_a_copys_rows_show_in_order_and_its_what_if_row_says_how_to_ask(page):
     tab, explorer = page
     sent = next(n for n in explorer.graph.nodes if n["id"] == "cumsum_h2d")
     tab.evaluate("change('selected', 'cumsum_h2d')")
-    expected = [row for row in sent["rows"] if row[1]]  # empty texts are left out
+    expected = [list(row) for row in sent["rows"] if row[1]]  # empty texts are left out
     assert shown_rows(tab)[: len(expected)] == expected and len(expected) > 10
     assert tab.inner_text(".dgv-row-what-if td") == PENDING  # a click places nothing; the button does
 
