@@ -52,8 +52,10 @@ class Delegate(torch.nn.Module):
 
 def delegate_of(node: fx.Node) -> Delegate | None:
     """The Delegate a node calls, or None when the node is not a delegate call."""
+    if node.op != "call_module" or not isinstance(node.target, str):  # most nodes: no owner lookup
+        return None
     owner = node.graph.owning_module
-    if node.op != "call_module" or owner is None or not isinstance(node.target, str):
+    if owner is None:
         return None
     module = owner.get_submodule(node.target)
     return module if isinstance(module, Delegate) else None

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import copy
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import torch
 from torch import fx
@@ -62,6 +63,9 @@ class EdgeForm:
     user_inputs: list[str]
     mutable: frozenset[str] = frozenset()
     written_back: tuple[int, ...] = ()
+    # what lowering built from this graph and may share between delegate sets (a partition's delegate graph, by
+    # its nodes): one dict per rewritten graph, shared by every EdgeForm of it
+    built: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 # The rewritten graph per exported program: lowering one program with many delegate sets (the explorer's op

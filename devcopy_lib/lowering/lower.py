@@ -44,7 +44,7 @@ from __future__ import annotations
 import copy
 import heapq
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -321,7 +321,7 @@ class _Builder:
     def build(self, example_inputs: tuple[Any, ...], ops: Sequence[str], partition: str) -> LoweredProgram:
         placeholders = {n.name: n for n in self.graph.nodes if n.op == "placeholder"}
         for name in self.user_inputs:
-            self.env[placeholders[name]] = self._copy(placeholders[name])
+            self.env[placeholders[name]] = self.new.node_copy(placeholders[name], self.env.__getitem__)
         for name, tensor in self.constants.items():
             node = placeholders[name]
             if name in self.edge.mutable or any(u not in self.group_of for u in node.users):  # CPU reads it
@@ -334,7 +334,7 @@ class _Builder:
             if isinstance(unit, int):
                 self._add_delegate(self.groups[unit])
             else:
-                self.env[unit] = self._copy(unit)
+                self.env[unit] = self.new.node_copy(unit, self.env.__getitem__)  # meta copied shallowly
                 if unit.op == "get_attr":  # a control-flow branch: a CPU submodule of the program
                     self.root.add_module(str(unit.target), getattr(self.edge.graph_module, str(unit.target)))
         output = self.graph.output_node()
@@ -351,11 +351,6 @@ class _Builder:
             partition=partition,
             written_back_inputs=self.edge.written_back,
         )
-
-    def _copy(self, node: fx.Node) -> fx.Node:
-        new = self.new.node_copy(node, self.env.__getitem__)
-        new.meta = copy.copy(node.meta)
-        return new
 
     def _units_in_order(self) -> list[_Unit]:
         """Compute nodes and partitions (by index) in a topological order, each as early as the original order
@@ -388,16 +383,55 @@ class _Builder:
         return ordered
 
     def _add_delegate(self, nodes: list[fx.Node]) -> None:
-        """Replace one partition by a delegate call: distinct inputs in first-use order, owned constants inside."""
+        """Replace one partition by a delegate call. Its graph is built once per program and partition, and shared
+        by every delegate set that proposes the same partition (lowering never changes a delegate's graph after)."""
+        key = ("partition", *nodes)
+        part = self.edge.built.get(key)
+        if part is None:
+            part = self.edge.built[key] = _Partition.build(nodes, self.constants.keys() - self.edge.mutable)
+        name = f"delegate_{len(self.delegates)}"
+        delegate = Delegate(
+            name,
+            part.graph_module,
+            resolve_device(self.target_device, name, part.ops),
+            {a.name: self.constants[a.name] for a in part.owned},
+            part.ops,
+            tuple(a.name for a in part.inputs),
+        )
+        self.delegates[name] = delegate
+        self.root.add_module(name, delegate)
+        call = self.new.call_module(name, tuple(self.env[a] for a in part.inputs))
+        outputs = part.outputs
+        call.meta["val"] = tuple(n.meta.get("val") for n in outputs)
+        for index, node in enumerate(outputs):
+            item = self.new.create_node("call_function", operator.getitem, (call, index), name=node.name)
+            item.meta["val"] = node.meta.get("val")
+            self.env[node] = item
+
+
+@dataclass(frozen=True)
+class _Partition:
+    """One partition as a delegate graph: its distinct inputs in first-use order, then the constants it owns, as
+    placeholders; its values read outside as a tuple output; its op overloads in graph order."""
+
+    graph_module: fx.GraphModule
+    inputs: tuple[fx.Node, ...]
+    owned: tuple[fx.Node, ...]
+    outputs: tuple[fx.Node, ...]
+    ops: tuple[str, ...]
+
+    @classmethod
+    def build(cls, nodes: list[fx.Node], owned_names: Collection[str]) -> _Partition:
+        """`nodes` (in graph order) as a delegate graph; an input named in `owned_names` (constants, not program
+        state) is owned by the delegate instead of passed to it."""
         members = set(nodes)
         inputs: dict[fx.Node, None] = {}  # ordered sets: a delegate may read hundreds of distinct values
         owned: dict[fx.Node, None] = {}
         for node in nodes:
             for arg in node.all_input_nodes:
                 if arg not in members:
-                    constant = arg.name in self.constants and arg.name not in self.edge.mutable
-                    (owned if constant else inputs)[arg] = None
-        outputs = [n for n in nodes if any(u not in members for u in n.users)]
+                    (owned if arg.name in owned_names else inputs)[arg] = None
+        outputs = tuple(n for n in nodes if any(u not in members for u in n.users))
         sub = fx.Graph()
         sub_env = {}
         for arg in (*inputs, *owned):
@@ -406,24 +440,9 @@ class _Builder:
         for node in nodes:
             sub_env[node] = sub.node_copy(node, sub_env.__getitem__)
         sub.output(tuple(sub_env[n] for n in outputs))
-        name = f"delegate_{len(self.delegates)}"
         ops = tuple(op for n in nodes if (op := overload_name(n.target)) is not None)  # getitems have none
-        delegate = Delegate(
-            name,
-            _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph"),
-            resolve_device(self.target_device, name, ops),
-            {a.name: self.constants[a.name] for a in owned},
-            ops,
-            tuple(a.name for a in inputs),
-        )
-        self.delegates[name] = delegate
-        self.root.add_module(name, delegate)
-        call = self.new.call_module(name, tuple(self.env[a] for a in inputs))
-        call.meta["val"] = tuple(n.meta.get("val") for n in outputs)
-        for index, node in enumerate(outputs):
-            item = self.new.create_node("call_function", operator.getitem, (call, index), name=node.name)
-            item.meta["val"] = node.meta.get("val")
-            self.env[node] = item
+        graph_module = _LazyGraphModule(torch.nn.Module(), sub, class_name="DelegateGraph")
+        return cls(graph_module, tuple(inputs), tuple(owned), outputs, ops)
 
 
 def _with_getitems(group: set[fx.Node]) -> set[fx.Node]:

@@ -42,3 +42,31 @@ def test_running_one_lowering_leaves_another_of_the_same_program_and_the_model_u
     fresh = kept(torch.ones(3))
     torch.testing.assert_close(fresh, torch.full((3,), 2.0))  # the second starts from the model's value
     torch.testing.assert_close(model.count, torch.zeros(3))
+
+
+class TwoBranches(torch.nn.Module):
+    """Two chains that partition apart: toggling `sin` changes one partition and leaves the `mul`/`add` one."""
+
+    def forward(self, x, y):
+        return torch.sin(x).cos() + 0, (y * 3 + 1).relu()
+
+
+def _graphs(lowered):
+    return {tuple(d.ops): d.graph_module for d in lowered.delegates.values()}
+
+
+def test_a_partition_two_delegate_sets_share_is_built_once_and_runs_as_a_fresh_lowering_does():
+    inputs = (torch.randn(4), torch.randn(4))
+    exported = export_program(TwoBranches(), inputs)
+    ops = ["mul.Tensor", "add.Tensor", "relu.default"]
+    first, other, again = lower(exported, ops), lower(exported, [*ops, "sin.default"]), lower(exported, ops)
+    shared = _graphs(first)
+    assert _graphs(again) == shared  # the same graph objects, not copies
+    assert all(graph is shared[key] for key, graph in _graphs(again).items())
+    assert all(graph is not shared.get(key) for key, graph in _graphs(other).items() if "sin.default" in key)
+    fresh = lower(export_program(TwoBranches(), inputs), ops)
+    assert all(graph is not shared[key] for key, graph in _graphs(fresh).items())
+    for lowered in (first, other, again):
+        for got, want in zip(lowered(*inputs), fresh(*inputs), strict=True):
+            torch.testing.assert_close(got, want)
+    assert [d.name for d in again.delegates.values()] == [d.name for d in first.delegates.values()]
