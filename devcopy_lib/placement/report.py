@@ -287,11 +287,13 @@ def copy_counts(gm: fx.GraphModule, rewrite: Rewrite | None = None) -> tuple[dic
 def role_bytes(gm: fx.GraphModule) -> dict[str, dict[str, int]]:
     """role -> direction -> bytes of the copies made on every call (`copy_counts`' copies, split by
     `roles.copy_roles`), over `copy_counts`' directions."""
-    _, totals = copy_counts(gm)
-    split = {role.value: dict.fromkeys(totals, 0) for role in CopyRole}
+    split: dict[str, dict[str, int]] = {role.value: {Direction.H2D: 0, Direction.D2H: 0} for role in CopyRole}
     for node, role in copy_roles(gm).items():
         if not node.meta.get(HOISTED):
-            split[role][node_kind(node)] += value_bytes(node.meta.get("val"))
+            kind = node_kind(node)
+            for directions in split.values():  # a direction any role copies (d2d) is a column of every role
+                directions.setdefault(kind, 0)
+            split[role][kind] += value_bytes(node.meta.get("val"))
     return split
 
 
