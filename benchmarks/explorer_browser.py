@@ -3,7 +3,8 @@ each action is timed from the click to the page's last update (the graph view's 
 count, then the next frame, then every DOM change until the page is quiet for 0.3 s): a strategy switch, five op
 toggles (each a new delegate set, then ticked back: a cached one), a module group opened and closed, "tidy layout".
 Each action also records the longest task the page's main thread ran meanwhile (PerformanceObserver "longtask":
-how long the page froze) and how many bytes the kernel sent the graph view for it. After the open/close cycles
+how long the page froze), how many bytes the kernel sent the graph view for it, the kernel's CPU time and the full
+garbage collections it ran. After the open/close cycles
 layer boxes are clicked where they are drawn, counting the clicks that opened the layer clicked. Last, "PNG" is
 clicked and the downloaded file's size and scale recorded. Python's share is timed on its own by
 benchmarks/explorer.py.
@@ -51,16 +52,29 @@ BIG_CELL = (  # GPT-2's graph with 96 layers, tiny widths
     "model, inputs = causal_lm('GPT2Config', 'gpt2_96l', 16, n_layer=96, n_embd=64, n_head=4, vocab_size=1024, "
     "n_positions=64)\nexplorer = PlacementExplorer.for_model(model, inputs, name='gpt2_96l')\nexplorer"
 )
-# Counts the bytes of every message the kernel sends the graph view (patches and state updates), as JSON.
-COUNT_BYTES = """import json
+# In the kernel, per action: the bytes of every message it sends the graph view (patches and state updates, as JSON),
+# its CPU seconds, and its full garbage collections (generation 2) with their seconds.
+KERNEL_PROBE = """import gc, json, time
 _graph = explorer.graph
 _graph_sent = [0]
-_graph_send = _graph._send
-def _counting(msg, buffers=None):
-    _graph_sent[0] += len(json.dumps(msg))
-    return _graph_send(msg, buffers)
-_graph._send = _counting
+_session = _graph.comm.kernel.session
+_pack = _session.pack
+def _counting(content):  # the message as the kernel encodes it anyway: counting it costs nothing more
+    packed = _pack(content)
+    if isinstance(content, dict) and content.get("comm_id") == _graph.comm.comm_id:
+        _graph_sent[0] += len(packed)
+    return packed
+_session.pack = _counting
+_full_gcs = []
+def _full_gc(phase, info, _start=[0.0]):
+    if info["generation"] == 2:
+        if phase == "start":
+            _start[0] = time.perf_counter()
+        else:
+            _full_gcs.append(time.perf_counter() - _start[0])
+gc.callbacks.append(_full_gc)
 """
+KERNEL_NOW = "print(json.dumps([_graph_sent[0], time.process_time(), len(_full_gcs), sum(_full_gcs)]))"
 WHOLE = (
     "import json; g = explorer.graph\n"
     "print(json.dumps([len(json.dumps(g.nodes)) + len(json.dumps(g.elements)), len(g.nodes)]))"
@@ -155,10 +169,13 @@ def group_actions(picked: dict[str, Any], repeats: int) -> list[tuple[str, str, 
 
 
 def time_action(page: Any, times: dict[str, list[Any]], name: str, action: str, arg: str) -> None:
-    """Run one action timed in the page (TIME_ACTION), with the bytes the kernel sent the graph view for it."""
-    sent = int(run_in_kernel(page, "print(_graph_sent[0])"))
+    """Run one action timed in the page (TIME_ACTION), with what the kernel did for it (KERNEL_PROBE): bytes sent to
+    the graph view, CPU time, full garbage collections."""
+    before = json.loads(run_in_kernel(page, KERNEL_NOW))
     times.setdefault(name, []).append(page.evaluate(TIME_ACTION, [action, arg]))
-    times[name][-1]["bytes"] = int(run_in_kernel(page, "print(_graph_sent[0])")) - sent
+    after = json.loads(run_in_kernel(page, KERNEL_NOW))
+    sent, cpu, gcs, gc_s = (a - b for a, b in zip(after, before, strict=True))
+    times[name][-1] |= {"bytes": sent, "kernel_cpu_ms": 1000 * cpu, "full_gcs": gcs, "full_gc_ms": 1000 * gc_s}
 
 
 def wait_drawn(page: Any, before: str) -> None:
@@ -250,7 +267,7 @@ def measure(model: str, repeats: int, ops: str) -> dict[str, Any]:
                 page.wait_for_timeout(1000)
                 opening = page.evaluate("() => ({...document.querySelector('.devcopy-graph-view').dataset})")
                 whole = json.loads(run_in_kernel(page, WHOLE))
-                run_in_kernel(page, COUNT_BYTES)
+                run_in_kernel(page, KERNEL_PROBE)
                 load = os.getloadavg()
                 times: dict[str, list[Any]] = {}
                 steps = placements(page.evaluate(PICK), repeats)
@@ -288,6 +305,10 @@ def summary(model: Any, repeats: Any, opening: Any, times: Any, loads: Any, vers
             "slowest_ms": max(ms),
             "longest_task_ms": round(max(r["longest"] for r in runs)),
             "median_bytes_sent": round(median_of([r["bytes"] for r in runs])),
+            "kernel_cpu_ms": [round(r["kernel_cpu_ms"]) for r in runs],
+            "median_kernel_cpu_ms": round(median_of([r["kernel_cpu_ms"] for r in runs])),
+            "full_gcs": sum(r["full_gcs"] for r in runs),
+            "full_gc_ms": [round(r["full_gc_ms"]) for r in runs if r["full_gcs"]],
             "busy_shown": sum(r["busy"] for r in runs),
             "full_layouts": runs[-1]["full"] - prior,
             "layout_where": sorted({r["where"] for r in runs if r["where"]}),
@@ -310,12 +331,20 @@ def summary(model: Any, repeats: Any, opening: Any, times: Any, loads: Any, vers
     }
 
 
+def _collections(action: dict[str, Any]) -> str:
+    """How many full garbage collections the kernel ran during an action's runs, with their milliseconds."""
+    if "full_gcs" not in action:
+        return ""
+    return f"{action['full_gcs']}" + (f" ({', '.join(map(str, action['full_gc_ms']))})" if action["full_gcs"] else "")
+
+
 def render_one(result: dict[str, Any]) -> list[str]:
     """One model's figures."""
     load = result["load_average_1min_before_after"]
     rows = [
         f"| {name} | {a['median_ms']} | {a['slowest_ms']} | {a.get('longest_task_ms', '')} | "
-        f"{a.get('median_bytes_sent', '')} | {', '.join(map(str, a['ms']))} |"
+        f"{a.get('median_bytes_sent', '')} | {a.get('median_kernel_cpu_ms', '')} | {_collections(a)} | "
+        f"{', '.join(map(str, a['ms']))} |"
         for name, a in result["actions"].items()
     ]
     opened = result["opened"]
@@ -349,8 +378,9 @@ def render_one(result: dict[str, Any]) -> list[str]:
     return [
         *lines,
         "",
-        "| action | median ms | slowest ms | longest task ms | bytes sent (median) | all (ms) |",
-        "|---|---|---|---|---|---|",
+        "| action | median ms | slowest ms | longest task ms | bytes sent (median) | kernel CPU ms (median) | "
+        "full collections (ms) | all (ms) |",
+        "|---|---|---|---|---|---|---|---|",
         *rows,
         "",
     ]
@@ -364,7 +394,9 @@ def render(results: list[dict[str, Any]]) -> str:
             "",
             "Each time runs from the click (or the control's change) to the page's last update: the graph view's "
             "drawing, the next frame, and every DOM change until the page is quiet for 0.3 s. It includes the "
-            "kernel's work (Python-side times are in the table above). The strategy goes dedupe, executorch, ... "
+            "kernel's work (Python-side times are in the table above; the kernel's CPU time per action, all its "
+            "threads, is a column, with the full garbage collections it ran meanwhile). "
+            "The strategy goes dedupe, executorch, ... "
             "(the first of each places anew, later ones are cached); each op is unticked (a new delegate set) and "
             "ticked again (the cached set); a layer box is opened by a click and closed by a double click. "
             "A 1-minute load average above 1 means other work shared the two cores while this ran, and the times "
