@@ -16,6 +16,7 @@ made it (`expand`) reads nothing else.
 from __future__ import annotations
 
 import operator
+import weakref
 
 import torch
 from torch import fx
@@ -72,7 +73,7 @@ def _step(node: fx.Node) -> bool | None:
 def _lineages(graph: fx.Graph) -> dict[fx.Node, Lineage]:
     """Each node's lineage, by `_step` chains and through delegate outputs."""
     lineage: dict[fx.Node, Lineage] = {}
-    inside: dict[fx.Node, list[tuple[int, bool] | None]] = {}  # delegate call -> per output: argument, written
+    inside: dict[fx.Node, tuple[tuple[int, bool] | None, ...]] = {}  # delegate call -> per output: argument, written
     for node in graph.nodes:
         step = _step(node)
         if node.op in ("placeholder", "get_attr"):
@@ -93,21 +94,36 @@ def _lineages(graph: fx.Graph) -> dict[fx.Node, Lineage]:
     return lineage
 
 
-def _delegate_outputs(call: fx.Node) -> list[tuple[int, bool] | None]:
+# per delegate graph and argument count, what `_delegate_outputs` found: a delegate graph is never changed once
+# made, and one is shared by every delegate set and strategy placed from its lowering (lowering/lower.py)
+_OUTPUTS: weakref.WeakKeyDictionary[fx.Graph, dict[int, tuple[tuple[int, bool] | None, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _delegate_outputs(call: fx.Node) -> tuple[tuple[int, bool] | None, ...]:
     """Per output of a delegate call, the index of the call argument whose elements it holds and whether positions
     were written inside; None when computed inside, or one of the delegate's owned constants (weights)."""
     delegate = delegate_of(call)
     assert delegate is not None  # _lineages asks only for delegate calls
     inner = delegate.graph_module.graph
+    known = _OUTPUTS.setdefault(inner, {})
+    if len(call.args) not in known:
+        known[len(call.args)] = _outputs_of(inner, len(call.args))
+    return known[len(call.args)]
+
+
+def _outputs_of(inner: fx.Graph, arguments_count: int) -> tuple[tuple[int, bool] | None, ...]:
+    """`_delegate_outputs` for a delegate graph whose first `arguments_count` placeholders are call arguments."""
     inner_lineage = _lineages(inner)
-    arguments = [n for n in inner.nodes if n.op == "placeholder"][: len(call.args)]
+    arguments = [n for n in inner.nodes if n.op == "placeholder"][:arguments_count]
     outputs = inner.output_node().args[0]
     assert isinstance(outputs, (tuple, list))  # a delegate returns a tuple (lowering/lower.py)
     found: list[tuple[int, bool] | None] = []
     for item in outputs:
         source = inner_lineage.get(item) if isinstance(item, fx.Node) else None
         found.append((arguments.index(source[0]), source[1]) if source and source[0] in arguments else None)
-    return found
+    return tuple(found)
 
 
 def _same_form(a: fx.Node, b: fx.Node) -> bool:

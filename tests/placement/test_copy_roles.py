@@ -123,3 +123,19 @@ def test_the_roles_add_up_to_the_copy_bytes_and_the_buffer_is_cache(sim, dag, op
     buffer = next(n for n in placed.graph_module.graph.nodes if n.op == "get_attr" and "state" in str(n.target))
     copied = [u for u in buffer.users if node_kind(u) == "h2d"]  # the buffer itself to the device (`state * 1`)
     assert split[CopyRole.CACHE]["h2d"] >= 36 * len(copied)
+
+
+def test_what_a_delegate_graph_passes_through_is_found_once_and_stays_right(sim, monkeypatch):
+    """The inner lineage of a delegate graph is kept per graph: a second placement of the same lowering (another
+    strategy) reads it again instead of walking the graph, and gets the roles a fresh walk gives."""
+    from devcopy_lib.placement import roles
+
+    lowered = export_and_lower(FunctionalCache(), _inputs(True), OPS)
+    first = place_devices(lowered).report.bytes_by_role()
+    walks = []
+    walk = roles._outputs_of
+    monkeypatch.setattr(roles, "_outputs_of", lambda *args: walks.append(args) or walk(*args))
+    second = place_devices(lowered, strategy="dedupe").report.bytes_by_role()
+    assert walks == [] and second == first
+    monkeypatch.setattr(roles, "_OUTPUTS", type(roles._OUTPUTS)())  # cold: every delegate graph walked again
+    assert place_devices(lowered, strategy="dedupe").report.bytes_by_role() == first and walks
