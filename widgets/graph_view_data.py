@@ -12,6 +12,7 @@ the deepest module holding all of its readers (docs/design.md describes the plac
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,20 +60,32 @@ def _majority(paths: Sequence[str]) -> str:
     return max((a for a, n in held.items() if 2 * n > len(paths)), key=lambda a: a.count("."), default="")
 
 
-def _delegate_paths(delegate: Any) -> tuple[str, list[str]]:
+# per delegate graph, `_delegate_paths`: a delegate graph never changes once made, and lowering shares one between
+# every delegate set that proposes its partition
+_delegate_homes: weakref.WeakKeyDictionary[Any, tuple[str, tuple[str, ...]]] = weakref.WeakKeyDictionary()
+
+
+def _delegate_paths(delegate: Any) -> tuple[str, tuple[str, ...]]:
     """(the deepest module holding most of the delegate's ops, the module of each of its outputs)."""
     graph = delegate.graph_module.graph
+    if graph not in _delegate_homes:
+        _delegate_homes[graph] = _graph_paths(graph)
+    return _delegate_homes[graph]
+
+
+def _graph_paths(graph: Any) -> tuple[str, tuple[str, ...]]:
+    """`_delegate_paths` of a delegate's graph."""
     inner = {n: _innermost(n) for n in graph.nodes if n.op == "call_function"}  # its inputs belong elsewhere
     home = _majority([p for p in inner.values() if p is not None])
     output = next(n for n in graph.nodes if n.op == "output")
     values = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
-    return home, [inner.get(v) or home for v in values]
+    return home, tuple(inner.get(v) or home for v in values)
 
 
 def module_paths(graph: Any) -> dict[str, str]:
     """Node name -> module path ('' is the model itself) for every node of a placed graph."""
     paths: dict[str, str] = {}
-    delegates: dict[str, list[str]] = {}
+    delegates: dict[str, tuple[str, ...]] = {}
     for node in graph.nodes:
         delegate, source = delegate_of(node), delegate_source(node)
         if delegate is not None:
@@ -134,6 +147,14 @@ def branch_notes(placed: Any) -> dict[str, str]:
     return notes
 
 
+# A node that is no copy or delegate, seen again with the same report row, module, neighbours and value (most nodes
+# of a model, from one delegate set to the next), keeps the dict made for it: its texts and inspector rows are most
+# of the work, and depend on nothing else. Up to PLAIN_KEPT dicts stay (all are dropped when there are more).
+PLAIN_KINDS = frozenset({"input", "output", "cpu_op", "getitem"})
+PLAIN_KEPT = 200_000
+_plain: dict[tuple[Any, ...], tuple[Any, dict[str, Any]]] = {}
+
+
 def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """The placed program's nodes (as dicts the view shows) and its data edges (src, dst)."""
     rows = {row.name: row for row in placed.report.rows}
@@ -142,9 +163,19 @@ def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, s
     paths = module_paths(graph)
     devices, nbytes = {r.name: r.device for r in rows.values()}, {r.name: r.bytes for r in rows.values()}
     nodes = []
+    if len(_plain) > PLAIN_KEPT:
+        _plain.clear()
     for node in graph.nodes:
-        row = rows[node.name]
-        op, tensor = _op(node, row.kind), tensor_text(node.meta.get("val"))
+        row, value = rows[node.name], node.meta.get("val")
+        users, inputs = tuple(u.name for u in node.users), tuple(i.name for i in node.all_input_nodes)
+        plain = row.kind in PLAIN_KINDS and row.predicted_s is None
+        if plain:  # the value's id, with the value kept beside the dict to check it is the same one
+            key = (node.name, node.op, node.target, row.kind, row.device, row.reason, row.bytes, paths[node.name],
+                   branches.get(node.name, ""), users, inputs, id(value))  # fmt: skip
+            if (seen := _plain.get(key)) is not None and seen[0] is value:
+                nodes.append(seen[1])
+                continue
+        op, tensor = _op(node, row.kind), tensor_text(value)
         label = _label(node, row.kind, op, row.bytes, tensor)
         if node.name in branches:  # control flow: the branch label on the node (docs/explorer.md)
             label += "\n" + branches[node.name].split(":")[0]
@@ -162,12 +193,14 @@ def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, s
                 "bytes_text": format_bytes(row.bytes),
                 "predicted_s": row.predicted_s,
                 "predicted_text": price_text(row.predicted_s, placed.report.pricing, row.predicted_error),
-                "users": tuple(u.name for u in node.users),
-                "inputs": tuple(i.name for i in node.all_input_nodes),
+                "users": users,
+                "inputs": inputs,
                 "shape": tensor,
             }
         )
         nodes[-1]["rows"], nodes[-1]["what_if"] = node_rows(node, nodes[-1], devices, nbytes)
+        if plain:
+            _plain[key] = (value, nodes[-1])
     edges = [(i.name, node.name) for node in graph.nodes for i in node.all_input_nodes]
     return nodes, edges
 

@@ -263,3 +263,27 @@ def test_a_delegate_sits_in_the_deepest_module_holding_most_of_its_ops(paths):
         deeper = f"{home}.{child}" if home else child
         held = [p for p in paths if p == deeper or p.startswith(deeper + ".")]
         assert 2 * len(held) <= len(paths), (paths, home, deeper)
+
+
+@pytest.mark.parametrize("model", ["cpu_between", "transformer_block"])
+def test_nodes_kept_from_an_earlier_placement_equal_the_ones_made_anew(model, monkeypatch):
+    """graph_elements keeps the dict of a node that is no copy or delegate and reuses it where the node comes again
+    unchanged (another delegate set, another strategy); every dict it hands out equals one made from scratch, and a
+    node whose neighbours changed gets a new one."""
+    state = PlacementState(model=model)
+    ops = state.model_ops()
+    settings = [(ops, "executorch"), (ops[1:], "executorch"), (ops[1:], "dedupe"), (ops[:1], "executorch")]
+    placements = []
+    for delegated, strategy in settings:
+        state.delegate_ops, state.strategy = delegated, strategy
+        placements.append(state.placed())
+    warm = [data.graph_elements(placed) for placed in placements]
+    monkeypatch.setattr(data, "_plain", {})
+    for placed, (nodes, edges) in zip(placements, warm, strict=True):
+        cold = data.graph_elements(placed)
+        assert (nodes, edges) == cold
+    first, second = ({n["id"]: n for n in nodes} for nodes, _ in warm[:2])
+    reused = [i for i in first.keys() & second.keys() if first[i] is second[i]]
+    assert reused and all(first[i]["kind"] in data.PLAIN_KINDS for i in reused)
+    moved = [i for i in first.keys() & second.keys() if first[i]["users"] != second[i]["users"]]
+    assert all(first[i] is not second[i] for i in moved)
