@@ -215,7 +215,7 @@ def node_rows(
     branch = [["branch", shown["branch"]]] if shown.get("branch") else []  # control flow (docs/explorer.md)
     module = ["module", shown["module"] or "(the model itself)"]
     every = [*rows, *branch, module, ["reason", shown["reason"]]]
-    return tuple((label, text) for label, text in every), tuple(cause.what_ifs)
+    return tuple(map(tuple, every)), tuple(cause.what_ifs)
 
 
 def change_text(before: Any, after: Any) -> str:

@@ -12,7 +12,6 @@ the deepest module holding all of its readers (docs/design.md describes the plac
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 
 from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
 from devcopy_lib.bench.cost_model import price_text
+from devcopy_lib.lowering.delegate import graph_fact
 from devcopy_lib.names import COPY_OP, DIRECTIONS, Direction, device_string, format_bytes
 
 from .graph_inspector import node_rows, tensor_text
@@ -60,17 +60,9 @@ def _majority(paths: Sequence[str]) -> str:
     return max((a for a, n in held.items() if 2 * n > len(paths)), key=lambda a: a.count("."), default="")
 
 
-# per delegate graph, `_delegate_paths`: a delegate graph never changes once made, and lowering shares one between
-# every delegate set that proposes its partition
-_delegate_homes: weakref.WeakKeyDictionary[Any, tuple[str, tuple[str, ...]]] = weakref.WeakKeyDictionary()
-
-
 def _delegate_paths(delegate: Any) -> tuple[str, tuple[str, ...]]:
     """(the deepest module holding most of the delegate's ops, the module of each of its outputs)."""
-    graph = delegate.graph_module.graph
-    if graph not in _delegate_homes:
-        _delegate_homes[graph] = _graph_paths(graph)
-    return _delegate_homes[graph]
+    return graph_fact(delegate.graph_module.graph, "module_paths", _graph_paths)
 
 
 def _graph_paths(graph: Any) -> tuple[str, tuple[str, ...]]:
@@ -201,7 +193,7 @@ def graph_elements(placed: Any) -> tuple[list[dict[str, Any]], list[tuple[str, s
         nodes[-1]["rows"], nodes[-1]["what_if"] = node_rows(node, nodes[-1], devices, nbytes)
         if plain:
             _plain[key] = (value, nodes[-1])
-    edges = [(i.name, node.name) for node in graph.nodes for i in node.all_input_nodes]
+    edges = [(i, node["id"]) for node in nodes for i in node["inputs"]]
     return nodes, edges
 
 

@@ -7,11 +7,18 @@ are the delegate's distinct input values and it returns a tuple that `operator.g
 from __future__ import annotations
 
 import operator
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 from torch import fx
 
 from ..devices import Device
+
+T = TypeVar("T")
+# what was derived from each delegate graph, by name (graph_fact)
+_FACTS: weakref.WeakKeyDictionary[fx.Graph, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 class Delegate(torch.nn.Module):
@@ -68,3 +75,14 @@ def delegate_source(node: fx.Node) -> fx.Node | None:
         if isinstance(source, fx.Node) and delegate_of(source) is not None:
             return source
     return None
+
+
+def graph_fact(graph: fx.Graph, name: str, compute: Callable[[fx.Graph], T]) -> T:
+    """`compute(graph)` for a delegate graph, derived once and kept under `name` while the graph lives: lowering
+    never changes a delegate graph once made, and shares it between every delegate set that proposes its partition
+    (lowering/lower.py), so each placement and view of those sets reads what the first one derived."""
+    facts = _FACTS.setdefault(graph, {})
+    if name not in facts:
+        facts[name] = compute(graph)
+    found: T = facts[name]
+    return found

@@ -63,9 +63,9 @@ class EdgeForm:
     user_inputs: list[str]
     mutable: frozenset[str] = frozenset()
     written_back: tuple[int, ...] = ()
-    # what lowering built from this graph and may share between delegate sets (a partition's delegate graph, by
-    # its nodes): one dict per rewritten graph, shared by every EdgeForm of it
-    built: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    # each partition's delegate graph as lowering built it, by the partition's nodes (lowering/lower.py): one dict
+    # per rewritten graph, shared by every EdgeForm of it and so by every delegate set lowered from it
+    partitions: dict[tuple[fx.Node, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 # The rewritten graph per exported program: lowering one program with many delegate sets (the explorer's op

@@ -385,10 +385,10 @@ class _Builder:
     def _add_delegate(self, nodes: list[fx.Node]) -> None:
         """Replace one partition by a delegate call. Its graph is built once per program and partition, and shared
         by every delegate set that proposes the same partition (lowering never changes a delegate's graph after)."""
-        key = ("partition", *nodes)
-        part = self.edge.built.get(key)
+        part = self.edge.partitions.get(tuple(nodes))
         if part is None:
-            part = self.edge.built[key] = _Partition.build(nodes, self.constants.keys() - self.edge.mutable)
+            part = _Partition.build(nodes, self.constants.keys() - self.edge.mutable)
+            self.edge.partitions[tuple(nodes)] = part
         name = f"delegate_{len(self.delegates)}"
         delegate = Delegate(
             name,

@@ -16,12 +16,11 @@ made it (`expand`) reads nothing else.
 from __future__ import annotations
 
 import operator
-import weakref
 
 import torch
 from torch import fx
 
-from ..lowering.delegate import delegate_of
+from ..lowering.delegate import delegate_of, graph_fact
 from ..lowering.edge_form import WRITE_BACK
 from ..lowering.nodes import COPY_KINDS, node_arg
 from ..names import CopyRole
@@ -94,23 +93,13 @@ def _lineages(graph: fx.Graph) -> dict[fx.Node, Lineage]:
     return lineage
 
 
-# per delegate graph and argument count, what `_delegate_outputs` found: a delegate graph is never changed once
-# made, and one is shared by every delegate set and strategy placed from its lowering (lowering/lower.py)
-_OUTPUTS: weakref.WeakKeyDictionary[fx.Graph, dict[int, tuple[tuple[int, bool] | None, ...]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _delegate_outputs(call: fx.Node) -> tuple[tuple[int, bool] | None, ...]:
     """Per output of a delegate call, the index of the call argument whose elements it holds and whether positions
     were written inside; None when computed inside, or one of the delegate's owned constants (weights)."""
     delegate = delegate_of(call)
     assert delegate is not None  # _lineages asks only for delegate calls
-    inner = delegate.graph_module.graph
-    known = _OUTPUTS.setdefault(inner, {})
-    if len(call.args) not in known:
-        known[len(call.args)] = _outputs_of(inner, len(call.args))
-    return known[len(call.args)]
+    arguments = len(call.args)  # a delegate graph's calls all pass its inputs, so one count per graph
+    return graph_fact(delegate.graph_module.graph, "outputs", lambda inner: _outputs_of(inner, arguments))
 
 
 def _outputs_of(inner: fx.Graph, arguments_count: int) -> tuple[tuple[int, bool] | None, ...]:

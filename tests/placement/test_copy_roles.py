@@ -128,6 +128,7 @@ def test_the_roles_add_up_to_the_copy_bytes_and_the_buffer_is_cache(sim, dag, op
 def test_what_a_delegate_graph_passes_through_is_found_once_and_stays_right(sim, monkeypatch):
     """The inner lineage of a delegate graph is kept per graph: a second placement of the same lowering (another
     strategy) reads it again instead of walking the graph, and gets the roles a fresh walk gives."""
+    from devcopy_lib.lowering import delegate
     from devcopy_lib.placement import roles
 
     lowered = export_and_lower(FunctionalCache(), _inputs(True), OPS)
@@ -137,5 +138,5 @@ def test_what_a_delegate_graph_passes_through_is_found_once_and_stays_right(sim,
     monkeypatch.setattr(roles, "_outputs_of", lambda *args: walks.append(args) or walk(*args))
     second = place_devices(lowered, strategy="dedupe").report.bytes_by_role()
     assert walks == [] and second == first
-    monkeypatch.setattr(roles, "_OUTPUTS", type(roles._OUTPUTS)())  # cold: every delegate graph walked again
+    monkeypatch.setattr(delegate, "_FACTS", type(delegate._FACTS)())  # cold: every delegate graph walked again
     assert place_devices(lowered, strategy="dedupe").report.bytes_by_role() == first and walks
