@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import gc
 import json
 import os
 import platform
 import re
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 from unittest import mock
@@ -33,7 +30,7 @@ import torch
 
 from devcopy_lib import models
 from devcopy_lib.bench.harness import timed
-from devcopy_lib.bench.measurement import median_of
+from devcopy_lib.bench.measurement import FullCollections, median_of
 from devcopy_lib.bench.targets import explorer_targets
 
 DEFAULT_MODELS = ("gpt2_12l", "transformer_block")
@@ -66,26 +63,6 @@ def factory(name: str) -> Any:
     return found
 
 
-@contextmanager
-def full_collections() -> Iterator[list[float]]:
-    """The seconds of each full garbage collection (generation 2) Python runs inside the block."""
-    seconds: list[float] = []
-    started = [0.0]
-
-    def note(phase: str, info: dict[str, Any]) -> None:
-        if info["generation"] == 2:
-            if phase == "start":
-                started[0] = time.perf_counter()
-            else:
-                seconds.append(time.perf_counter() - started[0])
-
-    gc.callbacks.append(note)
-    try:
-        yield seconds
-    finally:
-        gc.callbacks.remove(note)
-
-
 def measure(name: str, repeats: int) -> dict[str, Any]:
     """Seconds for export, build, op toggles (miss, hit) and strategy switches; the export calls they made."""
     from devcopy_widgets import PlacementExplorer, PlacementState
@@ -96,7 +73,7 @@ def measure(name: str, repeats: int) -> dict[str, Any]:
         state = PlacementState()
         state.add_model(name, module, inputs)
         export_s = timed(state.exported)[1]
-        with full_collections() as build_gcs:
+        with FullCollections() as build_gcs:
             view, build_s = timed(partial(PlacementExplorer, state))
         assert view.error is None, view.error
         boxes = [box for box in view.op_boxes if not box.value][:repeats] or view.op_boxes[:repeats]
@@ -121,7 +98,7 @@ def measure(name: str, repeats: int) -> dict[str, Any]:
         "table_html_bytes": len(view.table.value),
         "export_s": export_s,
         "build_s": build_s,
-        "build_full_gc_s": sum(build_gcs),
+        "build_full_gc_s": sum(build_gcs.seconds),
         "op_toggle_new_delegate_set_s": miss,
         "op_toggle_cached_s": hit,
         "strategy_switch_s": strategies,

@@ -54,7 +54,7 @@ BIG_CELL = (  # GPT-2's graph with 96 layers, tiny widths
 )
 # In the kernel, per action: the bytes of every message it sends the graph view (patches and state updates, as JSON),
 # its CPU seconds, and its full garbage collections (generation 2) with their seconds.
-KERNEL_PROBE = """import gc, json, time
+KERNEL_PROBE = """import json, time
 _graph = explorer.graph
 _graph_sent = [0]
 _session = _graph.comm.kernel.session
@@ -65,16 +65,10 @@ def _counting(content):  # the message as the kernel encodes it anyway: counting
         _graph_sent[0] += len(packed)
     return packed
 _session.pack = _counting
-_full_gcs = []
-def _full_gc(phase, info, _start=[0.0]):
-    if info["generation"] == 2:
-        if phase == "start":
-            _start[0] = time.perf_counter()
-        else:
-            _full_gcs.append(time.perf_counter() - _start[0])
-gc.callbacks.append(_full_gc)
+from devcopy_lib.bench.measurement import FullCollections
+_full_gcs = FullCollections().attach()
 """
-KERNEL_NOW = "print(json.dumps([_graph_sent[0], time.process_time(), len(_full_gcs), sum(_full_gcs)]))"
+KERNEL_NOW = "print(json.dumps([_graph_sent[0], time.process_time(), len(_full_gcs.seconds), sum(_full_gcs.seconds)]))"
 WHOLE = (
     "import json; g = explorer.graph\n"
     "print(json.dumps([len(json.dumps(g.nodes)) + len(json.dumps(g.elements)), len(g.nodes)]))"

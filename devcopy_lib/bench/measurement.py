@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,6 +16,35 @@ from ..names import Direction
 SPREAD_WARNING = 0.25  # IQR / median above this is flagged
 ONE_WAY = (Direction.H2D, Direction.D2H)  # the host<->device copy directions a sweep times one at a time
 BOTH = "both"  # a sweep's third direction: H2D and D2H at once (its bytes count both)
+
+
+class FullCollections:
+    """The seconds of each full garbage collection (generation 2) Python runs while attached: what a benchmark of
+    the explorer reports beside its times, since one such collection over a big kernel takes longer than an edit."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self._started = 0.0
+
+    def _note(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                self._started = time.perf_counter()
+            else:
+                self.seconds.append(time.perf_counter() - self._started)
+
+    def attach(self) -> FullCollections:
+        gc.callbacks.append(self._note)
+        return self
+
+    def detach(self) -> None:
+        gc.callbacks.remove(self._note)
+
+    def __enter__(self) -> FullCollections:
+        return self.attach()
+
+    def __exit__(self, *_: object) -> None:
+        self.detach()
 
 
 def median_of(samples: Sequence[float]) -> float:
