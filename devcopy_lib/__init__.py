@@ -52,6 +52,7 @@ _EXPORTS = {
     "node_kind": "lowering.nodes",
     "delegate_of": "lowering.delegate",
     "delegate_source": "lowering.delegate",
+    "graph_fact": "lowering.delegate",
     "emit": "emitter.emit",
     "PlacementReport": "placement.report",
     "executorch_pte": "pte.backend",

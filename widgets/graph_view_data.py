@@ -17,9 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from devcopy_lib import delegate_of, delegate_source, node_kind, overload_name
+from devcopy_lib import delegate_of, delegate_source, graph_fact, node_kind, overload_name
 from devcopy_lib.bench.cost_model import price_text
-from devcopy_lib.lowering.delegate import graph_fact
 from devcopy_lib.names import COPY_OP, DIRECTIONS, Direction, device_string, format_bytes
 
 from .graph_inspector import node_rows, tensor_text
