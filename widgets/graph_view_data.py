@@ -61,7 +61,8 @@ def _majority(paths: Sequence[str]) -> str:
 
 def _delegate_paths(delegate: Any) -> tuple[str, tuple[str, ...]]:
     """(the deepest module holding most of the delegate's ops, the module of each of its outputs)."""
-    return graph_fact(delegate.graph_module.graph, "module_paths", _graph_paths)
+    paths: tuple[str, tuple[str, ...]] = graph_fact(delegate.graph_module.graph, "module_paths", _graph_paths)
+    return paths
 
 
 def _graph_paths(graph: Any) -> tuple[str, tuple[str, ...]]:
